@@ -1,0 +1,129 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "tessera",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "token-service", targets: ["TokenServiceMain"]),
+        .executable(name: "user-directory", targets: ["UserDirectoryMain"]),
+        .executable(name: "cleanup-worker", targets: ["CleanupWorkerMain"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.0.0"),
+    ],
+    targets: [
+        .target(
+            name: "TesseraShared",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Shared",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "UserDirectory",
+            dependencies: [
+                "TesseraShared",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Services/UserDirectory/Sources",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "UserDirectoryMain",
+            dependencies: [
+                "UserDirectory", "TesseraShared",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/UserDirectory/Main",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TokenService",
+            dependencies: [
+                "TesseraShared",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Services/TokenService/Sources",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "TokenServiceMain",
+            dependencies: [
+                "TokenService", "TesseraShared",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/TokenService/Main",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CleanupWorker",
+            dependencies: [
+                "TesseraShared",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Services/CleanupWorker/Sources",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "CleanupWorkerMain",
+            dependencies: [
+                "CleanupWorker", "TesseraShared",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/CleanupWorker/Main",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TesseraTests",
+            dependencies: [
+                "TesseraShared", "UserDirectory", "TokenService", "CleanupWorker",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/TesseraTests",
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

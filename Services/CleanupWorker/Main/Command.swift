@@ -1,0 +1,42 @@
+import ArgumentParser
+import CleanupWorker
+import Hummingbird
+import Logging
+import TesseraShared
+
+@main
+struct CleanupWorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cleanup-worker",
+        abstract: "Tessera's background scheduler.",
+        subcommands: [Serve.self, RunOnce.self],
+        defaultSubcommand: Serve.self)
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the sweep loop and the health endpoints.")
+    @Option(help: "Listen address (TESSERA_HTTP_HOST).") var hostname: String?
+    @Option(help: "Listen port (TESSERA_HTTP_PORT).") var port: Int?
+    @Option(help: "Log level (LOG_LEVEL).") var logLevel: String?
+
+    func run() async throws {
+        LogSetup.bootstrap(level: logLevel)
+        let logger = Logger(label: "cleanup-worker")
+        var configuration = try CleanupWorkerConfiguration(environment: ConfigReader())
+        if let hostname { configuration.hostname = hostname }
+        if let port { configuration.port = port }
+        try await buildCleanupWorker(configuration: configuration, logger: logger).runService()
+    }
+}
+
+struct RunOnce: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "run-once", abstract: "Run one sweep and exit.")
+    @Option(help: "Log level (LOG_LEVEL).") var logLevel: String?
+
+    func run() async throws {
+        LogSetup.bootstrap(level: logLevel)
+        let logger = Logger(label: "cleanup-worker")
+        let status = try await runOnce(configuration: try CleanupWorkerConfiguration(environment: ConfigReader()), logger: logger)
+        print("sweep finished: directory schema version \(status.schemaVersion)")
+    }
+}

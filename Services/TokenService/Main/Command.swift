@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import TesseraShared
+import TokenService
+
+@main
+struct TokenServiceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token-service",
+        abstract: "Tessera's token service: the end-user API, token issuance and the public keys.",
+        subcommands: [Serve.self, Keys.self],
+        defaultSubcommand: Serve.self)
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the end-user API.")
+    @Option(help: "Listen address (TESSERA_HTTP_HOST).") var hostname: String?
+    @Option(help: "Listen port (TESSERA_HTTP_PORT).") var port: Int?
+    @Option(help: "Log level (LOG_LEVEL).") var logLevel: String?
+
+    func run() async throws {
+        LogSetup.bootstrap(level: logLevel)
+        let logger = Logger(label: "token-service")
+        var configuration = try TokenServiceConfiguration(environment: ConfigReader())
+        if let hostname { configuration.hostname = hostname }
+        if let port { configuration.port = port }
+        let app = try buildTokenApplication(configuration: configuration, logger: logger)
+        try await app.runService()
+    }
+}
+
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage the signing key directory.", subcommands: [Generate.self])
+
+    struct Generate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a new RSA signing key: published at once, signing after --lead.")
+        @Option(help: "The key directory (default: TESSERA_SIGNING_KEYS_DIR).") var dir: String?
+        @Option(help: "How long the key is published before it signs, e.g. 1h (0s: at once).") var lead: String = "0s"
+
+        func run() async throws {
+            guard let directory = dir ?? ConfigReader().string("TESSERA_SIGNING_KEYS_DIR") else {
+                throw ValidationError("give --dir or set TESSERA_SIGNING_KEYS_DIR")
+            }
+            guard let lead = Duration.parse(lead) else { throw ValidationError("--lead must be a duration such as 1h") }
+            let kid = try KeyDirectory.generate(into: directory, lead: lead)
+            print(kid)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import TesseraShared
+
+/// Re-reads the key directory on an interval so that rotation needs no restart.
+struct KeyReloadService: Service {
+    let keys: KeyStore
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    try await Task.sleep(for: interval)
+                    keys.reload(logger: logger)
+                }
+            }
+        } catch is CancellationError {
+            return
+        }
+    }
+}
+
+/// Builds the token service: routes, key store and its reload loop, the directory client.
+public func buildTokenApplication(
+    configuration: TokenServiceConfiguration, logger: Logger, httpClient: HTTPClient = .shared
+) throws -> some ApplicationProtocol {
+    let keys = try KeyStore(directory: configuration.signingKeysDirectory)
+    logger.info(
+        "signing keys loaded",
+        metadata: ["keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))"])
+    let directory = DirectoryClient(
+        httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
+        timeout: configuration.internalTimeout)
+    let issuer = IDTokenIssuer(keys: keys, projectID: configuration.projectID)
+    let tokens = SessionTokens(directory: directory, issuer: issuer, configuration: configuration)
+
+    let router = Router(context: TokenContext.self)
+    router.add(middleware: FirebaseErrorMiddleware<TokenContext>())
+    router.add(
+        middleware: CORSMiddleware(
+            allowOrigin: .originBased,
+            allowHeaders: [.contentType, .authorization, .googAPIKey, .requestID, HTTPField.Name("X-Client-Version")!,
+                HTTPField.Name("X-Firebase-gmpid")!, HTTPField.Name("X-Firebase-Client")!],
+            allowMethods: [.get, .post, .options]))
+
+    router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
+    router.get("/readyz") { _, context in
+        _ = try await directory.get(
+            InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)
+        return JSONResponse(HealthStatus())
+    }
+    AccountsController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    TokenController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    KeysController(keys: keys, configuration: configuration).addRoutes(to: router)
+    OutOfScope.addRoutes(to: router)
+
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
+        services: [KeyReloadService(keys: keys, interval: configuration.keyReloadInterval, logger: logger)],
+        logger: logger)
+}
+
+/// Features out of scope for now (API.md A.1) answer 501 with a clear message rather than 404.
+enum OutOfScope {
+    static let clientVerbs = [
+        "v1/accounts:sendVerificationCode": "Phone authentication",
+        "v1/accounts:signInWithPhoneNumber": "Phone authentication",
+        "v2/accounts/mfaEnrollment:start": "Multi-factor authentication",
+        "v2/accounts/mfaEnrollment:finalize": "Multi-factor authentication",
+        "v2/accounts/mfaEnrollment:withdraw": "Multi-factor authentication",
+        "v2/accounts/mfaSignIn:start": "Multi-factor authentication",
+        "v2/accounts/mfaSignIn:finalize": "Multi-factor authentication",
+        "v2/accounts/passkeyEnrollment:start": "Passkeys",
+        "v2/accounts/passkeyEnrollment:finalize": "Passkeys",
+        "v2/accounts/passkeySignIn:start": "Passkeys",
+        "v2/accounts/passkeySignIn:finalize": "Passkeys",
+        "v1/recaptchaParams": "reCAPTCHA",
+        "v2/recaptchaConfig": "reCAPTCHA",
+    ]
+
+    static func addRoutes(to router: Router<TokenContext>) {
+        for prefix in identityToolkitPrefixes {
+            for (path, feature) in clientVerbs {
+                let handler: @Sendable (Request, TokenContext) async throws -> Response = { _, _ in
+                    throw FirebaseError.notImplemented(feature)
+                }
+                router.post(RouterPath("\(prefix)/\(path)"), use: handler)
+                router.get(RouterPath("\(prefix)/\(path)"), use: handler)
+            }
+        }
+        router.on("/www.googleapis.com/identitytoolkit/v3/**", method: .post) { _, _ -> Response in
+            throw FirebaseError.notImplemented("The legacy v3 API")
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Crypto
+import Foundation
+import TesseraShared
+
+public struct TokenServiceConfiguration: Sendable {
+    public var hostname: String = "127.0.0.1"
+    public var port: Int = 8081
+    public var projectID: String
+    public var projectNumber: String
+    public var apiKey: String
+    public var directoryURL: String = "http://127.0.0.1:8082"
+    public var internalSecret: String
+    public var signingKeysDirectory: String
+    public var publicURL: String?
+    public var refreshGrace: Duration = .seconds(10)
+    public var refreshIdleTTL: Duration = .seconds(30 * 86400)
+    public var refreshAbsoluteTTL: Duration = .seconds(180 * 86400)
+    public var reauthWindow: Duration = .seconds(300)
+    public var keyReloadInterval: Duration = .seconds(60)
+    public var internalTimeout: Duration = .seconds(5)
+
+    public init(
+        projectID: String, apiKey: String, internalSecret: String, signingKeysDirectory: String,
+        projectNumber: String? = nil
+    ) {
+        self.projectID = projectID
+        self.apiKey = apiKey
+        self.internalSecret = internalSecret
+        self.signingKeysDirectory = signingKeysDirectory
+        self.projectNumber = projectNumber ?? Self.derivedProjectNumber(projectID)
+    }
+
+    /// Reads the keys documented in docs/configuration.md.
+    public init(environment env: ConfigReader) throws {
+        self.init(
+            projectID: env.string("TESSERA_PROJECT_ID", default: "tessera-local"),
+            apiKey: try env.required("TESSERA_API_KEY"),
+            internalSecret: try env.required("TESSERA_INTERNAL_SECRET"),
+            signingKeysDirectory: try env.required("TESSERA_SIGNING_KEYS_DIR"),
+            projectNumber: env.string("TESSERA_PROJECT_NUMBER"))
+        hostname = env.string("TESSERA_HTTP_HOST", default: hostname)
+        port = try env.int("TESSERA_HTTP_PORT", default: port)
+        directoryURL = env.string("TESSERA_DIRECTORY_URL", default: directoryURL)
+        publicURL = env.string("TESSERA_PUBLIC_URL")
+        refreshGrace = try env.duration("TESSERA_REFRESH_GRACE", default: refreshGrace)
+        refreshIdleTTL = try env.duration("TESSERA_REFRESH_IDLE_TTL", default: refreshIdleTTL)
+        refreshAbsoluteTTL = try env.duration("TESSERA_REFRESH_ABSOLUTE_TTL", default: refreshAbsoluteTTL)
+        reauthWindow = try env.duration("TESSERA_REAUTH_WINDOW", default: reauthWindow)
+        keyReloadInterval = try env.duration("TESSERA_KEY_RELOAD_INTERVAL", default: keyReloadInterval)
+        internalTimeout = try env.duration("TESSERA_INTERNAL_TIMEOUT", default: internalTimeout)
+    }
+
+    /// A stable 12-digit number from the project id, for deployments that do not set one.
+    static func derivedProjectNumber(_ projectID: String) -> String {
+        let digest = SHA256.hash(data: Data(projectID.utf8))
+        let value = digest.prefix(8).reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
+        return String(100_000_000_000 + value % 900_000_000_000)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import TesseraShared
+
+/// The public-key endpoints (API.md A.2, B.2.4): JWKS, the X.509 PEM map and OpenID discovery.
+/// Bodies come pre-rendered from the key set; nothing here touches the directory.
+struct KeysController {
+    let keys: KeyStore
+    let configuration: TokenServiceConfiguration
+    /// How long clients may cache the key set. A new key is published a key-lead ahead of signing,
+    /// so this must stay below that lead (docs/configuration.md).
+    static let maxAge = 3600
+
+    static let serviceAccount = "securetoken@system.gserviceaccount.com"
+
+    func addRoutes(to router: Router<TokenContext>) {
+        router.get("/.well-known/jwks.json", use: jwks)
+        for prefix in googleAPIsPrefixes {
+            router.get("\(prefix)/service_accounts/v1/jwk/\(Self.serviceAccount)", use: jwks)
+            router.get("\(prefix)/robot/v1/metadata/x509/\(Self.serviceAccount)", use: x509)
+        }
+        router.get("/.well-known/openid-configuration", use: discovery)
+        router.get("/securetoken.google.com/{project}/.well-known/openid-configuration", use: discovery)
+    }
+
+    func cached(_ data: Data) -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/json; charset=UTF-8",
+                .cacheControl: "public, max-age=\(Self.maxAge), must-revalidate, no-transform",
+            ],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    @Sendable func jwks(_ request: Request, context: TokenContext) async throws -> Response {
+        cached(keys.current.jwksJSON)
+    }
+
+    @Sendable func x509(_ request: Request, context: TokenContext) async throws -> Response {
+        cached(keys.current.x509JSON)
+    }
+
+    struct Discovery: Encodable, Sendable {
+        var issuer: String
+        var jwks_uri: String
+        var response_types_supported = ["id_token"]
+        var subject_types_supported = ["public"]
+        var id_token_signing_alg_values_supported = ["RS256"]
+    }
+
+    @Sendable func discovery(_ request: Request, context: TokenContext) async throws -> JSONResponse<Discovery> {
+        if let project = context.parameters.get("project"), project != configuration.projectID {
+            throw FirebaseError.notFound
+        }
+        let base = configuration.publicURL ?? Self.baseURL(of: request)
+        return JSONResponse(
+            Discovery(issuer: "https://securetoken.google.com/\(configuration.projectID)", jwks_uri: base + "/.well-known/jwks.json"),
+            headers: [.cacheControl: "public, max-age=\(Self.maxAge)"])
+    }
+
+    /// The external base URL as the client reached it (through the ingress).
+    static func baseURL(of request: Request) -> String {
+        let proto = request.headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http"
+        let host = request.head.authority ?? request.headers[HTTPField.Name("Host")!] ?? "127.0.0.1"
+        return "\(proto)://\(host)"
+    }
+}

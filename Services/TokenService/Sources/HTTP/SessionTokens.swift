@@ -1,0 +1,72 @@
+import Foundation
+import Logging
+import TesseraShared
+
+/// What the token service does with the directory to issue, refresh and check tokens.
+struct SessionTokens: Sendable {
+    let directory: DirectoryClient
+    let issuer: IDTokenIssuer
+    let configuration: TokenServiceConfiguration
+
+    struct Issued {
+        var user: UserRecord
+        var idToken: String
+        var refreshToken: String
+    }
+
+    func signUpAnonymous(tenantId: String?, requestID: String, logger: Logger) async throws -> Issued {
+        let refreshToken = RefreshTokens.generate()
+        let expiresAt = Int64(Date().timeIntervalSince1970) + configuration.refreshAbsoluteTTL.wholeSeconds
+        let created = try await directory.call(
+            InternalPath.signUpAnonymous,
+            SignUpAnonymousRequest(
+                tenantId: tenantId, refreshTokenHash: Secrets.tokenHash(refreshToken), sessionExpiresAt: expiresAt),
+            as: SessionCreatedResponse.self, requestID: requestID, logger: logger)
+        let idToken = try issuer.mint(user: created.user, session: created.session)
+        return Issued(user: created.user, idToken: idToken, refreshToken: refreshToken)
+    }
+
+    /// Rotates a refresh token (API.md A.2): a current token is exchanged for a new pair; a retry of
+    /// the just-rotated token inside the grace window gets the same new pair; anything else fails.
+    func refresh(_ token: String, requestID: String, logger: Logger) async throws -> Issued {
+        guard RefreshTokens.isWellFormed(token) else { throw FirebaseError.invalid("INVALID_REFRESH_TOKEN") }
+        let successor = RefreshTokens.generate()
+        let answer = try await directory.call(
+            InternalPath.rotateRefreshToken,
+            RotateRefreshTokenRequest(
+                tokenHash: Secrets.tokenHash(token), newTokenHash: Secrets.tokenHash(successor),
+                sealedSuccessor: try RefreshTokens.seal(successor: successor, with: token),
+                graceSeconds: configuration.refreshGrace.wholeSeconds,
+                idleSeconds: configuration.refreshIdleTTL.wholeSeconds),
+            as: RotateRefreshTokenResponse.self, requestID: requestID, logger: logger)
+        let newToken: String
+        switch answer.outcome {
+        case .rotated:
+            newToken = successor
+        case .replayed:
+            guard let sealed = answer.sealedSuccessor else { throw FirebaseError.internal }
+            newToken = try RefreshTokens.open(sealed, with: token)
+        }
+        let idToken = try issuer.mint(user: answer.user, session: answer.session)
+        return Issued(user: answer.user, idToken: idToken, refreshToken: newToken)
+    }
+
+    /// Every check of A.2 on an ID token: signature and claims, then the tenant asked for, the user's
+    /// existence, `disabled` and `validSince`.
+    func verify(idToken: String?, requestedTenant: String?, requestID: String, logger: Logger) async throws
+        -> (IDTokenIssuer.Verified, UserRecord)
+    {
+        guard let idToken, !idToken.isEmpty else { throw FirebaseError.invalid("MISSING_ID_TOKEN") }
+        let verified = try issuer.verifySignatureAndClaims(idToken)
+        if let requestedTenant, !requestedTenant.isEmpty, requestedTenant != verified.tenantId {
+            throw FirebaseError.invalid("TENANT_ID_MISMATCH")
+        }
+        let user = try await directory.call(
+            InternalPath.getAccount, AccountRequest(tenantId: verified.tenantId, localId: verified.localId),
+            as: AccountResponse.self, requestID: requestID, logger: logger
+        ).user
+        if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+        if verified.issuedAt < user.validSince { throw FirebaseError.invalid("TOKEN_EXPIRED") }
+        return (verified, user)
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// `POST /v1/token` (securetoken, API.md B.2.2): the refresh grant, with form or JSON bodies.
+struct TokenController {
+    let tokens: SessionTokens
+    let configuration: TokenServiceConfiguration
+
+    func addRoutes(to router: Router<TokenContext>) {
+        for prefix in secureTokenPrefixes {
+            router.post("\(prefix)/v1/token", use: token)
+        }
+    }
+
+    struct GrantRequest: Decodable {
+        var grantType: String?
+        var refreshToken: String?
+    }
+
+    struct GrantResponse: Encodable, Sendable {
+        var access_token: String
+        var expires_in = String(IDTokenIssuer.lifetime)
+        var token_type = "Bearer"
+        var refresh_token: String
+        var id_token: String
+        var user_id: String
+        var project_id: String
+    }
+
+    @Sendable func token(_ request: Request, context: TokenContext) async throws -> JSONResponse<GrantResponse> {
+        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+        let grant = try await Self.decodeGrant(request, context: context)
+        guard let grantType = grant.grantType, !grantType.isEmpty else { throw FirebaseError.invalid("MISSING_GRANT_TYPE") }
+        guard grantType == "refresh_token" else { throw FirebaseError.invalid("INVALID_GRANT_TYPE") }
+        guard let refreshToken = grant.refreshToken, !refreshToken.isEmpty else {
+            throw FirebaseError.invalid("MISSING_REFRESH_TOKEN")
+        }
+        let issued = try await tokens.refresh(refreshToken, requestID: context.requestID, logger: context.logger)
+        return JSONResponse(
+            GrantResponse(
+                access_token: issued.idToken, refresh_token: issued.refreshToken, id_token: issued.idToken,
+                user_id: issued.user.localId, project_id: configuration.projectNumber),
+            headers: [.cacheControl: "no-store"])
+    }
+
+    /// `application/x-www-form-urlencoded` or JSON, snake_case or camelCase.
+    static func decodeGrant(_ request: Request, context: TokenContext) async throws -> GrantRequest {
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
+            return try await request.decodeJSON(GrantRequest.self, context: context)
+        }
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: 64 << 10)
+        } catch {
+            throw FirebaseError.payloadTooLarge
+        }
+        var components = URLComponents()
+        components.percentEncodedQuery = String(buffer: buffer).replacingOccurrences(of: "+", with: "%20")
+        var fields: [String: String] = [:]
+        for item in components.queryItems ?? [] where fields[item.name] == nil {
+            fields[item.name] = item.value ?? ""
+        }
+        return GrantRequest(
+            grantType: fields["grant_type"] ?? fields["grantType"],
+            refreshToken: fields["refresh_token"] ?? fields["refreshToken"])
+    }
+}

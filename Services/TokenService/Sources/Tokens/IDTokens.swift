@@ -1,0 +1,115 @@
+import Foundation
+import Logging
+import TesseraShared
+
+/// Mints and verifies Tessera's ID tokens (API.md A.2, B.3.1).
+public struct IDTokenIssuer: Sendable {
+    public static let lifetime: Int64 = 3600
+    let keys: KeyStore
+    let projectID: String
+
+    public init(keys: KeyStore, projectID: String) {
+        self.keys = keys
+        self.projectID = projectID
+    }
+
+    public var issuer: String { "https://securetoken.google.com/\(projectID)" }
+
+    /// The claims of B.3.1, in construction order: profile, then custom claims, then the reserved
+    /// claims nothing may override. Keys are sorted when encoded, so the same inputs give the same
+    /// token (RS256 signatures are deterministic): a grace-window retry re-mints an identical token.
+    public func claims(user: UserRecord, session: SessionInfo) -> [String: JSONValue] {
+        var claims: [String: JSONValue] = [:]
+        if let name = user.displayName { claims["name"] = .string(name) }
+        if let picture = user.photoUrl { claims["picture"] = .string(picture) }
+        if let custom = user.customAttributes, let data = custom.data(using: .utf8),
+            case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
+        {
+            claims.merge(object) { _, new in new }
+        }
+        var identities: [String: JSONValue] = [:]
+        if let email = user.email {
+            claims["email"] = .string(email)
+            claims["email_verified"] = .bool(user.emailVerified)
+            identities["email"] = .array([.string(email)])
+        }
+        for provider in user.providerUserInfo where provider.providerId != "password" {
+            var ids: [JSONValue] = []
+            if case .array(let existing)? = identities[provider.providerId] { ids = existing }
+            ids.append(.string(provider.rawId))
+            identities[provider.providerId] = .array(ids)
+        }
+        if session.signInProvider == "anonymous" { claims["provider_id"] = .string("anonymous") }
+        var firebase: [String: JSONValue] = [
+            "identities": .object(identities), "sign_in_provider": .string(session.signInProvider),
+        ]
+        if let tenant = user.tenantId { firebase["tenant"] = .string(tenant) }
+        claims["firebase"] = .object(firebase)
+        claims["auth_time"] = .int(session.authTime)
+        claims["user_id"] = .string(user.localId)
+        claims["sub"] = .string(user.localId)
+        claims["iat"] = .int(session.tokenIssuedAt)
+        claims["exp"] = .int(session.tokenIssuedAt + Self.lifetime)
+        claims["aud"] = .string(projectID)
+        claims["iss"] = .string(issuer)
+        return claims
+    }
+
+    public func mint(user: UserRecord, session: SessionInfo) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let payload = try encoder.encode(claims(user: user, session: session))
+        let signer = keys.current.signer
+        return try JWS.signRS256(payload: payload, kid: signer.kid, key: signer.privateKey)
+    }
+
+    /// What an endpoint learns from a verified ID token.
+    public struct Verified: Sendable {
+        public let localId: String
+        public let tenantId: String?
+        public let issuedAt: Int64
+        public let authTime: Int64
+        public let signInProvider: String
+    }
+
+    struct Payload: Decodable {
+        struct Firebase: Decodable {
+            var tenant: String?
+            var sign_in_provider: String?
+        }
+        var iss: String?
+        var aud: String?
+        var sub: String?
+        var iat: Int64?
+        var exp: Int64?
+        var auth_time: Int64?
+        var user_id: String?
+        var firebase: Firebase?
+    }
+
+    /// Checks signature (RS256 only, known kid), `iss`, `aud`, `sub`, `iat`, `exp`. The tenant, the
+    /// user's existence, `disabled` and `validSince` are checked by `IDTokenVerifier`.
+    public func verifySignatureAndClaims(_ token: String, now: Date = Date()) throws -> Verified {
+        let set = keys.current
+        let payloadData: Data
+        do {
+            payloadData = try JWS.verifyRS256(token, publicKey: set.publicKey(kid:))
+        } catch {
+            throw FirebaseError.invalid("INVALID_ID_TOKEN")
+        }
+        guard let payload = try? JSONDecoder().decode(Payload.self, from: payloadData),
+            payload.iss == issuer, payload.aud == projectID,
+            let sub = payload.sub, !sub.isEmpty, sub.count <= 128, payload.user_id == nil || payload.user_id == sub,
+            let iat = payload.iat, let exp = payload.exp, let authTime = payload.auth_time
+        else { throw FirebaseError.invalid("INVALID_ID_TOKEN") }
+        let nowSeconds = Int64(now.timeIntervalSince1970)
+        // A token from the future (beyond a little clock skew) was not issued by this service.
+        guard iat <= nowSeconds + 300, exp == iat + Self.lifetime, authTime <= iat + 300 else {
+            throw FirebaseError.invalid("INVALID_ID_TOKEN")
+        }
+        guard exp > nowSeconds else { throw FirebaseError.invalid("TOKEN_EXPIRED") }
+        return Verified(
+            localId: sub, tenantId: payload.firebase?.tenant, issuedAt: iat, authTime: authTime,
+            signInProvider: payload.firebase?.sign_in_provider ?? "")
+    }
+}

@@ -1,0 +1,301 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// Users, their provider links and their sessions (refresh-token families). Every method takes the
+/// scope key (tenant id, "" for the default scope) and every statement filters by it.
+public protocol AccountRepository: Sendable {
+    /// Creates an anonymous user and its first session, after checking the scope's switches.
+    func signUpAnonymous(
+        scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, logger: Logger
+    ) async throws -> (UserRecord, SessionInfo)
+    /// A user for an end-user call: checks that the scope exists and is enabled.
+    func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord
+    /// Deletes a user on the user's own request (`disabledUserDeletion` applies).
+    func deleteByUser(scope: String, localId: String, logger: Logger) async throws
+    /// Deletes a user for an admin; false if there was none.
+    func delete(scope: String, localId: String, logger: Logger) async throws -> Bool
+    func lookup(scope: String, localIds: [String], emails: [String], logger: Logger) async throws -> [UserRecord]
+    func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
+        -> RotateRefreshTokenResponse
+}
+
+public struct PostgresAccountRepository: AccountRepository {
+    let client: PostgresClient
+    let anonymousRetention: Duration
+
+    public init(client: PostgresClient, anonymousRetention: Duration) {
+        self.client = client
+        self.anonymousRetention = anonymousRetention
+    }
+
+    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    public func signUpAnonymous(
+        scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, logger: Logger
+    ) async throws -> (UserRecord, SessionInfo) {
+        let retentionSeconds = anonymousRetention.timeInterval
+        return try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                """
+                SELECT disable_auth, disabled_user_signup, enable_anonymous_user, autodelete_anonymous_users
+                FROM tenants WHERE tenant_id = \(scope) FOR SHARE
+                """, logger: logger)
+            var flags: (Bool, Bool, Bool, Bool)?
+            for try await row in rows.decode((Bool, Bool, Bool, Bool).self) { flags = row }
+            guard let (disableAuth, disabledUserSignup, enableAnonymous, autodelete) = flags else {
+                throw FirebaseError.invalid("TENANT_NOT_FOUND")
+            }
+            if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
+            if disabledUserSignup || !enableAnonymous { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+
+            let now = Self.nowMillis()
+            let nowSeconds = now / 1000
+            let localId = Secrets.randomAlphanumeric(28)
+            try await connection.query(
+                """
+                INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,
+                    is_anonymous, anonymous_due_at)
+                VALUES (\(scope), \(localId), \(nowSeconds), \(now), \(now), \(now), true,
+                    CASE WHEN \(autodelete) THEN now() + make_interval(secs => \(retentionSeconds)) END)
+                """, logger: logger)
+            let session = try await Self.createSession(
+                connection, scope: scope, localId: localId, provider: "anonymous", authTime: nowSeconds,
+                refreshTokenHash: refreshTokenHash, expiresAt: sessionExpiresAt, logger: logger)
+            let user = UserRecord(
+                tenantId: wireTenantID(scope), localId: localId, validSince: nowSeconds, createdAt: now,
+                lastLoginAt: now, lastRefreshAt: now)
+            return (user, session)
+        }
+    }
+
+    static func createSession(
+        _ connection: PostgresConnection, scope: String, localId: String, provider: String, authTime: Int64,
+        refreshTokenHash: String, expiresAt: Int64, logger: Logger
+    ) async throws -> SessionInfo {
+        let familyId = UUID()
+        try await connection.query(
+            """
+            INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time, expires_at)
+            VALUES (\(scope), \(familyId), \(localId), \(provider), \(authTime), to_timestamp(\(Double(expiresAt))))
+            """, logger: logger)
+        try await connection.query(
+            """
+            INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
+            VALUES (\(refreshTokenHash), \(scope), \(familyId), \(authTime))
+            """, logger: logger)
+        return SessionInfo(
+            familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
+            tokenIssuedAt: authTime)
+    }
+
+    public func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord {
+        try await client.withConnection { connection in
+            let rows = try await connection.query(
+                "SELECT disable_auth FROM tenants WHERE tenant_id = \(scope)", logger: logger)
+            var disableAuth: Bool?
+            for try await flag in rows.decode(Bool.self) { disableAuth = flag }
+            guard let disableAuth else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+            if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
+            guard let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+            else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+            return user
+        }
+    }
+
+    public func deleteByUser(scope: String, localId: String, logger: Logger) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                "SELECT disable_auth, disabled_user_deletion FROM tenants WHERE tenant_id = \(scope) FOR SHARE",
+                logger: logger)
+            var flags: (Bool, Bool)?
+            for try await row in rows.decode((Bool, Bool).self) { flags = row }
+            guard let (disableAuth, disabledUserDeletion) = flags else {
+                throw FirebaseError.invalid("TENANT_NOT_FOUND")
+            }
+            if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
+            if disabledUserDeletion { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+            let deleted = try await connection.query(
+                "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = \(localId) RETURNING local_id",
+                logger: logger)
+            var found = false
+            for try await _ in deleted.decode(String.self) { found = true }
+            if !found { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        }
+    }
+
+    public func delete(scope: String, localId: String, logger: Logger) async throws -> Bool {
+        let rows = try await client.query(
+            "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = \(localId) RETURNING local_id",
+            logger: logger)
+        for try await _ in rows.decode(String.self) { return true }
+        return false
+    }
+
+    public func lookup(scope: String, localIds: [String], emails: [String], logger: Logger) async throws
+        -> [UserRecord]
+    {
+        try await client.withConnection { connection in
+            var users = try await Self.fetchUsers(connection, scope: scope, localIds: localIds, logger: logger)
+            if !emails.isEmpty {
+                let lowered = emails.map { $0.lowercased() }
+                let rows = try await connection.query(
+                    "SELECT local_id FROM users WHERE tenant_id = \(scope) AND email = ANY(\(lowered))",
+                    logger: logger)
+                var ids: [String] = []
+                for try await id in rows.decode(String.self) where !users.contains(where: { $0.localId == id }) {
+                    ids.append(id)
+                }
+                users += try await Self.fetchUsers(connection, scope: scope, localIds: ids, logger: logger)
+            }
+            return users
+        }
+    }
+
+    typealias UserRow = (
+        String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?
+    )
+
+    /// Users of one scope by id, with their provider links, in the order asked for.
+    static func fetchUsers(
+        _ connection: PostgresConnection, scope: String, localIds: [String], logger: Logger
+    ) async throws -> [UserRecord] {
+        guard !localIds.isEmpty else { return [] }
+        let rows = try await connection.query(
+            """
+            SELECT tenant_id, local_id, email, email_verified, display_name, photo_url, disabled, custom_attributes,
+                valid_since, created_at, last_login_at, last_refresh_at
+            FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds))
+            """, logger: logger)
+        var byId: [String: UserRecord] = [:]
+        for try await r in rows.decode(UserRow.self) {
+            byId[r.1] = UserRecord(
+                tenantId: wireTenantID(r.0), localId: r.1, email: r.2, emailVerified: r.3, displayName: r.4,
+                photoUrl: r.5, disabled: r.6, customAttributes: r.7, validSince: r.8, createdAt: r.9,
+                lastLoginAt: r.10, lastRefreshAt: r.11)
+        }
+        guard !byId.isEmpty else { return [] }
+        let links = try await connection.query(
+            """
+            SELECT local_id, provider_id, raw_id, federated_id, email, display_name, photo_url
+            FROM provider_links WHERE tenant_id = \(scope) AND local_id = ANY(\(Array(byId.keys)))
+            ORDER BY provider_id
+            """, logger: logger)
+        for try await l in links.decode((String, String, String, String?, String?, String?, String?).self) {
+            byId[l.0]?.providerUserInfo.append(
+                ProviderUserInfo(
+                    providerId: l.1, rawId: l.2, federatedId: l.3, email: l.4, displayName: l.5, photoUrl: l.6))
+        }
+        var seen = Set<String>()
+        return localIds.compactMap { id in seen.insert(id).inserted ? byId[id] : nil }
+    }
+
+    /// What a rotation decided inside its transaction; a reuse revokes the family, and that write
+    /// must commit before the error is answered.
+    enum RotationResult {
+        case answer(RotateRefreshTokenResponse)
+        case reuseDetected
+    }
+
+    public func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
+        -> RotateRefreshTokenResponse
+    {
+        let result: RotationResult = try await client.withTransaction(logger: logger) { connection in
+            // 1. Which family? (no lock yet)
+            let keyRows = try await connection.query(
+                "SELECT tenant_id, family_id FROM refresh_tokens WHERE token_hash = \(request.tokenHash)",
+                logger: logger)
+            var key: (String, UUID)?
+            for try await row in keyRows.decode((String, UUID).self) { key = row }
+            guard let (scope, familyId) = key else { throw FirebaseError.invalid("INVALID_REFRESH_TOKEN") }
+
+            // 2. Lock the family: every rotation of one session is serialised here.
+            let familyRows = try await connection.query(
+                """
+                SELECT local_id, sign_in_provider, auth_time, extract(epoch FROM created_at)::bigint,
+                    revoked_at IS NOT NULL,
+                    now() > expires_at OR now() > last_used_at + make_interval(secs => \(Double(request.idleSeconds)))
+                FROM refresh_families WHERE tenant_id = \(scope) AND family_id = \(familyId) FOR UPDATE
+                """, logger: logger)
+            var family: (String, String, Int64, Int64, Bool, Bool)?
+            for try await row in familyRows.decode((String, String, Int64, Int64, Bool, Bool).self) { family = row }
+            guard let (localId, provider, authTime, familyCreated, revoked, expired) = family else {
+                throw FirebaseError.invalid("INVALID_REFRESH_TOKEN")
+            }
+            if revoked || expired { throw FirebaseError.invalid("TOKEN_EXPIRED") }
+
+            // 3. Re-read the token now that the lock is held (a fresh snapshot in READ COMMITTED).
+            let tokenRows = try await connection.query(
+                """
+                SELECT t.issued_at, t.used_at IS NOT NULL,
+                    t.used_at IS NOT NULL AND now() <= t.used_at + make_interval(secs => \(Double(request.graceSeconds))),
+                    t.sealed_successor, s.issued_at
+                FROM refresh_tokens t LEFT JOIN refresh_tokens s ON s.token_hash = t.successor_hash
+                WHERE t.token_hash = \(request.tokenHash)
+                """, logger: logger)
+            var token: (Int64, Bool, Bool, String?, Int64?)?
+            for try await row in tokenRows.decode((Int64, Bool, Bool, String?, Int64?).self) { token = row }
+            guard let (_, used, withinGrace, sealed, successorIssuedAt) = token else {
+                throw FirebaseError.invalid("INVALID_REFRESH_TOKEN")
+            }
+
+            let tenantRows = try await connection.query(
+                "SELECT disable_auth FROM tenants WHERE tenant_id = \(scope)", logger: logger)
+            for try await disableAuth in tenantRows.decode(Bool.self) where disableAuth {
+                throw FirebaseError.invalid("PROJECT_DISABLED")
+            }
+            guard let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+            else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+            if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+            // A validSince bump (password change, revocation) ends every session started before it.
+            if familyCreated < user.validSince { throw FirebaseError.invalid("TOKEN_EXPIRED") }
+
+            if used {
+                guard withinGrace, let sealed, let successorIssuedAt else {
+                    try await connection.query(
+                        """
+                        UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'reuse'
+                        WHERE tenant_id = \(scope) AND family_id = \(familyId)
+                        """, logger: logger)
+                    return .reuseDetected
+                }
+                let session = SessionInfo(
+                    familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
+                    tokenIssuedAt: successorIssuedAt)
+                return .answer(.init(outcome: .replayed, user: user, session: session, sealedSuccessor: sealed))
+            }
+
+            let now = Self.nowMillis()
+            try await connection.query(
+                """
+                UPDATE refresh_tokens SET used_at = now(), successor_hash = \(request.newTokenHash),
+                    sealed_successor = \(request.sealedSuccessor)
+                WHERE token_hash = \(request.tokenHash)
+                """, logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
+                VALUES (\(request.newTokenHash), \(scope), \(familyId), \(now / 1000))
+                """, logger: logger)
+            try await connection.query(
+                "UPDATE refresh_families SET last_used_at = now() WHERE tenant_id = \(scope) AND family_id = \(familyId)",
+                logger: logger)
+            try await connection.query(
+                "UPDATE users SET last_refresh_at = \(now) WHERE tenant_id = \(scope) AND local_id = \(localId)",
+                logger: logger)
+            var refreshed = user
+            refreshed.lastRefreshAt = now
+            let session = SessionInfo(
+                familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
+                tokenIssuedAt: now / 1000)
+            return .answer(.init(outcome: .rotated, user: refreshed, session: session, sealedSuccessor: nil))
+        }
+        switch result {
+        case .answer(let response): return response
+        case .reuseDetected:
+            logger.notice("refresh token reuse detected; session revoked")
+            throw FirebaseError.invalid("TOKEN_EXPIRED")
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import TesseraShared
+
+public struct DirectoryConfiguration: Sendable {
+    public var hostname: String
+    public var port: Int
+    public var projectID: String
+    public var adminToken: String
+    public var internalSecret: String
+    public var database: PostgresClient.Configuration
+    public var anonymousRetention: Duration
+    public var autoMigrate: Bool
+
+    public init(
+        hostname: String = "127.0.0.1", port: Int = 8082, projectID: String, adminToken: String,
+        internalSecret: String, database: PostgresClient.Configuration, anonymousRetention: Duration = .seconds(30 * 86400),
+        autoMigrate: Bool = false
+    ) {
+        self.hostname = hostname
+        self.port = port
+        self.projectID = projectID
+        self.adminToken = adminToken
+        self.internalSecret = internalSecret
+        self.database = database
+        self.anonymousRetention = anonymousRetention
+        self.autoMigrate = autoMigrate
+    }
+
+    /// Reads the keys documented in docs/configuration.md.
+    public init(environment env: ConfigReader) throws {
+        self.init(
+            hostname: env.string("TESSERA_HTTP_HOST", default: "127.0.0.1"),
+            port: try env.int("TESSERA_HTTP_PORT", default: 8082),
+            projectID: env.string("TESSERA_PROJECT_ID", default: "tessera-local"),
+            adminToken: try env.required("TESSERA_ADMIN_TOKEN"),
+            internalSecret: try env.required("TESSERA_INTERNAL_SECRET"),
+            database: try .fromURL(try env.required("DATABASE_URL")),
+            anonymousRetention: try env.duration("CLEANUP_ANONYMOUS_RETENTION", default: .seconds(30 * 86400)),
+            autoMigrate: try env.bool("TESSERA_AUTO_MIGRATE", default: false))
+    }
+}
+
+/// Builds the user-directory: the router over the PostgreSQL repositories, with the PostgreSQL
+/// client as a service that runs before the HTTP server. The schema is checked before serving.
+public func buildDirectoryApplication(
+    configuration: DirectoryConfiguration, logger: Logger
+) async throws -> some ApplicationProtocol {
+    let client = PostgresClient(configuration: configuration.database, backgroundLogger: logger)
+    let tenants = PostgresTenantRepository(client: client, anonymousRetention: configuration.anonymousRetention)
+    let accounts = PostgresAccountRepository(client: client, anonymousRetention: configuration.anonymousRetention)
+    let router = Router(context: DirectoryContext.self)
+    router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>())
+
+    router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
+    router.get("/readyz") { _, context in
+        do {
+            try await client.query("SELECT 1", logger: context.logger)
+        } catch {
+            throw FirebaseError.unavailable("PostgreSQL is unreachable.")
+        }
+        return JSONResponse(HealthStatus())
+    }
+
+    let internalGroup = router.group().add(middleware: InternalAuthMiddleware(secret: configuration.internalSecret))
+    InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
+
+    for prefix in identityToolkitPrefixes {
+        let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
+            middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, projectID: configuration.projectID))
+        TenantController(repository: tenants, projectID: configuration.projectID).addRoutes(to: admin)
+        AdminAccountsController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
+    }
+
+    let migrations = MigrationRunner(client: client)
+    var app = Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
+        services: [client],
+        logger: logger)
+    app.beforeServerStarts {
+        if configuration.autoMigrate {
+            try await migrations.migrate(logger: logger)
+        }
+        let version = try await migrations.check(logger: logger)
+        logger.info("schema checked", metadata: ["schema.version": "\(version)"])
+    }
+    return app
+}
+
+/// Applies pending migrations and returns (the `migrate` command).
+public func runMigrations(configuration: PostgresClient.Configuration, logger: Logger) async throws -> [Int] {
+    let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    return try await withThrowingTaskGroup(of: [Int]?.self) { group in
+        group.addTask {
+            await client.run()
+            return nil
+        }
+        defer { group.cancelAll() }
+        return try await MigrationRunner(client: client).migrate(logger: logger)
+    }
+}

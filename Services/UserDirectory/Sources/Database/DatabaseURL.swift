@@ -1,0 +1,28 @@
+import Foundation
+import PostgresNIO
+
+extension PostgresClient.Configuration {
+    /// Reads `postgres://user:password@host:port/database` (also `postgresql://`).
+    public static func fromURL(_ text: String) throws -> PostgresClient.Configuration {
+        guard let url = URLComponents(string: text), let scheme = url.scheme,
+            scheme == "postgres" || scheme == "postgresql", let host = url.host, let user = url.user
+        else { throw DatabaseURLError.invalid }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        var configuration = PostgresClient.Configuration(
+            host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: url.password.map { $0.removingPercentEncoding ?? $0 },
+            database: database.isEmpty ? nil : database, tls: .disable)
+        configuration.options.minimumConnections = 0
+        configuration.options.maximumConnections = 20
+        return configuration
+    }
+}
+
+public enum DatabaseURLError: Error, CustomStringConvertible {
+    case invalid
+    public var description: String { "DATABASE_URL must look like postgres://user:password@host:port/database" }
+}
+
+extension PSQLError {
+    public var sqlState: String? { serverInfo?[.sqlState] }
+}

@@ -1,0 +1,213 @@
+import Logging
+import PostgresNIO
+
+/// One numbered, append-only schema change. Migrations are compiled into the binary (no resource
+/// bundle to lose in a container); never edit one that has shipped, add the next number instead.
+public struct Migration: Sendable {
+    public let version: Int
+    public let name: String
+    public let statements: [String]
+}
+
+public enum Migrations {
+    public static let all: [Migration] = [
+        Migration(
+            version: 1, name: "initial",
+            statements: [
+                """
+                CREATE TABLE project_config (
+                    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                    allow_duplicate_emails boolean NOT NULL DEFAULT false,
+                    enable_improved_email_privacy boolean NOT NULL DEFAULT true,
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "INSERT INTO project_config (singleton) VALUES (true)",
+                // One row per tenant; the row with tenant_id '' is the project's default scope, so that
+                // every tenant-owned row can carry a non-null tenant id as the leading key column.
+                """
+                CREATE TABLE tenants (
+                    tenant_id text PRIMARY KEY,
+                    display_name text NOT NULL DEFAULT '',
+                    allow_password_signup boolean NOT NULL DEFAULT false,
+                    enable_email_link_signin boolean NOT NULL DEFAULT false,
+                    enable_anonymous_user boolean NOT NULL DEFAULT false,
+                    disable_auth boolean NOT NULL DEFAULT false,
+                    disabled_user_signup boolean NOT NULL DEFAULT false,
+                    disabled_user_deletion boolean NOT NULL DEFAULT false,
+                    autodelete_anonymous_users boolean NOT NULL DEFAULT false,
+                    autodelete_enabled_at timestamptz,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "INSERT INTO tenants (tenant_id, allow_password_signup) VALUES ('', true)",
+                """
+                CREATE TABLE users (
+                    tenant_id text NOT NULL REFERENCES tenants (tenant_id) ON DELETE CASCADE,
+                    local_id text NOT NULL,
+                    email text,
+                    email_verified boolean NOT NULL DEFAULT false,
+                    display_name text,
+                    photo_url text,
+                    disabled boolean NOT NULL DEFAULT false,
+                    custom_attributes text,
+                    valid_since bigint NOT NULL,
+                    created_at bigint NOT NULL,
+                    last_login_at bigint,
+                    last_refresh_at bigint,
+                    is_anonymous boolean NOT NULL DEFAULT false,
+                    anonymous_due_at timestamptz,
+                    PRIMARY KEY (tenant_id, local_id)
+                )
+                """,
+                "CREATE UNIQUE INDEX users_email_key ON users (tenant_id, email) WHERE email IS NOT NULL",
+                """
+                CREATE INDEX users_anonymous_due_idx ON users (tenant_id, anonymous_due_at)
+                    WHERE anonymous_due_at IS NOT NULL
+                """,
+                """
+                CREATE TABLE provider_links (
+                    tenant_id text NOT NULL,
+                    provider_id text NOT NULL,
+                    raw_id text NOT NULL,
+                    local_id text NOT NULL,
+                    federated_id text,
+                    email text,
+                    display_name text,
+                    photo_url text,
+                    PRIMARY KEY (tenant_id, provider_id, raw_id),
+                    FOREIGN KEY (tenant_id, local_id) REFERENCES users (tenant_id, local_id) ON DELETE CASCADE
+                )
+                """,
+                "CREATE INDEX provider_links_user_idx ON provider_links (tenant_id, local_id)",
+                // A refresh-token family is one sign-in session.
+                """
+                CREATE TABLE refresh_families (
+                    tenant_id text NOT NULL,
+                    family_id uuid NOT NULL,
+                    local_id text NOT NULL,
+                    sign_in_provider text NOT NULL,
+                    auth_time bigint NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    last_used_at timestamptz NOT NULL DEFAULT now(),
+                    expires_at timestamptz NOT NULL,
+                    revoked_at timestamptz,
+                    revoked_reason text,
+                    PRIMARY KEY (tenant_id, family_id),
+                    FOREIGN KEY (tenant_id, local_id) REFERENCES users (tenant_id, local_id) ON DELETE CASCADE
+                )
+                """,
+                "CREATE INDEX refresh_families_user_idx ON refresh_families (tenant_id, local_id)",
+                // Every refresh token ever issued in a live family, by the SHA-256 of the token: a
+                // random 256-bit value is a global key. Old tokens are kept so reuse is recognised.
+                """
+                CREATE TABLE refresh_tokens (
+                    token_hash text PRIMARY KEY,
+                    tenant_id text NOT NULL,
+                    family_id uuid NOT NULL,
+                    issued_at bigint NOT NULL,
+                    used_at timestamptz,
+                    successor_hash text,
+                    sealed_successor text,
+                    FOREIGN KEY (tenant_id, family_id) REFERENCES refresh_families (tenant_id, family_id)
+                        ON DELETE CASCADE
+                )
+                """,
+                "CREATE INDEX refresh_tokens_family_idx ON refresh_tokens (tenant_id, family_id)",
+            ]),
+    ]
+
+    public static var latestVersion: Int { all.last?.version ?? 0 }
+}
+
+public enum MigrationError: Error, CustomStringConvertible {
+    case unknownSchema(applied: [Int], known: Int)
+    case pending([Int])
+
+    public var description: String {
+        switch self {
+        case .unknownSchema(let applied, let known):
+            "the database has migrations \(applied) but this binary knows only up to \(known): refusing to run against an unknown schema"
+        case .pending(let versions):
+            "migrations \(versions) are pending: run `user-directory migrate` (or set TESSERA_AUTO_MIGRATE=true)"
+        }
+    }
+}
+
+/// Applies migrations in one transaction under an advisory lock, so that several replicas or a
+/// migration job racing a service never apply one twice.
+public struct MigrationRunner: Sendable {
+    static let advisoryLockKey: Int64 = 0x7465_7373_6572_61  // "tessera"
+    let client: PostgresClient
+    let migrations: [Migration]
+
+    public init(client: PostgresClient, migrations: [Migration] = Migrations.all) {
+        self.client = client
+        self.migrations = migrations
+    }
+
+    /// Applies every pending migration; returns the versions applied.
+    @discardableResult
+    public func migrate(logger: Logger) async throws -> [Int] {
+        let migrations = self.migrations
+        return try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.advisoryLockKey))", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version integer PRIMARY KEY,
+                    name text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+            let applied = try await Self.appliedVersions(connection, logger: logger)
+            let known = Set(migrations.map(\.version))
+            let unknown = applied.filter { !known.contains($0) }
+            guard unknown.isEmpty else {
+                throw MigrationError.unknownSchema(applied: applied, known: migrations.last?.version ?? 0)
+            }
+            var done: [Int] = []
+            for migration in migrations where !applied.contains(migration.version) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
+                    logger: logger)
+                logger.info("applied migration", metadata: ["migration.version": "\(migration.version)"])
+                done.append(migration.version)
+            }
+            return done
+        }
+    }
+
+    /// Checks that the schema is exactly what this binary knows; returns the current version.
+    public func check(logger: Logger) async throws -> Int {
+        let exists = try await client.query(
+            "SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger
+        ).decode(Bool.self).first { _ in true } ?? false
+        let known = Set(migrations.map(\.version))
+        var applied: [Int] = []
+        if exists {
+            applied = try await client.withConnection { try await Self.appliedVersions($0, logger: logger) }
+        }
+        let unknown = applied.filter { !known.contains($0) }
+        guard unknown.isEmpty else {
+            throw MigrationError.unknownSchema(applied: applied, known: migrations.last?.version ?? 0)
+        }
+        let pending = migrations.map(\.version).filter { !applied.contains($0) }
+        guard pending.isEmpty else { throw MigrationError.pending(pending) }
+        return applied.max() ?? 0
+    }
+
+    static func appliedVersions(_ connection: PostgresConnection, logger: Logger) async throws -> [Int] {
+        var versions: [Int] = []
+        for try await version in try await connection.query(
+            "SELECT version FROM schema_migrations ORDER BY version", logger: logger
+        ).decode(Int.self) {
+            versions.append(version)
+        }
+        return versions
+    }
+}

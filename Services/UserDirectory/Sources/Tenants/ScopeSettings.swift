@@ -1,0 +1,54 @@
+import Foundation
+import TesseraShared
+
+/// The self-service settings of one scope: a tenant, or the project's default scope (tenant id "").
+public struct ScopeSettings: Sendable, Equatable {
+    public var tenantId: String
+    public var displayName: String
+    public var allowPasswordSignup: Bool
+    public var enableEmailLinkSignin: Bool
+    public var enableAnonymousUser: Bool
+    public var disableAuth: Bool
+    public var disabledUserSignup: Bool
+    public var disabledUserDeletion: Bool
+    public var autodeleteAnonymousUsers: Bool
+
+    public static let defaultScopeID = ""
+
+    public init(
+        tenantId: String, displayName: String = "", allowPasswordSignup: Bool = false,
+        enableEmailLinkSignin: Bool = false, enableAnonymousUser: Bool = false, disableAuth: Bool = false,
+        disabledUserSignup: Bool = false, disabledUserDeletion: Bool = false, autodeleteAnonymousUsers: Bool = false
+    ) {
+        self.tenantId = tenantId
+        self.displayName = displayName
+        self.allowPasswordSignup = allowPasswordSignup
+        self.enableEmailLinkSignin = enableEmailLinkSignin
+        self.enableAnonymousUser = enableAnonymousUser
+        self.disableAuth = disableAuth
+        self.disabledUserSignup = disabledUserSignup
+        self.disabledUserDeletion = disabledUserDeletion
+        self.autodeleteAnonymousUsers = autodeleteAnonymousUsers
+    }
+}
+
+/// Settings that exist only at project level and are inherited by every tenant.
+public struct ProjectSettings: Sendable, Equatable {
+    public var allowDuplicateEmails: Bool
+    public var enableImprovedEmailPrivacy: Bool
+
+    public init(allowDuplicateEmails: Bool = false, enableImprovedEmailPrivacy: Bool = true) {
+        self.allowDuplicateEmails = allowDuplicateEmails
+        self.enableImprovedEmailPrivacy = enableImprovedEmailPrivacy
+    }
+}
+
+/// The internal key of a scope from the wire's optional tenant id.
+public func scopeKey(_ tenantId: String?) -> String {
+    tenantId ?? ScopeSettings.defaultScopeID
+}
+
+/// The wire's optional tenant id from a scope key.
+public func wireTenantID(_ scope: String) -> String? {
+    scope.isEmpty ? nil : scope
+}

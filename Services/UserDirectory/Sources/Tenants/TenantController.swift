@@ -1,0 +1,123 @@
+import Foundation
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// The v2 admin API: tenants and the project config (API.md B.2.3, A.5).
+struct TenantController<Repository: TenantRepository> {
+    let repository: Repository
+    let projectID: String
+
+    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+        group.post("v2/projects/{project}/tenants", use: create)
+        group.get("v2/projects/{project}/tenants", use: list)
+        group.get("v2/projects/{project}/tenants/{tenant}", use: get)
+        group.patch("v2/projects/{project}/tenants/{tenant}", use: update)
+        group.delete("v2/projects/{project}/tenants/{tenant}", use: delete)
+        group.get("v2/projects/{project}/config", use: getConfig)
+        group.patch("v2/projects/{project}/config", use: updateConfig)
+    }
+
+    struct TenantList: Codable, Sendable {
+        var tenants: [TenantWire]
+        var nextPageToken: String?
+    }
+
+    @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {
+        let input = try await request.decodeJSON(TenantWire.self, context: context)
+        let displayName = input.displayName ?? "tenant"
+        try Self.validateDisplayName(displayName)
+        var settings = ScopeSettings(tenantId: Self.newTenantID(displayName: displayName), displayName: displayName)
+        for apply in TenantWire.fields.values { apply(&settings, input) }
+        settings.displayName = displayName
+        let created = try await repository.create(settings, logger: context.logger)
+        context.logger.info("tenant created", metadata: ["tenant.id": .string(created.tenantId)])
+        return JSONResponse(TenantWire(created, projectID: projectID))
+    }
+
+    @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantList> {
+        let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 0
+        let pageSize = requested == 0 ? 20 : (requested < 0 ? 100_000 : min(requested, 1000))
+        let after = request.uri.queryParameters.get("pageToken").flatMap { $0.isEmpty ? nil : $0 }
+        let rows = try await repository.list(after: after, limit: pageSize + 1, logger: context.logger)
+        let page = Array(rows.prefix(pageSize))
+        let next = rows.count > pageSize ? page.last?.tenantId : nil
+        return JSONResponse(TenantList(tenants: page.map { TenantWire($0, projectID: projectID) }, nextPageToken: next))
+    }
+
+    @Sendable func get(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {
+        let tenantId = try context.parameters.require("tenant")
+        guard !tenantId.isEmpty, let settings = try await repository.get(tenantId, logger: context.logger) else {
+            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+        }
+        return JSONResponse(TenantWire(settings, projectID: projectID))
+    }
+
+    @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {
+        let tenantId = try context.parameters.require("tenant")
+        let input = try await request.decodeJSON(TenantWire.self, context: context)
+        if let displayName = input.displayName { try Self.validateDisplayName(displayName) }
+        let paths = try Self.maskPaths(request, known: TenantWire.fields.keys)
+        guard !tenantId.isEmpty,
+            let updated = try await repository.update(tenantId, logger: context.logger, { settings in
+                for path in paths { TenantWire.fields[path]?(&settings, input) }
+            })
+        else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+        context.logger.info("tenant updated", metadata: ["tenant.id": .string(tenantId)])
+        return JSONResponse(TenantWire(updated, projectID: projectID))
+    }
+
+    @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
+        let tenantId = try context.parameters.require("tenant")
+        guard try await repository.delete(tenantId, logger: context.logger) else {
+            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+        }
+        context.logger.info("tenant deleted", metadata: ["tenant.id": .string(tenantId)])
+        return JSONResponse(EmptyObject())
+    }
+
+    @Sendable func getConfig(_ request: Request, context: DirectoryContext) async throws
+        -> JSONResponse<ProjectConfigWire>
+    {
+        let (scope, project) = try await repository.projectConfig(logger: context.logger)
+        return JSONResponse(ProjectConfigWire(scope: scope, project: project, projectID: projectID))
+    }
+
+    @Sendable func updateConfig(_ request: Request, context: DirectoryContext) async throws
+        -> JSONResponse<ProjectConfigWire>
+    {
+        let input = try await request.decodeJSON(ProjectConfigWire.self, context: context)
+        let paths = try Self.maskPaths(request, known: ProjectConfigWire.fields.keys)
+        let (scope, project) = try await repository.updateProjectConfig(logger: context.logger) { scope, project in
+            for path in paths { ProjectConfigWire.fields[path]?(&scope, &project, input) }
+        }
+        context.logger.info("project config updated")
+        return JSONResponse(ProjectConfigWire(scope: scope, project: project, projectID: projectID))
+    }
+
+    /// The paths to copy: those of `?updateMask=`, or every field (full replace) without a mask.
+    static func maskPaths(_ request: Request, known: some Collection<String>) throws -> [String] {
+        guard let mask = request.uri.queryParameters.get("updateMask"), !mask.isEmpty else {
+            return known.sorted()
+        }
+        return try UpdateMask.resolve(mask, known: known)
+    }
+
+    /// 4–20 characters, a letter first, then letters, digits and hyphens (the Identity Platform rule).
+    static func validateDisplayName(_ name: String) throws {
+        let valid =
+            (4...20).contains(name.count) && name.first?.isLetter == true
+            && name.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" }
+        if !valid {
+            throw FirebaseError.invalid(
+                "INVALID_ARGUMENT",
+                "Display name must be 4-20 characters, start with a letter and contain only letters, digits and hyphens.")
+        }
+    }
+
+    /// `<display-name-lowercased>-<5 random characters>`, as Identity Platform names tenants.
+    static func newTenantID(displayName: String) -> String {
+        let slug = String(displayName.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" })
+        return slug + "-" + Secrets.randomAlphanumeric(5).lowercased()
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import TesseraShared
+
+struct PermissionsWire: Codable, Sendable {
+    var disabledUserSignup: Bool?
+    var disabledUserDeletion: Bool?
+}
+
+struct ClientWire: Codable, Sendable {
+    var permissions: PermissionsWire?
+}
+
+struct MFAConfigWire: Codable, Sendable {
+    var state: String
+    var enabledProviders: [String]
+}
+
+/// The v2 Tenant resource (API.md B.2.3, A.5). Every field is optional on input.
+struct TenantWire: Codable, Sendable {
+    var name: String?
+    var tenantId: String?
+    var displayName: String?
+    var allowPasswordSignup: Bool?
+    var enableEmailLinkSignin: Bool?
+    var enableAnonymousUser: Bool?
+    var disableAuth: Bool?
+    var autodeleteAnonymousUsers: Bool?
+    var client: ClientWire?
+    var mfaConfig: MFAConfigWire?
+
+    init(_ settings: ScopeSettings, projectID: String) {
+        name = "projects/\(projectID)/tenants/\(settings.tenantId)"
+        tenantId = settings.tenantId
+        displayName = settings.displayName
+        allowPasswordSignup = settings.allowPasswordSignup
+        enableEmailLinkSignin = settings.enableEmailLinkSignin
+        enableAnonymousUser = settings.enableAnonymousUser
+        disableAuth = settings.disableAuth
+        autodeleteAnonymousUsers = settings.autodeleteAnonymousUsers
+        client = ClientWire(
+            permissions: PermissionsWire(
+                disabledUserSignup: settings.disabledUserSignup, disabledUserDeletion: settings.disabledUserDeletion))
+        mfaConfig = MFAConfigWire(state: "DISABLED", enabledProviders: [])
+    }
+
+    /// The update-mask paths a Tenant understands, and how each is copied from the input. A path
+    /// listed in a mask but absent from the body is reset to its default (AIP-134).
+    static let fields: [String: @Sendable (inout ScopeSettings, TenantWire) -> Void] = [
+        "displayName": { s, w in if let v = w.displayName { s.displayName = v } },
+        "allowPasswordSignup": { s, w in s.allowPasswordSignup = w.allowPasswordSignup ?? false },
+        "enableEmailLinkSignin": { s, w in s.enableEmailLinkSignin = w.enableEmailLinkSignin ?? false },
+        "enableAnonymousUser": { s, w in s.enableAnonymousUser = w.enableAnonymousUser ?? false },
+        "disableAuth": { s, w in s.disableAuth = w.disableAuth ?? false },
+        "autodeleteAnonymousUsers": { s, w in s.autodeleteAnonymousUsers = w.autodeleteAnonymousUsers ?? false },
+        "client.permissions.disabledUserSignup": { s, w in
+            s.disabledUserSignup = w.client?.permissions?.disabledUserSignup ?? false
+        },
+        "client.permissions.disabledUserDeletion": { s, w in
+            s.disabledUserDeletion = w.client?.permissions?.disabledUserDeletion ?? false
+        },
+        // Accepted and ignored: MFA is out of scope (A.1) and always reported DISABLED.
+        "mfaConfig": { _, _ in },
+    ]
+}
+
+/// The v2 project Config resource for the default scope, with Google's field names plus the tenant
+/// names `enableAnonymousUser` / `allowPasswordSignup` as aliases, so both resources read alike.
+struct ProjectConfigWire: Codable, Sendable {
+    struct EmailWire: Codable, Sendable {
+        var enabled: Bool?
+        var passwordRequired: Bool?
+    }
+    struct AnonymousWire: Codable, Sendable {
+        var enabled: Bool?
+    }
+    struct SignInWire: Codable, Sendable {
+        var email: EmailWire?
+        var anonymous: AnonymousWire?
+        var allowDuplicateEmails: Bool?
+    }
+    struct EmailPrivacyWire: Codable, Sendable {
+        var enableImprovedEmailPrivacy: Bool?
+    }
+
+    var name: String?
+    var signIn: SignInWire?
+    var client: ClientWire?
+    var emailPrivacyConfig: EmailPrivacyWire?
+    var autodeleteAnonymousUsers: Bool?
+    var enableAnonymousUser: Bool?
+    var allowPasswordSignup: Bool?
+
+    init(scope: ScopeSettings, project: ProjectSettings, projectID: String) {
+        name = "projects/\(projectID)/config"
+        signIn = SignInWire(
+            email: EmailWire(enabled: scope.allowPasswordSignup, passwordRequired: true),
+            anonymous: AnonymousWire(enabled: scope.enableAnonymousUser),
+            allowDuplicateEmails: project.allowDuplicateEmails)
+        client = ClientWire(
+            permissions: PermissionsWire(
+                disabledUserSignup: scope.disabledUserSignup, disabledUserDeletion: scope.disabledUserDeletion))
+        emailPrivacyConfig = EmailPrivacyWire(enableImprovedEmailPrivacy: project.enableImprovedEmailPrivacy)
+        autodeleteAnonymousUsers = scope.autodeleteAnonymousUsers
+        enableAnonymousUser = scope.enableAnonymousUser
+        allowPasswordSignup = scope.allowPasswordSignup
+    }
+
+    typealias Apply = @Sendable (inout ScopeSettings, inout ProjectSettings, ProjectConfigWire) -> Void
+
+    static let fields: [String: Apply] = [
+        "signIn.email.enabled": { s, _, w in s.allowPasswordSignup = w.signIn?.email?.enabled ?? w.allowPasswordSignup ?? false },
+        "signIn.email.passwordRequired": { _, _, _ in },
+        "allowPasswordSignup": { s, _, w in s.allowPasswordSignup = w.allowPasswordSignup ?? w.signIn?.email?.enabled ?? false },
+        "signIn.anonymous.enabled": { s, _, w in
+            s.enableAnonymousUser = w.signIn?.anonymous?.enabled ?? w.enableAnonymousUser ?? false
+        },
+        "enableAnonymousUser": { s, _, w in
+            s.enableAnonymousUser = w.enableAnonymousUser ?? w.signIn?.anonymous?.enabled ?? false
+        },
+        "signIn.allowDuplicateEmails": { _, p, w in p.allowDuplicateEmails = w.signIn?.allowDuplicateEmails ?? false },
+        "client.permissions.disabledUserSignup": { s, _, w in
+            s.disabledUserSignup = w.client?.permissions?.disabledUserSignup ?? false
+        },
+        "client.permissions.disabledUserDeletion": { s, _, w in
+            s.disabledUserDeletion = w.client?.permissions?.disabledUserDeletion ?? false
+        },
+        "emailPrivacyConfig.enableImprovedEmailPrivacy": { _, p, w in
+            p.enableImprovedEmailPrivacy = w.emailPrivacyConfig?.enableImprovedEmailPrivacy ?? false
+        },
+        "autodeleteAnonymousUsers": { s, _, w in s.autodeleteAnonymousUsers = w.autodeleteAnonymousUsers ?? false },
+    ]
+}
+
+enum UpdateMask {
+    /// Expands a comma-separated mask into known leaf paths: a listed parent (`client.permissions`,
+    /// `signIn`) stands for every leaf under it. Unknown paths are an error.
+    static func resolve(_ mask: String, known: some Collection<String>) throws -> [String] {
+        var paths: [String] = []
+        for raw in mask.split(separator: ",") {
+            let path = raw.trimmingCharacters(in: .whitespaces)
+            if path.isEmpty { continue }
+            let matches = known.filter { $0 == path || $0.hasPrefix(path + ".") }
+            guard !matches.isEmpty else {
+                throw FirebaseError.invalidArgument("INVALID_ARGUMENT : Unknown field in updateMask: \(path)")
+            }
+            paths.append(contentsOf: matches.sorted())
+        }
+        return paths
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+/// A user as the directory hands it to the other services (internal API). Timestamps are integers:
+/// `validSince` in seconds, the others in milliseconds since the epoch.
+public struct UserRecord: Codable, Sendable, Equatable {
+    public var tenantId: String?
+    public var localId: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var displayName: String?
+    public var photoUrl: String?
+    public var disabled: Bool
+    /// A JSON object as text (`{"admin":true}`), nil when the user has no custom claims.
+    public var customAttributes: String?
+    public var validSince: Int64
+    public var createdAt: Int64
+    public var lastLoginAt: Int64?
+    public var lastRefreshAt: Int64?
+    public var providerUserInfo: [ProviderUserInfo]
+
+    public init(
+        tenantId: String?, localId: String, email: String? = nil, emailVerified: Bool = false,
+        displayName: String? = nil, photoUrl: String? = nil, disabled: Bool = false,
+        customAttributes: String? = nil, validSince: Int64, createdAt: Int64, lastLoginAt: Int64? = nil,
+        lastRefreshAt: Int64? = nil, providerUserInfo: [ProviderUserInfo] = []
+    ) {
+        self.tenantId = tenantId
+        self.localId = localId
+        self.email = email
+        self.emailVerified = emailVerified
+        self.displayName = displayName
+        self.photoUrl = photoUrl
+        self.disabled = disabled
+        self.customAttributes = customAttributes
+        self.validSince = validSince
+        self.createdAt = createdAt
+        self.lastLoginAt = lastLoginAt
+        self.lastRefreshAt = lastRefreshAt
+        self.providerUserInfo = providerUserInfo
+    }
+
+    /// Anonymous = no linked provider and no email (API.md A.3).
+    public var isAnonymous: Bool { providerUserInfo.isEmpty && email == nil }
+}
+
+public struct ProviderUserInfo: Codable, Sendable, Equatable {
+    public var providerId: String
+    public var rawId: String
+    public var federatedId: String?
+    public var email: String?
+    public var displayName: String?
+    public var photoUrl: String?
+
+    public init(
+        providerId: String, rawId: String, federatedId: String? = nil, email: String? = nil,
+        displayName: String? = nil, photoUrl: String? = nil
+    ) {
+        self.providerId = providerId
+        self.rawId = rawId
+        self.federatedId = federatedId
+        self.email = email
+        self.displayName = displayName
+        self.photoUrl = photoUrl
+    }
+}
+
+/// The user record on the Firebase wire (API.md B.6): int64 fields as strings, `lastRefreshAt` as
+/// RFC 3339, absent fields omitted.
+public struct UserInfoWire: Codable, Sendable {
+    public var localId: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var displayName: String?
+    public var photoUrl: String?
+    public var validSince: String
+    public var disabled: Bool
+    public var createdAt: String
+    public var lastLoginAt: String?
+    public var lastRefreshAt: String?
+    public var customAttributes: String?
+    public var tenantId: String?
+    public var providerUserInfo: [ProviderUserInfo]?
+
+    public init(_ user: UserRecord) {
+        localId = user.localId
+        email = user.email
+        emailVerified = user.emailVerified
+        displayName = user.displayName
+        photoUrl = user.photoUrl
+        validSince = String(user.validSince)
+        disabled = user.disabled
+        createdAt = String(user.createdAt)
+        lastLoginAt = user.lastLoginAt.map(String.init)
+        lastRefreshAt = user.lastRefreshAt.map(RFC3339.millis(fromEpochMillis:))
+        customAttributes = user.customAttributes
+        tenantId = user.tenantId
+        providerUserInfo = user.providerUserInfo.isEmpty ? nil : user.providerUserInfo
+    }
+}
+
+public enum RFC3339 {
+    /// `2024-01-01T00:00:00.000Z`
+    public static func millis(fromEpochMillis millis: Int64) -> String {
+        let date = Date(timeIntervalSince1970: Double(millis) / 1000)
+        return date.formatted(
+            Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+    }
+
+    public static func seconds(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+    }
+
+    public static func parse(_ text: String) -> Date? {
+        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        return try? Date.ISO8601FormatStyle().parse(text)
+    }
+}
+
+/// Response `kind` strings (API.md B.0).
+public enum Kind {
+    public static let signUp = "identitytoolkit#SignupNewUserResponse"
+    public static let lookup = "identitytoolkit#GetAccountInfoResponse"
+    public static let delete = "identitytoolkit#DeleteAccountResponse"
+}
+
+/// `accounts:lookup` answer: `users` is omitted when nothing was found.
+public struct LookupResponse: Codable, Sendable {
+    public var kind: String = Kind.lookup
+    public var users: [UserInfoWire]?
+
+    public init(users: [UserRecord]) {
+        self.users = users.isEmpty ? nil : users.map(UserInfoWire.init)
+    }
+}
+
+public struct DeleteResponse: Codable, Sendable {
+    public var kind: String = Kind.delete
+    public init() {}
+}

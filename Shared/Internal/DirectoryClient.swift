@@ -1,0 +1,103 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// The internal HTTP client for the user-directory. Every call carries the internal secret and the
+/// caller's request id, has a timeout, and fails closed: a directory that cannot be reached becomes
+/// a retryable 503 `FirebaseError`; an error the directory answered is passed on as it was.
+public struct DirectoryClient: Sendable {
+    public let httpClient: HTTPClient
+    public let baseURL: String
+    let secret: String
+    let timeout: TimeAmount
+
+    public init(httpClient: HTTPClient, baseURL: String, secret: String, timeout: Duration = .seconds(5)) {
+        self.httpClient = httpClient
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.secret = secret
+        self.timeout = .milliseconds(Int64(timeout.timeInterval * 1000))
+    }
+
+    /// POSTs `body` as JSON to an internal path and decodes the answer.
+    public func call<Body: Encodable, Answer: Decodable>(
+        _ path: String, _ body: Body, as answer: Answer.Type, requestID: String, logger: Logger
+    ) async throws -> Answer {
+        let data = try JSONEncoder().encode(body)
+        var headers = HTTPHeaders()
+        headers.add(name: "X-Tessera-Internal", value: secret)
+        headers.add(name: "Content-Type", value: "application/json")
+        let (status, bytes) = try await send(
+            method: .POST, path: path, headers: headers, body: data, requestID: requestID, logger: logger)
+        return try decodeAnswer(Answer.self, status: status, bytes: bytes, path: path, logger: logger)
+    }
+
+    /// GETs an internal path and decodes the answer.
+    public func get<Answer: Decodable>(
+        _ path: String, as answer: Answer.Type, requestID: String, logger: Logger
+    ) async throws -> Answer {
+        var headers = HTTPHeaders()
+        headers.add(name: "X-Tessera-Internal", value: secret)
+        let (status, bytes) = try await send(
+            method: .GET, path: path, headers: headers, body: nil, requestID: requestID, logger: logger)
+        return try decodeAnswer(Answer.self, status: status, bytes: bytes, path: path, logger: logger)
+    }
+
+    /// POSTs a request body to the directory as it came, with the caller's `Authorization`, and
+    /// returns the directory's status and body. Used for privileged calls that arrive on client
+    /// paths: the directory authenticates them.
+    public func forward(
+        pathAndQuery: String, authorization: String?, body: Data, requestID: String,
+        logger: Logger
+    ) async throws -> (status: Int, body: Data) {
+        var headers = HTTPHeaders()
+        if let authorization { headers.add(name: "Authorization", value: authorization) }
+        headers.add(name: "Content-Type", value: "application/json")
+        let (status, bytes) = try await send(
+            method: .POST, path: pathAndQuery, headers: headers, body: body, requestID: requestID, logger: logger)
+        return (status, bytes)
+    }
+
+    private func send(
+        method: HTTPMethod, path: String, headers: HTTPHeaders, body: Data?, requestID: String, logger: Logger
+    ) async throws -> (Int, Data) {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        request.headers = headers
+        request.headers.add(name: "X-Request-ID", value: requestID)
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        do {
+            let response = try await httpClient.execute(request, timeout: timeout)
+            let buffer = try await response.body.collect(upTo: 16 << 20)
+            return (Int(response.status.code), Data(buffer.readableBytesView))
+        } catch {
+            logger.warning(
+                "user-directory unreachable",
+                metadata: ["internal.path": .string(path), "error": .string(String(describing: error))])
+            throw FirebaseError.unavailable("The user directory is unavailable; retry shortly.")
+        }
+    }
+
+    private func decodeAnswer<Answer: Decodable>(
+        _ type: Answer.Type, status: Int, bytes: Data, path: String, logger: Logger
+    ) throws -> Answer {
+        if (200..<300).contains(status) {
+            do {
+                return try JSONDecoder().decode(Answer.self, from: bytes)
+            } catch {
+                logger.error("undecodable internal answer", metadata: ["internal.path": .string(path)])
+                throw FirebaseError.internal
+            }
+        }
+        if let body = try? JSONDecoder().decode(FirebaseErrorBody.self, from: bytes) {
+            throw body.firebaseError
+        }
+        logger.error(
+            "unexpected internal answer",
+            metadata: ["internal.path": .string(path), "http.status": .stringConvertible(status)])
+        throw status == 503 || status == 502
+            ? FirebaseError.unavailable("The user directory is unavailable; retry shortly.") : FirebaseError.internal
+    }
+}
