@@ -101,9 +101,12 @@ public struct UserInfoWire: Codable, Sendable {
 public enum RFC3339 {
     /// `2024-01-01T00:00:00.000Z`
     public static func millis(fromEpochMillis millis: Int64) -> String {
-        let date = Date(timeIntervalSince1970: Double(millis) / 1000)
-        return date.formatted(
-            Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+        // Whole seconds through the formatter, milliseconds by integer arithmetic: a Double
+        // round-trip can turn .123 into .122.
+        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
+        let fraction = millis - seconds * 1000
+        let base = Date(timeIntervalSince1970: Double(seconds)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        return String(base.dropLast()) + "." + String(fraction + 1000).dropFirst() + "Z"
     }
 
     public static func seconds(_ date: Date) -> String {

@@ -1,0 +1,253 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import TesseraShared
+@testable import UserDirectory
+
+@Suite("user-directory on a real PostgreSQL", .enabled(if: PostgresSupport.available))
+struct DirectoryPostgresTests {
+    let logger = PostgresSupport.logger
+    static let retention = Duration.seconds(3600)
+
+    @Test("migrations apply once, are recorded, and a second run applies nothing")
+    func migrationsAreIdempotent() async throws {
+        try await PostgresSupport.withDatabase(migrate: false) { (client: PostgresClient) async throws -> Void in
+            let runner = MigrationRunner(client: client)
+            await expectFirebaseErrorFree { _ = try await runner.migrate(logger: logger) }
+            #expect(try await runner.migrate(logger: logger).isEmpty)
+            #expect(try await runner.check(logger: logger) == Migrations.latestVersion)
+        }
+    }
+
+    @Test("a service refuses a schema with pending migrations or with one it does not know")
+    func unknownSchemaIsRefused() async throws {
+        try await PostgresSupport.withDatabase(migrate: false) { (client: PostgresClient) async throws -> Void in
+            let runner = MigrationRunner(client: client)
+            await #expect(throws: MigrationError.self) { _ = try await runner.check(logger: logger) }
+            try await runner.migrate(logger: logger)
+            try await client.query("INSERT INTO schema_migrations (version, name) VALUES (9999, 'future')", logger: logger)
+            await #expect(throws: MigrationError.self) { _ = try await runner.check(logger: logger) }
+            await #expect(throws: MigrationError.self) { _ = try await runner.migrate(logger: logger) }
+        }
+    }
+
+    @Test("tenants are created, listed page by page, updated and deleted")
+    func tenantLifecycle() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            for name in ["alpha-1", "beta-2", "gamma-3"] {
+                _ = try await tenants.create(ScopeSettings(tenantId: name, displayName: name), logger: logger)
+            }
+            let first = try await tenants.list(after: nil, limit: 2, logger: logger)
+            #expect(first.map(\.tenantId) == ["alpha-1", "beta-2"])
+            let second = try await tenants.list(after: "beta-2", limit: 2, logger: logger)
+            #expect(second.map(\.tenantId) == ["gamma-3"])
+            let updated = try await tenants.update("beta-2", logger: logger) { $0.enableAnonymousUser = true }
+            #expect(updated?.enableAnonymousUser == true)
+            #expect(try await tenants.get("beta-2", logger: logger)?.enableAnonymousUser == true)
+            #expect(try await tenants.update("nope", logger: logger) { _ in } == nil)
+            #expect(try await tenants.delete("beta-2", logger: logger))
+            #expect(try await tenants.get("beta-2", logger: logger) == nil)
+            #expect(!(try await tenants.delete("beta-2", logger: logger)))
+            // The default scope exists and is never listed or deleted.
+            #expect(try await tenants.get("", logger: logger) != nil)
+            #expect(!(try await tenants.delete("", logger: logger)))
+        }
+    }
+
+    @Test("anonymous sign-up obeys disableAuth, disabledUserSignup and enableAnonymousUser")
+    func anonymousSignUpSwitches() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
+            let expires = Int64(Date().timeIntervalSince1970) + 3600
+            func signUp() async throws {
+                _ = try await accounts.signUpAnonymous(
+                    scope: "t1", refreshTokenHash: UUID().uuidString, sessionExpiresAt: expires, logger: logger)
+            }
+            await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp() }
+            _ = try await tenants.update("t1", logger: logger) { $0.enableAnonymousUser = true; $0.disabledUserSignup = true }
+            await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp() }
+            _ = try await tenants.update("t1", logger: logger) { $0.disabledUserSignup = false; $0.disableAuth = true }
+            await expectFirebaseError("PROJECT_DISABLED") { try await signUp() }
+            _ = try await tenants.update("t1", logger: logger) { $0.disableAuth = false }
+            try await signUp()
+            await expectFirebaseError("TENANT_NOT_FOUND") {
+                _ = try await accounts.signUpAnonymous(
+                    scope: "missing", refreshTokenHash: "h", sessionExpiresAt: expires, logger: logger)
+            }
+        }
+    }
+
+    /// Creates an anonymous user in a fresh tenant; returns its id and first refresh-token hash.
+    func newSession(_ client: PostgresClient, tenant: String = "t1") async throws -> (String, String) {
+        let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+        let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+        if try await tenants.get(tenant, logger: logger) == nil {
+            _ = try await tenants.create(
+                ScopeSettings(tenantId: tenant, displayName: tenant, enableAnonymousUser: true), logger: logger)
+        }
+        let hash = "h-\(UUID())"
+        let (user, _) = try await accounts.signUpAnonymous(
+            scope: tenant, refreshTokenHash: hash, sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
+            logger: logger)
+        return (user.localId, hash)
+    }
+
+    func rotation(_ old: String, _ new: String, grace: Int64 = 10) -> RotateRefreshTokenRequest {
+        RotateRefreshTokenRequest(tokenHash: old, newTokenHash: new, sealedSuccessor: "sealed:\(new)",
+            graceSeconds: grace, idleSeconds: 3600)
+    }
+
+    @Test("rotation: a current token rotates, a grace retry replays, a later reuse revokes the family")
+    func rotationRules() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let (localId, first) = try await newSession(client)
+            let rotated = try await accounts.rotateRefreshToken(rotation(first, "second"), logger: logger)
+            #expect(rotated.outcome == .rotated && rotated.user.localId == localId)
+            let replay = try await accounts.rotateRefreshToken(rotation(first, "other"), logger: logger)
+            #expect(replay.outcome == .replayed && replay.sealedSuccessor == "sealed:second")
+            #expect(replay.session.tokenIssuedAt == rotated.session.tokenIssuedAt)
+            // Outside the window (grace 0 s): reuse of the first token revokes the whole family.
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.rotateRefreshToken(rotation(first, "third", grace: -1), logger: logger)
+            }
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.rotateRefreshToken(rotation("second", "fourth"), logger: logger)
+            }
+            await expectFirebaseError("INVALID_REFRESH_TOKEN") {
+                _ = try await accounts.rotateRefreshToken(rotation("unknown", "x"), logger: logger)
+            }
+        }
+    }
+
+    @Test("twenty concurrent rotations of one token produce one successor")
+    func concurrentRotations() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let (_, first) = try await newSession(client)
+            let answers = try await withThrowingTaskGroup(of: RotateRefreshTokenResponse.self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        try await accounts.rotateRefreshToken(rotation(first, "candidate-\(index)"), logger: logger)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.filter { $0.outcome == .rotated }.count == 1)
+            let winner = try #require(answers.first { $0.outcome == .rotated })
+            let successors = Set(answers.map { $0.sealedSuccessor ?? "" }.filter { !$0.isEmpty })
+            #expect(successors.count == 1)
+            let successor = String(try #require(successors.first).dropFirst("sealed:".count))
+            // The successor is the one current token of the family and rotates normally.
+            let next = try await accounts.rotateRefreshToken(rotation(successor, "after"), logger: logger)
+            #expect(next.outcome == .rotated && next.session.familyId == winner.session.familyId)
+        }
+    }
+
+    @Test("a validSince bump, a disabled user and a deleted user end the session")
+    func revocation() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let (localId, first) = try await newSession(client)
+            try await client.query("UPDATE users SET disabled = true WHERE local_id = \(localId)", logger: logger)
+            await expectFirebaseError("USER_DISABLED") {
+                _ = try await accounts.rotateRefreshToken(rotation(first, "n1"), logger: logger)
+            }
+            try await client.query(
+                "UPDATE users SET disabled = false, valid_since = valid_since + 100 WHERE local_id = \(localId)",
+                logger: logger)
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.rotateRefreshToken(rotation(first, "n2"), logger: logger)
+            }
+            let (other, token) = try await newSession(client)
+            #expect(try await accounts.delete(scope: "t1", localId: other, logger: logger))
+            await expectFirebaseError("INVALID_REFRESH_TOKEN") {
+                _ = try await accounts.rotateRefreshToken(rotation(token, "n3"), logger: logger)
+            }
+            let remaining = try await client.query(
+                "SELECT count(*) FROM refresh_tokens WHERE token_hash = \(token)", logger: logger
+            ).decode(Int.self).first { _ in true }
+            #expect(remaining == 0)
+        }
+    }
+
+    @Test("users are scoped by tenant: the same id is invisible from another tenant")
+    func tenantIsolation() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let (localId, _) = try await newSession(client, tenant: "ta")
+            _ = try await newSession(client, tenant: "tb")
+            #expect(try await accounts.lookup(scope: "ta", localIds: [localId], emails: [], logger: logger).count == 1)
+            #expect(try await accounts.lookup(scope: "tb", localIds: [localId], emails: [], logger: logger).isEmpty)
+            await expectFirebaseError("USER_NOT_FOUND") {
+                _ = try await accounts.userForClient(scope: "tb", localId: localId, logger: logger)
+            }
+            #expect(!(try await accounts.delete(scope: "tb", localId: localId, logger: logger)))
+        }
+    }
+
+    @Test("self-deletion obeys disabledUserDeletion; admin deletion does not")
+    func deletionSwitch() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let (localId, _) = try await newSession(client)
+            _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = true }
+            await expectFirebaseError("ADMIN_ONLY_OPERATION") {
+                try await accounts.deleteByUser(scope: "t1", localId: localId, logger: logger)
+            }
+            #expect(try await accounts.delete(scope: "t1", localId: localId, logger: logger))
+            _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = false }
+            await expectFirebaseError("USER_NOT_FOUND") {
+                try await accounts.deleteByUser(scope: "t1", localId: localId, logger: logger)
+            }
+        }
+    }
+
+    @Test("turning auto-cleanup on schedules existing anonymous users; turning it off keeps the schedule")
+    func autodeleteScheduling() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let (existing, _) = try await newSession(client)
+            func due(_ id: String) async throws -> Bool {
+                try await client.query(
+                    "SELECT anonymous_due_at IS NOT NULL FROM users WHERE local_id = \(id)", logger: logger
+                ).decode(Bool.self).first { _ in true } ?? false
+            }
+            #expect(!(try await due(existing)))
+            _ = try await tenants.update("t1", logger: logger) { $0.autodeleteAnonymousUsers = true }
+            #expect(try await due(existing))
+            let (created, _) = try await newSession(client)
+            #expect(try await due(created))
+            _ = try await tenants.update("t1", logger: logger) { $0.autodeleteAnonymousUsers = false }
+            #expect(try await due(existing))
+            let (later, _) = try await newSession(client)
+            #expect(!(try await due(later)))
+        }
+    }
+
+    @Test("project config updates the default scope and the project-wide settings together")
+    func projectConfig() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let (scope, project) = try await tenants.projectConfig(logger: logger)
+            #expect(scope.allowPasswordSignup && !scope.enableAnonymousUser && project.enableImprovedEmailPrivacy)
+            let (newScope, newProject) = try await tenants.updateProjectConfig(logger: logger) { s, p in
+                s.enableAnonymousUser = true
+                p.allowDuplicateEmails = true
+            }
+            #expect(newScope.enableAnonymousUser && newProject.allowDuplicateEmails)
+            let (readScope, readProject) = try await tenants.projectConfig(logger: logger)
+            #expect(readScope == newScope && readProject == newProject)
+        }
+    }
+}
+
+func expectFirebaseErrorFree(_ body: () async throws -> Void) async {
+    do { try await body() } catch { Issue.record("unexpected error \(String(reflecting: error))") }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import TesseraShared
+
+@Suite("Shared building blocks")
+struct SharedTests {
+    @Test("durations parse with ms, s, m, h and d units and reject junk")
+    func durations() {
+        #expect(Duration.parse("10s") == .seconds(10))
+        #expect(Duration.parse("500ms") == .milliseconds(500))
+        #expect(Duration.parse("5m") == .seconds(300))
+        #expect(Duration.parse("1h") == .seconds(3600))
+        #expect(Duration.parse("30d") == .seconds(30 * 86400))
+        #expect(Duration.parse("1.5h") == .seconds(5400))
+        #expect(Duration.parse("10") == nil)
+        #expect(Duration.parse("-1s") == nil)
+        #expect(Duration.parse("s") == nil)
+        #expect(Duration.parse("tens") == nil)
+    }
+
+    @Test("base64url round-trips without padding and refuses impossible lengths")
+    func base64url() {
+        let bytes: [UInt8] = [0xfb, 0xff, 0xfe, 0x00, 0x01]
+        let text = Base64URL.encode(bytes)
+        #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
+        #expect(Base64URL.decode(text) == Data(bytes))
+        #expect(Base64URL.decode("a") == nil)
+    }
+
+    @Test("secret comparison is exact")
+    func constantTime() {
+        #expect(Secrets.constantTimeEquals("owner", "owner"))
+        #expect(!Secrets.constantTimeEquals("owner", "owneR"))
+        #expect(!Secrets.constantTimeEquals("owner", "owner2"))
+        #expect(!Secrets.constantTimeEquals("", "x"))
+    }
+
+    @Test("business errors have no status; other classes carry status and reason")
+    func errorShape() throws {
+        let business = FirebaseErrorBody(FirebaseError.invalid("EMAIL_EXISTS"))
+        #expect(business.error.code == 400)
+        #expect(business.error.message == "EMAIL_EXISTS")
+        #expect(business.error.status == nil)
+        #expect(business.error.errors.first?.reason == "invalid")
+        let json = String(decoding: try JSONEncoder().encode(business), as: UTF8.self)
+        #expect(!json.contains("status"))
+
+        let detailed = FirebaseError.invalid("WEAK_PASSWORD", "Password should be at least 6 characters")
+        #expect(detailed.message == "WEAK_PASSWORD : Password should be at least 6 characters")
+        #expect(detailed.code == "WEAK_PASSWORD")
+
+        let notFound = FirebaseErrorBody(FirebaseError.notFound)
+        #expect(notFound.error.code == 404 && notFound.error.status == "NOT_FOUND")
+        let unavailable = FirebaseError.unavailable("down")
+        #expect(unavailable.status.code == 503 && unavailable.retryAfterSeconds != nil)
+
+        // The internal client reads an error back exactly as it was sent.
+        let roundTrip = try JSONDecoder().decode(FirebaseErrorBody.self, from: try JSONEncoder().encode(business))
+        #expect(roundTrip.firebaseError == FirebaseError.invalid("EMAIL_EXISTS"))
+    }
+
+    @Test("JSON bodies accept snake_case keys and report syntax errors as INVALID_ARGUMENT")
+    func jsonBodies() throws {
+        struct Grant: Decodable { var grantType: String?; var refreshToken: String? }
+        let grant = try JSONBody.decode(Grant.self, from: Data(#"{"grant_type":"refresh_token","refresh_token":"x"}"#.utf8))
+        #expect(grant.grantType == "refresh_token" && grant.refreshToken == "x")
+        #expect(throws: FirebaseError.self) { try JSONBody.decode(Grant.self, from: Data("{".utf8)) }
+        do {
+            _ = try JSONBody.decode(Grant.self, from: Data("{".utf8))
+        } catch let error as FirebaseError {
+            #expect(error.grpcStatus == "INVALID_ARGUMENT" && error.message.hasPrefix("Invalid JSON payload received."))
+        }
+    }
+
+    @Test("user records render int64 fields as strings and omit absent fields")
+    func userWire() throws {
+        let user = UserRecord(tenantId: "t-1", localId: "u1", validSince: 1_700_000_000, createdAt: 1_700_000_000_123,
+            lastLoginAt: 1_700_000_000_123, lastRefreshAt: 1_700_000_000_123)
+        let json = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(UserInfoWire(user))) as! [String: Any]
+        #expect(json["validSince"] as? String == "1700000000")
+        #expect(json["createdAt"] as? String == "1700000000123")
+        #expect(json["lastRefreshAt"] as? String == "2023-11-14T22:13:20.123Z")
+        #expect(json["providerUserInfo"] == nil && json["email"] == nil)
+        #expect(user.isAnonymous)
+    }
+}

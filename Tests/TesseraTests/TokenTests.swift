@@ -1,0 +1,176 @@
+import Crypto
+import Foundation
+import Testing
+import _CryptoExtras
+
+@testable import TesseraShared
+@testable import TokenService
+
+/// A throw-away key directory for one test.
+struct TempKeys {
+    let directory: String
+
+    init(leads: [Duration] = [.zero]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tessera-keys-\(UUID())").path
+        for lead in leads { try KeyDirectory.generate(into: directory, lead: lead) }
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+@Suite("ID tokens, keys and refresh tokens")
+struct TokenTests {
+    static let project = "demo-project"
+
+    func anonymousUser(tenant: String? = "tenant-a") -> (UserRecord, SessionInfo) {
+        let now = Int64(Date().timeIntervalSince1970)
+        let user = UserRecord(tenantId: tenant, localId: "user-1", validSince: now - 10, createdAt: now * 1000)
+        let session = SessionInfo(familyId: "f", signInProvider: "anonymous", authTime: now, tokenIssuedAt: now)
+        return (user, session)
+    }
+
+    @Test("a minted ID token carries the B.3.1 claims and verifies")
+    func mintAndVerify() throws {
+        let keys = try TempKeys()
+        defer { keys.remove() }
+        let issuer = IDTokenIssuer(keys: try KeyStore(directory: keys.directory), projectID: Self.project)
+        let (user, session) = anonymousUser()
+        let token = try issuer.mint(user: user, session: session)
+        let header = try JWS.header(of: token)
+        #expect(header.alg == "RS256" && header.typ == "JWT" && header.kid != nil)
+        let claims = issuer.claims(user: user, session: session)
+        #expect(claims["iss"] == .string("https://securetoken.google.com/demo-project"))
+        #expect(claims["aud"] == .string(Self.project))
+        #expect(claims["sub"] == .string("user-1") && claims["user_id"] == .string("user-1"))
+        #expect(claims["provider_id"] == .string("anonymous"))
+        #expect(claims["exp"] == .int(session.tokenIssuedAt + 3600))
+        let firebase = try #require(claims["firebase"]?.objectValue)
+        #expect(firebase["sign_in_provider"] == .string("anonymous"))
+        #expect(firebase["tenant"] == .string("tenant-a"))
+        #expect(firebase["identities"] == .object([:]))
+
+        let verified = try issuer.verifySignatureAndClaims(token)
+        #expect(verified.localId == "user-1" && verified.tenantId == "tenant-a")
+        // Same inputs, same token: what makes a grace-window retry return the same pair.
+        #expect(try issuer.mint(user: user, session: session) == token)
+    }
+
+    @Test("custom claims cannot override reserved claims")
+    func reservedClaimsWin() throws {
+        let keys = try TempKeys()
+        defer { keys.remove() }
+        let issuer = IDTokenIssuer(keys: try KeyStore(directory: keys.directory), projectID: Self.project)
+        var (user, session) = anonymousUser()
+        user.customAttributes = #"{"admin":true,"sub":"someone-else","name":"Custom"}"#
+        user.displayName = "Profile"
+        let claims = issuer.claims(user: user, session: session)
+        #expect(claims["admin"] == .bool(true))
+        #expect(claims["sub"] == .string("user-1"))
+        #expect(claims["name"] == .string("Custom"))
+        session.signInProvider = "password"
+        #expect(issuer.claims(user: user, session: session)["provider_id"] == nil)
+    }
+
+    func tamper(_ token: String, header: [String: Any]? = nil, payload: (inout [String: Any]) -> Void = { _ in },
+        signature: String? = nil) throws -> String
+    {
+        let parts = token.split(separator: ".").map(String.init)
+        var body = try JSONSerialization.jsonObject(with: Base64URL.decode(parts[1])!) as! [String: Any]
+        payload(&body)
+        let h = try header.map { Base64URL.encode(try JSONSerialization.data(withJSONObject: $0)) } ?? parts[0]
+        let p = Base64URL.encode(try JSONSerialization.data(withJSONObject: body))
+        return "\(h).\(p).\(signature ?? parts[2])"
+    }
+
+    @Test("forged tokens are refused: alg none, HS256 with the public key, tampered claims, unknown kid, expired")
+    func forgeries() throws {
+        let keys = try TempKeys()
+        defer { keys.remove() }
+        let store = try KeyStore(directory: keys.directory)
+        let issuer = IDTokenIssuer(keys: store, projectID: Self.project)
+        let (user, session) = anonymousUser()
+        let token = try issuer.mint(user: user, session: session)
+        let kid = store.current.signer.kid
+
+        func code(_ token: String) -> String? {
+            do {
+                _ = try issuer.verifySignatureAndClaims(token)
+                return nil
+            } catch let error as FirebaseError {
+                return error.code
+            } catch {
+                return "unexpected"
+            }
+        }
+
+        // alg none, empty signature.
+        #expect(code(try tamper(token, header: ["alg": "none", "typ": "JWT", "kid": kid], signature: "")) == "INVALID_ID_TOKEN")
+        // HS256 keyed with the public key's PEM.
+        let pem = store.current.signer.publicKey.pemRepresentation
+        let hsHeader = Base64URL.encode(try JSONSerialization.data(withJSONObject: ["alg": "HS256", "typ": "JWT", "kid": kid]))
+        let hsPayload = token.split(separator: ".")[1]
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("\(hsHeader).\(hsPayload)".utf8), using: SymmetricKey(data: Data(pem.utf8)))
+        #expect(code("\(hsHeader).\(hsPayload).\(Base64URL.encode(Array(mac)))") == "INVALID_ID_TOKEN")
+        // Claims changed under the original signature.
+        #expect(code(try tamper(token, payload: { $0["aud"] = "other-project" })) == "INVALID_ID_TOKEN")
+        #expect(code(try tamper(token, payload: { $0["user_id"] = "admin"; $0["sub"] = "admin" })) == "INVALID_ID_TOKEN")
+        // A kid the service does not know, signed with a key of the attacker's.
+        let foreign = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let claims = try JSONEncoder().encode(issuer.claims(user: user, session: session))
+        #expect(code(try JWS.signRS256(payload: claims, kid: "attacker", key: foreign)) == "INVALID_ID_TOKEN")
+        // The attacker's key under the real kid.
+        #expect(code(try JWS.signRS256(payload: claims, kid: kid, key: foreign)) == "INVALID_ID_TOKEN")
+        // Garbage.
+        #expect(code("not-a-token") == "INVALID_ID_TOKEN")
+        // Genuinely expired: issued two hours ago with the real key.
+        var old = session
+        old.tokenIssuedAt -= 7200
+        old.authTime -= 7200
+        #expect(code(try issuer.mint(user: user, session: old)) == "TOKEN_EXPIRED")
+        // Wrong audience, correctly signed (another deployment's issuer with the same key directory).
+        let other = IDTokenIssuer(keys: store, projectID: "other-project")
+        #expect(code(try other.mint(user: user, session: session)) == "INVALID_ID_TOKEN")
+    }
+
+    @Test("a key signs only once its Sign-From has passed; every key is published")
+    func rotation() throws {
+        let keys = try TempKeys(leads: [.zero, .seconds(3600)])
+        defer { keys.remove() }
+        let set = try KeyStore(directory: keys.directory).current
+        #expect(set.keys.count == 2)
+        let current = try #require(set.keys.first { $0.signFrom <= Date() })
+        #expect(set.signer.kid == current.kid)
+        let jwks = try JSONSerialization.jsonObject(with: set.jwksJSON) as! [String: [[String: String]]]
+        #expect(Set(jwks["keys"]!.map { $0["kid"]! }) == Set(set.keys.map(\.kid)))
+        #expect(jwks["keys"]!.allSatisfy { $0["alg"] == "RS256" && $0["kty"] == "RSA" && $0["n"] != nil })
+        let x509 = try JSONSerialization.jsonObject(with: set.x509JSON) as! [String: String]
+        #expect(x509.count == 2 && x509.values.allSatisfy { $0.hasPrefix("-----BEGIN CERTIFICATE-----") })
+        // An hour later the new key signs and the old one is still published.
+        let later = try KeySet(keys: set.keys, now: Date().addingTimeInterval(3601))
+        #expect(later.signer.kid != current.kid && later.publicKey(kid: current.kid) != nil)
+    }
+
+    @Test("key files with a bad name, a small key or no PEM block are refused")
+    func badKeyFiles() throws {
+        let keys = try TempKeys()
+        defer { keys.remove() }
+        let small = try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024))
+        try small.pkcs8PEMRepresentation.write(toFile: keys.directory + "/small.pem", atomically: true, encoding: .utf8)
+        #expect(throws: KeyDirectoryError.self) { try KeyDirectory.load(from: keys.directory) }
+        try FileManager.default.removeItem(atPath: keys.directory + "/small.pem")
+        try "hello".write(toFile: keys.directory + "/bad name.pem", atomically: true, encoding: .utf8)
+        #expect(throws: KeyDirectoryError.self) { try KeyDirectory.load(from: keys.directory) }
+    }
+
+    @Test("a sealed successor opens only with the token it was sealed with")
+    func sealing() throws {
+        let old = RefreshTokens.generate()
+        let new = RefreshTokens.generate()
+        #expect(RefreshTokens.isWellFormed(old) && old != new)
+        let sealed = try RefreshTokens.seal(successor: new, with: old)
+        #expect(!sealed.contains(new))
+        #expect(try RefreshTokens.open(sealed, with: old) == new)
+        #expect(throws: FirebaseError.self) { try RefreshTokens.open(sealed, with: new) }
+        #expect(!RefreshTokens.isWellFormed("short"))
+    }
+}
