@@ -36,7 +36,7 @@ public struct PostgresAccountRepository: AccountRepository {
         scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, logger: Logger
     ) async throws -> (UserRecord, SessionInfo) {
         let retentionSeconds = anonymousRetention.timeInterval
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 """
                 SELECT disable_auth, disabled_user_signup, enable_anonymous_user, autodelete_anonymous_users
@@ -105,7 +105,7 @@ public struct PostgresAccountRepository: AccountRepository {
     }
 
     public func deleteByUser(scope: String, localId: String, logger: Logger) async throws {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 "SELECT disable_auth, disabled_user_deletion FROM tenants WHERE tenant_id = \(scope) FOR SHARE",
                 logger: logger)
@@ -116,21 +116,34 @@ public struct PostgresAccountRepository: AccountRepository {
             }
             if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
             if disabledUserDeletion { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
-            let deleted = try await connection.query(
-                "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = \(localId) RETURNING local_id",
-                logger: logger)
-            var found = false
-            for try await _ in deleted.decode(String.self) { found = true }
-            if !found { throw FirebaseError.invalid("USER_NOT_FOUND") }
+            if !(try await Self.deleteUser(connection, scope: scope, localId: localId, logger: logger)) {
+                throw FirebaseError.invalid("USER_NOT_FOUND")
+            }
         }
     }
 
-    public func delete(scope: String, localId: String, logger: Logger) async throws -> Bool {
-        let rows = try await client.query(
+    /// Deletes a user with its provider links and revokes its sessions, in the caller's transaction.
+    static func deleteUser(_ connection: PostgresConnection, scope: String, localId: String, logger: Logger)
+        async throws -> Bool
+    {
+        let deleted = try await connection.query(
             "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = \(localId) RETURNING local_id",
             logger: logger)
-        for try await _ in rows.decode(String.self) { return true }
-        return false
+        var found = false
+        for try await _ in deleted.decode(String.self) { found = true }
+        guard found else { return false }
+        try await connection.query(
+            """
+            UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'user_deleted'
+            WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
+            """, logger: logger)
+        return true
+    }
+
+    public func delete(scope: String, localId: String, logger: Logger) async throws -> Bool {
+        try await client.transaction(logger: logger) { connection in
+            try await Self.deleteUser(connection, scope: scope, localId: localId, logger: logger)
+        }
     }
 
     public func lookup(scope: String, localIds: [String], emails: [String], logger: Logger) async throws
@@ -201,7 +214,7 @@ public struct PostgresAccountRepository: AccountRepository {
     public func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
         -> RotateRefreshTokenResponse
     {
-        let result: RotationResult = try await client.withTransaction(logger: logger) { connection in
+        let result: RotationResult = try await client.transaction(logger: logger) { connection in
             // 1. Which family? (no lock yet)
             let keyRows = try await connection.query(
                 "SELECT tenant_id, family_id FROM refresh_tokens WHERE token_hash = \(request.tokenHash)",
@@ -214,15 +227,18 @@ public struct PostgresAccountRepository: AccountRepository {
             let familyRows = try await connection.query(
                 """
                 SELECT local_id, sign_in_provider, auth_time, extract(epoch FROM created_at)::bigint,
-                    revoked_at IS NOT NULL,
+                    revoked_at IS NOT NULL, revoked_reason = 'user_deleted',
                     now() > expires_at OR now() > last_used_at + make_interval(secs => \(Double(request.idleSeconds)))
                 FROM refresh_families WHERE tenant_id = \(scope) AND family_id = \(familyId) FOR UPDATE
                 """, logger: logger)
-            var family: (String, String, Int64, Int64, Bool, Bool)?
-            for try await row in familyRows.decode((String, String, Int64, Int64, Bool, Bool).self) { family = row }
-            guard let (localId, provider, authTime, familyCreated, revoked, expired) = family else {
+            var family: (String, String, Int64, Int64, Bool, Bool?, Bool)?
+            for try await row in familyRows.decode((String, String, Int64, Int64, Bool, Bool?, Bool).self) {
+                family = row
+            }
+            guard let (localId, provider, authTime, familyCreated, revoked, userDeleted, expired) = family else {
                 throw FirebaseError.invalid("INVALID_REFRESH_TOKEN")
             }
+            if userDeleted == true { throw FirebaseError.invalid("USER_NOT_FOUND") }
             if revoked || expired { throw FirebaseError.invalid("TOKEN_EXPIRED") }
 
             // 3. Re-read the token now that the lock is held (a fresh snapshot in READ COMMITTED).

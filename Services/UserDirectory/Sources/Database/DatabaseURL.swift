@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 extension PostgresClient.Configuration {
@@ -25,4 +26,22 @@ public enum DatabaseURLError: Error, CustomStringConvertible {
 
 extension PSQLError {
     public var sqlState: String? { serverInfo?[.sqlState] }
+}
+
+extension PostgresClient {
+    /// `withTransaction`, but an error thrown by `body` (a `FirebaseError` such as
+    /// `TENANT_NOT_FOUND`) comes back as itself, not wrapped in `PostgresTransactionError`; the
+    /// transaction is rolled back either way.
+    func transaction<Result: Sendable>(
+        logger: Logger, _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        do {
+            return try await withTransaction(logger: logger, body)
+        } catch let error as PostgresTransactionError {
+            if let closureError = error.closureError, error.commitError == nil, error.beginError == nil {
+                throw closureError
+            }
+            throw error
+        }
+    }
 }

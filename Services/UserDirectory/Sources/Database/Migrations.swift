@@ -81,7 +81,10 @@ public enum Migrations {
                 )
                 """,
                 "CREATE INDEX provider_links_user_idx ON provider_links (tenant_id, local_id)",
-                // A refresh-token family is one sign-in session.
+                // A refresh-token family is one sign-in session. It outlives its user on purpose: a
+                // deleted user's sessions are revoked with reason 'user_deleted' so that a refresh
+                // answers USER_NOT_FOUND (B.2.2) and a later user with the same id inherits nothing.
+                // The cleanup worker prunes revoked and expired families. Deleting a tenant removes them.
                 """
                 CREATE TABLE refresh_families (
                     tenant_id text NOT NULL,
@@ -94,11 +97,14 @@ public enum Migrations {
                     expires_at timestamptz NOT NULL,
                     revoked_at timestamptz,
                     revoked_reason text,
-                    PRIMARY KEY (tenant_id, family_id),
-                    FOREIGN KEY (tenant_id, local_id) REFERENCES users (tenant_id, local_id) ON DELETE CASCADE
+                    PRIMARY KEY (tenant_id, family_id)
                 )
                 """,
                 "CREATE INDEX refresh_families_user_idx ON refresh_families (tenant_id, local_id)",
+                """
+                ALTER TABLE refresh_families ADD FOREIGN KEY (tenant_id) REFERENCES tenants (tenant_id)
+                    ON DELETE CASCADE
+                """,
                 // Every refresh token ever issued in a live family, by the SHA-256 of the token: a
                 // random 256-bit value is a global key. Old tokens are kept so reuse is recognised.
                 """
@@ -151,7 +157,7 @@ public struct MigrationRunner: Sendable {
     @discardableResult
     public func migrate(logger: Logger) async throws -> [Int] {
         let migrations = self.migrations
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.transaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.advisoryLockKey))", logger: logger)
             try await connection.query(
                 """

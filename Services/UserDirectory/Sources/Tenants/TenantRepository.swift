@@ -82,7 +82,7 @@ public struct PostgresTenantRepository: TenantRepository {
         _ tenantId: String, logger: Logger, _ change: @Sendable (inout ScopeSettings) throws -> Void
     ) async throws -> ScopeSettings? {
         let retentionSeconds = anonymousRetention.timeInterval
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
                 "SELECT \(unescaped: Self.columns) FROM tenants WHERE tenant_id = \(tenantId) FOR UPDATE",
                 logger: logger)
@@ -149,7 +149,7 @@ public struct PostgresTenantRepository: TenantRepository {
         logger: Logger, _ change: @Sendable (inout ScopeSettings, inout ProjectSettings) throws -> Void
     ) async throws -> (ScopeSettings, ProjectSettings) {
         let retentionSeconds = anonymousRetention.timeInterval
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.transaction(logger: logger) { connection in
             let scopeRows = try await connection.query(
                 "SELECT \(unescaped: Self.columns) FROM tenants WHERE tenant_id = '' FOR UPDATE", logger: logger)
             var scope: ScopeSettings?
