@@ -78,7 +78,9 @@ public struct RotateRefreshTokenRequest: Codable, Sendable {
     public var graceSeconds: Int64
     public var idleSeconds: Int64
 
-    public init(tokenHash: String, newTokenHash: String, sealedSuccessor: String, graceSeconds: Int64, idleSeconds: Int64) {
+    public init(
+        tokenHash: String, newTokenHash: String, sealedSuccessor: String, graceSeconds: Int64, idleSeconds: Int64
+    ) {
         self.tokenHash = tokenHash
         self.newTokenHash = newTokenHash
         self.sealedSuccessor = sealedSuccessor

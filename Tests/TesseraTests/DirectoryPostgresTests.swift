@@ -27,7 +27,8 @@ struct DirectoryPostgresTests {
             let runner = MigrationRunner(client: client)
             await #expect(throws: MigrationError.self) { _ = try await runner.check(logger: logger) }
             try await runner.migrate(logger: logger)
-            try await client.query("INSERT INTO schema_migrations (version, name) VALUES (9999, 'future')", logger: logger)
+            try await client.query(
+                "INSERT INTO schema_migrations (version, name) VALUES (9999, 'future')", logger: logger)
             await #expect(throws: MigrationError.self) { _ = try await runner.check(logger: logger) }
             await #expect(throws: MigrationError.self) { _ = try await runner.migrate(logger: logger) }
         }
@@ -69,9 +70,13 @@ struct DirectoryPostgresTests {
                     scope: "t1", refreshTokenHash: UUID().uuidString, sessionExpiresAt: expires, logger: logger)
             }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp() }
-            _ = try await tenants.update("t1", logger: logger) { $0.enableAnonymousUser = true; $0.disabledUserSignup = true }
+            _ = try await tenants.update("t1", logger: logger) {
+                $0.enableAnonymousUser = true; $0.disabledUserSignup = true
+            }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp() }
-            _ = try await tenants.update("t1", logger: logger) { $0.disabledUserSignup = false; $0.disableAuth = true }
+            _ = try await tenants.update("t1", logger: logger) {
+                $0.disabledUserSignup = false; $0.disableAuth = true
+            }
             await expectFirebaseError("PROJECT_DISABLED") { try await signUp() }
             _ = try await tenants.update("t1", logger: logger) { $0.disableAuth = false }
             try await signUp()
@@ -98,7 +103,8 @@ struct DirectoryPostgresTests {
     }
 
     func rotation(_ old: String, _ new: String, grace: Int64 = 10) -> RotateRefreshTokenRequest {
-        RotateRefreshTokenRequest(tokenHash: old, newTokenHash: new, sealedSuccessor: "sealed:\(new)",
+        RotateRefreshTokenRequest(
+            tokenHash: old, newTokenHash: new, sealedSuccessor: "sealed:\(new)",
             graceSeconds: grace, idleSeconds: 3600)
     }
 

@@ -11,7 +11,10 @@ struct DirectoryUnitTests {
         #expect(
             try UpdateMask.resolve("client.permissions", known: known)
                 == ["client.permissions.disabledUserDeletion", "client.permissions.disabledUserSignup"])
-        #expect(try UpdateMask.resolve("enableAnonymousUser, displayName", known: known) == ["enableAnonymousUser", "displayName"])
+        #expect(
+            try UpdateMask.resolve("enableAnonymousUser, displayName", known: known) == [
+                "enableAnonymousUser", "displayName",
+            ])
         #expect(throws: FirebaseError.self) { try UpdateMask.resolve("nonsense", known: known) }
         #expect(throws: FirebaseError.self) { try UpdateMask.resolve("client.perm", known: known) }
     }
@@ -22,7 +25,9 @@ struct DirectoryUnitTests {
         let input = TenantWire(ScopeSettings(tenantId: "x", disabledUserSignup: true), projectID: "p")
         var partial = input
         partial.enableAnonymousUser = nil
-        for path in try UpdateMask.resolve("enableAnonymousUser,client.permissions.disabledUserSignup", known: TenantWire.fields.keys) {
+        for path in try UpdateMask.resolve(
+            "enableAnonymousUser,client.permissions.disabledUserSignup", known: TenantWire.fields.keys)
+        {
             TenantWire.fields[path]?(&settings, partial)
         }
         #expect(!settings.enableAnonymousUser && settings.disabledUserSignup && settings.disableAuth)
@@ -34,7 +39,9 @@ struct DirectoryUnitTests {
             #expect(throws: Never.self) { try TenantController<PostgresTenantRepository>.validateDisplayName(good) }
         }
         for bad in ["abc", "1abc", "a_bc", "a bcd", "a23456789012345678901", "ténant"] {
-            #expect(throws: FirebaseError.self) { try TenantController<PostgresTenantRepository>.validateDisplayName(bad) }
+            #expect(throws: FirebaseError.self) {
+                try TenantController<PostgresTenantRepository>.validateDisplayName(bad)
+            }
         }
         let id = TenantController<PostgresTenantRepository>.newTenantID(displayName: "My-Tenant")
         #expect(id.hasPrefix("my-tenant-") && id.count == "my-tenant-".count + 5)

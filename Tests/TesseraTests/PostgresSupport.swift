@@ -51,7 +51,9 @@ func databaseIsConfiguredWhenRequired() {
     }
 }
 
-func expectFirebaseError(_ code: String, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation)
+func expectFirebaseError(
+    _ code: String, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
+)
     async
 {
     do {

@@ -64,7 +64,8 @@ struct SharedTests {
     @Test("JSON bodies accept snake_case keys and report syntax errors as INVALID_ARGUMENT")
     func jsonBodies() throws {
         struct Grant: Decodable { var grantType: String?; var refreshToken: String? }
-        let grant = try JSONBody.decode(Grant.self, from: Data(#"{"grant_type":"refresh_token","refresh_token":"x"}"#.utf8))
+        let grant = try JSONBody.decode(
+            Grant.self, from: Data(#"{"grant_type":"refresh_token","refresh_token":"x"}"#.utf8))
         #expect(grant.grantType == "refresh_token" && grant.refreshToken == "x")
         #expect(throws: FirebaseError.self) { try JSONBody.decode(Grant.self, from: Data("{".utf8)) }
         do {
@@ -76,9 +77,11 @@ struct SharedTests {
 
     @Test("user records render int64 fields as strings and omit absent fields")
     func userWire() throws {
-        let user = UserRecord(tenantId: "t-1", localId: "u1", validSince: 1_700_000_000, createdAt: 1_700_000_000_123,
+        let user = UserRecord(
+            tenantId: "t-1", localId: "u1", validSince: 1_700_000_000, createdAt: 1_700_000_000_123,
             lastLoginAt: 1_700_000_000_123, lastRefreshAt: 1_700_000_000_123)
-        let json = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(UserInfoWire(user))) as! [String: Any]
+        let json =
+            try JSONSerialization.jsonObject(with: try JSONEncoder().encode(UserInfoWire(user))) as! [String: Any]
         #expect(json["validSince"] as? String == "1700000000")
         #expect(json["createdAt"] as? String == "1700000000123")
         #expect(json["lastRefreshAt"] as? String == "2023-11-14T22:13:20.123Z")

@@ -71,9 +71,10 @@ struct TokenTests {
         #expect(issuer.claims(user: user, session: session)["provider_id"] == nil)
     }
 
-    func tamper(_ token: String, header: [String: Any]? = nil, payload: (inout [String: Any]) -> Void = { _ in },
-        signature: String? = nil) throws -> String
-    {
+    func tamper(
+        _ token: String, header: [String: Any]? = nil, payload: (inout [String: Any]) -> Void = { _ in },
+        signature: String? = nil
+    ) throws -> String {
         let parts = token.split(separator: ".").map(String.init)
         var body = try JSONSerialization.jsonObject(with: Base64URL.decode(parts[1])!) as! [String: Any]
         payload(&body)
@@ -104,16 +105,26 @@ struct TokenTests {
         }
 
         // alg none, empty signature.
-        #expect(code(try tamper(token, header: ["alg": "none", "typ": "JWT", "kid": kid], signature: "")) == "INVALID_ID_TOKEN")
+        #expect(
+            code(try tamper(token, header: ["alg": "none", "typ": "JWT", "kid": kid], signature: ""))
+                == "INVALID_ID_TOKEN")
         // HS256 keyed with the public key's PEM.
         let pem = store.current.signer.publicKey.pemRepresentation
-        let hsHeader = Base64URL.encode(try JSONSerialization.data(withJSONObject: ["alg": "HS256", "typ": "JWT", "kid": kid]))
+        let hsHeader = Base64URL.encode(
+            try JSONSerialization.data(withJSONObject: ["alg": "HS256", "typ": "JWT", "kid": kid]))
         let hsPayload = token.split(separator: ".")[1]
-        let mac = HMAC<SHA256>.authenticationCode(for: Data("\(hsHeader).\(hsPayload)".utf8), using: SymmetricKey(data: Data(pem.utf8)))
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data("\(hsHeader).\(hsPayload)".utf8), using: SymmetricKey(data: Data(pem.utf8)))
         #expect(code("\(hsHeader).\(hsPayload).\(Base64URL.encode(Array(mac)))") == "INVALID_ID_TOKEN")
         // Claims changed under the original signature.
         #expect(code(try tamper(token, payload: { $0["aud"] = "other-project" })) == "INVALID_ID_TOKEN")
-        #expect(code(try tamper(token, payload: { $0["user_id"] = "admin"; $0["sub"] = "admin" })) == "INVALID_ID_TOKEN")
+        #expect(
+            code(
+                try tamper(
+                    token,
+                    payload: {
+                        $0["user_id"] = "admin"; $0["sub"] = "admin"
+                    })) == "INVALID_ID_TOKEN")
         // A kid the service does not know, signed with a key of the attacker's.
         let foreign = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let claims = try JSONEncoder().encode(issuer.claims(user: user, session: session))

@@ -36,7 +36,8 @@ struct RunOnce: AsyncParsableCommand {
     func run() async throws {
         LogSetup.bootstrap(level: logLevel)
         let logger = Logger(label: "cleanup-worker")
-        let status = try await runOnce(configuration: try CleanupWorkerConfiguration(environment: ConfigReader()), logger: logger)
+        let status = try await runOnce(
+            configuration: try CleanupWorkerConfiguration(environment: ConfigReader()), logger: logger)
         print("sweep finished: directory schema version \(status.schemaVersion)")
     }
 }

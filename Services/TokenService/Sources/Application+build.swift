@@ -33,7 +33,9 @@ public func buildTokenApplication(
     let keys = try KeyStore(directory: configuration.signingKeysDirectory)
     logger.info(
         "signing keys loaded",
-        metadata: ["keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))"])
+        metadata: [
+            "keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))",
+        ])
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
         timeout: configuration.internalTimeout)
@@ -45,8 +47,10 @@ public func buildTokenApplication(
     router.add(
         middleware: CORSMiddleware(
             allowOrigin: .originBased,
-            allowHeaders: [.contentType, .authorization, .googAPIKey, .requestID, HTTPField.Name("X-Client-Version")!,
-                HTTPField.Name("X-Firebase-gmpid")!, HTTPField.Name("X-Firebase-Client")!],
+            allowHeaders: [
+                .contentType, .authorization, .googAPIKey, .requestID, HTTPField.Name("X-Client-Version")!,
+                HTTPField.Name("X-Firebase-gmpid")!, HTTPField.Name("X-Firebase-Client")!,
+            ],
             allowMethods: [.get, .post, .options]))
 
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }

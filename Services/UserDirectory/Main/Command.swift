@@ -45,7 +45,8 @@ struct Migrate: AsyncParsableCommand {
     func run() async throws {
         let logger = options.logger("user-directory")
         let env = ConfigReader()
-        let applied = try await runMigrations(configuration: try .fromURL(try env.required("DATABASE_URL")), logger: logger)
+        let applied = try await runMigrations(
+            configuration: try .fromURL(try env.required("DATABASE_URL")), logger: logger)
         print(applied.isEmpty ? "schema is up to date" : "applied migrations \(applied)")
     }
 }

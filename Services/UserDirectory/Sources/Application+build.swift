@@ -17,7 +17,8 @@ public struct DirectoryConfiguration: Sendable {
 
     public init(
         hostname: String = "127.0.0.1", port: Int = 8082, projectID: String, adminToken: String,
-        internalSecret: String, database: PostgresClient.Configuration, anonymousRetention: Duration = .seconds(30 * 86400),
+        internalSecret: String, database: PostgresClient.Configuration,
+        anonymousRetention: Duration = .seconds(30 * 86400),
         autoMigrate: Bool = false
     ) {
         self.hostname = hostname

@@ -56,7 +56,9 @@ struct KeysController {
         }
         let base = configuration.publicURL ?? Self.baseURL(of: request)
         return JSONResponse(
-            Discovery(issuer: "https://securetoken.google.com/\(configuration.projectID)", jwks_uri: base + "/.well-known/jwks.json"),
+            Discovery(
+                issuer: "https://securetoken.google.com/\(configuration.projectID)",
+                jwks_uri: base + "/.well-known/jwks.json"),
             headers: [.cacheControl: "public, max-age=\(Self.maxAge)"])
     }
 

@@ -33,7 +33,9 @@ struct TokenController {
     @Sendable func token(_ request: Request, context: TokenContext) async throws -> JSONResponse<GrantResponse> {
         try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let grant = try await Self.decodeGrant(request, context: context)
-        guard let grantType = grant.grantType, !grantType.isEmpty else { throw FirebaseError.invalid("MISSING_GRANT_TYPE") }
+        guard let grantType = grant.grantType, !grantType.isEmpty else {
+            throw FirebaseError.invalid("MISSING_GRANT_TYPE")
+        }
         guard grantType == "refresh_token" else { throw FirebaseError.invalid("INVALID_GRANT_TYPE") }
         guard let refreshToken = grant.refreshToken, !refreshToken.isEmpty else {
             throw FirebaseError.invalid("MISSING_REFRESH_TOKEN")

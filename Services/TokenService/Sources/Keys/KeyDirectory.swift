@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Logging
-import Synchronization
 import SwiftASN1
+import Synchronization
 import TesseraShared
 import X509
 import _CryptoExtras
@@ -92,11 +92,14 @@ public enum KeyDirectory {
     static let signFromHeader = "Tessera-Sign-From:"
 
     public static func load(from directory: String) throws -> [SigningKey] {
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".pem") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".pem") }
+            .sorted()
         return try names.map { name in
             let kid = String(name.dropLast(4))
             guard !kid.isEmpty, kid.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
-            else { throw KeyDirectoryError.unreadable(name, "the file name must be <kid>.pem with kid of [A-Za-z0-9_-]") }
+            else {
+                throw KeyDirectoryError.unreadable(name, "the file name must be <kid>.pem with kid of [A-Za-z0-9_-]")
+            }
             let text = try String(contentsOfFile: directory + "/" + name, encoding: .utf8)
             return try parse(text, kid: kid, file: name)
         }
@@ -122,7 +125,9 @@ public enum KeyDirectory {
         } catch {
             throw KeyDirectoryError.unreadable(file, "not an RSA private key in PEM form")
         }
-        guard key.keySizeInBits >= 2048 else { throw KeyDirectoryError.unreadable(file, "RSA keys must be 2048 bits or more") }
+        guard key.keySizeInBits >= 2048 else {
+            throw KeyDirectoryError.unreadable(file, "RSA keys must be 2048 bits or more")
+        }
         return try SigningKey(kid: kid, privateKey: key, signFrom: signFrom)
     }
 
@@ -139,7 +144,9 @@ public enum KeyDirectory {
         }
         text += key.pkcs8PEMRepresentation + "\n"
         let path = directory + "/" + kid + ".pem"
-        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
         else { throw KeyDirectoryError.unreadable(path, "cannot write the file") }
         return kid
     }

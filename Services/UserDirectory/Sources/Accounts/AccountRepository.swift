@@ -98,7 +98,9 @@ public struct PostgresAccountRepository: AccountRepository {
             for try await flag in rows.decode(Bool.self) { disableAuth = flag }
             guard let disableAuth else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
             if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
-            guard let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+            guard
+                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
+                    .first
             else { throw FirebaseError.invalid("USER_NOT_FOUND") }
             return user
         }
@@ -261,7 +263,9 @@ public struct PostgresAccountRepository: AccountRepository {
             for try await disableAuth in tenantRows.decode(Bool.self) where disableAuth {
                 throw FirebaseError.invalid("PROJECT_DISABLED")
             }
-            guard let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+            guard
+                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
+                    .first
             else { throw FirebaseError.invalid("USER_NOT_FOUND") }
             if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
             // A validSince bump (password change, revocation) ends every session started before it.

@@ -29,7 +29,8 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
 
     @Sendable func lookup(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<LookupResponse> {
         let body = try await request.decodeJSON(LookupRequest.self, context: context)
-        let scope = try await resolveScope(pathTenant: context.parameters.get("tenant"), bodyTenant: body.tenantId, context)
+        let scope = try await resolveScope(
+            pathTenant: context.parameters.get("tenant"), bodyTenant: body.tenantId, context)
         let users = try await accounts.lookup(
             scope: scope, localIds: body.localId ?? [], emails: body.email ?? [], logger: context.logger)
         return JSONResponse(LookupResponse(users: users))
@@ -37,12 +38,14 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
 
     @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<DeleteResponse> {
         let body = try await request.decodeJSON(DeleteRequest.self, context: context)
-        let scope = try await resolveScope(pathTenant: context.parameters.get("tenant"), bodyTenant: body.tenantId, context)
+        let scope = try await resolveScope(
+            pathTenant: context.parameters.get("tenant"), bodyTenant: body.tenantId, context)
         guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
         guard try await accounts.delete(scope: scope, localId: localId, logger: context.logger) else {
             throw FirebaseError.invalid("USER_NOT_FOUND")
         }
-        context.logger.info("user deleted by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
+        context.logger.info(
+            "user deleted by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
         return JSONResponse(DeleteResponse())
     }
 

@@ -31,14 +31,18 @@ struct InternalController<Accounts: AccountRepository> {
         return JSONResponse(SessionCreatedResponse(user: user, session: session))
     }
 
-    @Sendable func getAccount(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<AccountResponse> {
+    @Sendable func getAccount(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
+        AccountResponse
+    > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
         let user = try await accounts.userForClient(
             scope: scopeKey(body.tenantId), localId: body.localId, logger: context.logger)
         return JSONResponse(AccountResponse(user: user))
     }
 
-    @Sendable func deleteAccount(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
+    @Sendable func deleteAccount(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
+        EmptyObject
+    > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
         try await accounts.deleteByUser(scope: scopeKey(body.tenantId), localId: body.localId, logger: context.logger)
         context.logger.info(

@@ -121,7 +121,7 @@ public enum Migrations {
                 )
                 """,
                 "CREATE INDEX refresh_tokens_family_idx ON refresh_tokens (tenant_id, family_id)",
-            ]),
+            ])
     ]
 
     public static var latestVersion: Int { all.last?.version ?? 0 }
@@ -190,9 +190,10 @@ public struct MigrationRunner: Sendable {
 
     /// Checks that the schema is exactly what this binary knows; returns the current version.
     public func check(logger: Logger) async throws -> Int {
-        let exists = try await client.query(
-            "SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger
-        ).decode(Bool.self).first { _ in true } ?? false
+        let exists =
+            try await client.query(
+                "SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger
+            ).decode(Bool.self).first { _ in true } ?? false
         let known = Set(migrations.map(\.version))
         var applied: [Int] = []
         if exists {

@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import Hummingbird
+import Logging
 import TesseraShared
 
 typealias DirectoryContext = TesseraRequestContext

@@ -59,9 +59,11 @@ struct TenantController<Repository: TenantRepository> {
         if let displayName = input.displayName { try Self.validateDisplayName(displayName) }
         let paths = try Self.maskPaths(request, known: TenantWire.fields.keys)
         guard !tenantId.isEmpty,
-            let updated = try await repository.update(tenantId, logger: context.logger, { settings in
-                for path in paths { TenantWire.fields[path]?(&settings, input) }
-            })
+            let updated = try await repository.update(
+                tenantId, logger: context.logger,
+                { settings in
+                    for path in paths { TenantWire.fields[path]?(&settings, input) }
+                })
         else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
         context.logger.info("tenant updated", metadata: ["tenant.id": .string(tenantId)])
         return JSONResponse(TenantWire(updated, projectID: projectID))
@@ -111,7 +113,8 @@ struct TenantController<Repository: TenantRepository> {
         if !valid {
             throw FirebaseError.invalid(
                 "INVALID_ARGUMENT",
-                "Display name must be 4-20 characters, start with a letter and contain only letters, digits and hyphens.")
+                "Display name must be 4-20 characters, start with a letter and contain only letters, digits and hyphens."
+            )
         }
     }
 

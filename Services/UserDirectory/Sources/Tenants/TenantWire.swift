@@ -108,9 +108,13 @@ struct ProjectConfigWire: Codable, Sendable {
     typealias Apply = @Sendable (inout ScopeSettings, inout ProjectSettings, ProjectConfigWire) -> Void
 
     static let fields: [String: Apply] = [
-        "signIn.email.enabled": { s, _, w in s.allowPasswordSignup = w.signIn?.email?.enabled ?? w.allowPasswordSignup ?? false },
+        "signIn.email.enabled": { s, _, w in
+            s.allowPasswordSignup = w.signIn?.email?.enabled ?? w.allowPasswordSignup ?? false
+        },
         "signIn.email.passwordRequired": { _, _, _ in },
-        "allowPasswordSignup": { s, _, w in s.allowPasswordSignup = w.allowPasswordSignup ?? w.signIn?.email?.enabled ?? false },
+        "allowPasswordSignup": { s, _, w in
+            s.allowPasswordSignup = w.allowPasswordSignup ?? w.signIn?.email?.enabled ?? false
+        },
         "signIn.anonymous.enabled": { s, _, w in
             s.enableAnonymousUser = w.signIn?.anonymous?.enabled ?? w.enableAnonymousUser ?? false
         },

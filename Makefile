@@ -1,0 +1,44 @@
+# Tessera — developer entry points. `make test` is exactly what CI runs (.ci/run).
+
+TESSERA_BUILD ?= debug
+export TESSERA_BUILD
+
+.PHONY: all build run test up down status fmt-check clean-stack
+
+all: build
+
+build:
+	swift build -c $(TESSERA_BUILD)
+
+## Foreground stack: install what is missing, build, start everything, Ctrl-C stops it.
+run:
+	scripts/stack run
+
+## Build, unit and PostgreSQL tests, whole-stack tests (see scripts/test).
+test:
+	scripts/test
+
+up:
+	scripts/stack up
+
+down:
+	scripts/stack down
+
+status:
+	scripts/stack status
+
+## Lints with swift-format when the toolchain has it; otherwise says so and succeeds.
+fmt-check:
+	@if swift format --version >/dev/null 2>&1; then \
+		swift format lint --strict --recursive --parallel Package.swift Shared Services Tests; \
+	elif command -v swift-format >/dev/null 2>&1; then \
+		swift-format lint --recursive --parallel Package.swift Shared Services Tests; \
+	else \
+		echo "swift-format not found; skipping fmt-check"; \
+	fi
+
+## Stops the default and the test stack, then deletes their directories (database, keys, logs).
+clean-stack:
+	TESSERA_STACK_DIR=.stack scripts/stack down
+	TESSERA_STACK_DIR=.stack-test scripts/stack down
+	rm -rf .stack .stack-test
