@@ -87,6 +87,16 @@ public struct FirebaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware
 }
 
 extension Request {
+    /// The token of `Authorization: Bearer <token>` (scheme case-insensitive). Other schemes count
+    /// as no credential at all (API.md B.0).
+    public var bearerToken: String? {
+        guard let header = headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
     /// Reads the body (at most `limit` bytes) and decodes it as JSON. Snake-case keys are accepted as
     /// their camelCase twins; an empty body decodes as `{}`.
     public func decodeJSON<T: Decodable>(

@@ -154,3 +154,31 @@ def test_tokens_and_users_do_not_cross_tenants(stack, client, admin, make_tenant
     # Each token's tenant claim is its own.
     assert unverified_claims(b.id_token)["firebase"]["tenant"] == tenant_b
     expect_ok(client.lookup(b.id_token, tenant_b))
+
+
+def test_privileged_calls_on_client_paths_act_as_admin(stack, client, admin, tenant_id):
+    """`Authorization: Bearer <admin secret>` on the bare client paths (no API key) is an admin
+    call: lookup by localId and delete by localId in the body's tenant (B.0, B.2.1)."""
+    import requests
+
+    s1 = client.sign_up_anonymous(tenant_id)
+    bearer = {"Authorization": f"Bearer {stack.admin_token}"}
+    for prefix in ("", "/identitytoolkit.googleapis.com"):
+        resp = requests.post(stack.url + prefix + "/v1/accounts:lookup", headers=bearer,
+                             json={"tenantId": tenant_id, "localId": [s1.local_id]}, timeout=15)
+        assert [u["localId"] for u in expect_ok(resp).get("users", [])] == [s1.local_id], describe(resp)
+
+    # Another tenant's scope does not see the user.
+    resp = requests.post(stack.url + "/v1/accounts:lookup", headers=bearer,
+                         json={"localId": [s1.local_id]}, timeout=15)
+    assert not expect_ok(resp).get("users"), describe(resp)
+
+    # A wrong bearer is refused, not downgraded to a client call.
+    resp = requests.post(stack.url + "/v1/accounts:lookup", headers={"Authorization": "Bearer nope"},
+                         json={"tenantId": tenant_id, "localId": [s1.local_id]}, timeout=15)
+    assert resp.status_code == 401, describe(resp)
+
+    resp = requests.post(stack.url + "/v1/accounts:delete", headers=bearer,
+                         json={"tenantId": tenant_id, "localId": s1.local_id}, timeout=15)
+    assert expect_ok(resp).get("kind") == DELETE_KIND, describe(resp)
+    assert admin.lookup_users(tenant_id, [s1.local_id]) == []

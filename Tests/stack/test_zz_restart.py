@@ -78,7 +78,7 @@ def test_directory_down_gives_retryable_503_then_recovers(stack, client, tenant_
             resp = calls[name](Client(stack))
             return name, resp, time.monotonic() - started
 
-        # In parallel: each may take up to the internal timeout to give up.
+        # In parallel: each may take up to the connect timeout to give up.
         with ThreadPoolExecutor(max_workers=len(calls)) as pool:
             results = list(pool.map(timed, calls))
         for name, resp, elapsed in results:
@@ -92,7 +92,9 @@ def test_directory_down_gives_retryable_503_then_recovers(stack, client, tenant_
             assert err.get("status") == "UNAVAILABLE", describe(resp)
             assert isinstance(err.get("message"), str) and err["message"], describe(resp)
             assert isinstance(err.get("errors"), list) and err["errors"], describe(resp)
-            assert elapsed < 10, f"{name} took {elapsed:.1f}s to fail (must fail fast)"
+            # The connect timeout (TESSERA_INTERNAL_CONNECT_TIMEOUT, 1 s) bounds it, not the
+            # 5 s call timeout.
+            assert elapsed < 3, f"{name} took {elapsed:.1f}s to fail (must fail fast)"
         # The token service itself stays up and keeps publishing keys.
         expect_ok(requests.get(stack.url + "/.well-known/jwks.json", timeout=10))
     finally:

@@ -70,8 +70,9 @@ struct SweepLoop: Service {
 
 /// Builds the worker: its loop and a small HTTP server for health checks.
 public func buildCleanupWorker(
-    configuration: CleanupWorkerConfiguration, logger: Logger, httpClient: HTTPClient = .shared
+    configuration: CleanupWorkerConfiguration, logger: Logger
 ) -> some ApplicationProtocol {
+    let httpClient = InternalHTTPClient.make()
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret)
     let sweeper = Sweeper(directory: directory)
@@ -86,15 +87,24 @@ public func buildCleanupWorker(
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        services: [SweepLoop(sweeper: sweeper, interval: configuration.interval, logger: logger)],
+        services: [
+            HTTPClientService(client: httpClient, logger: logger),
+            SweepLoop(sweeper: sweeper, interval: configuration.interval, logger: logger),
+        ],
         logger: logger)
 }
 
 /// `run-once`: one sweep, then exit (non-zero when the sweep failed).
-public func runOnce(configuration: CleanupWorkerConfiguration, logger: Logger, httpClient: HTTPClient = .shared)
-    async throws -> DirectoryStatus
-{
+public func runOnce(configuration: CleanupWorkerConfiguration, logger: Logger) async throws -> DirectoryStatus {
+    let httpClient = InternalHTTPClient.make()
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret)
-    return try await Sweeper(directory: directory).sweep(logger: logger)
+    do {
+        let status = try await Sweeper(directory: directory).sweep(logger: logger)
+        try await httpClient.shutdown()
+        return status
+    } catch {
+        try? await httpClient.shutdown()
+        throw error
+    }
 }

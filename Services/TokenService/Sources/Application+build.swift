@@ -28,7 +28,7 @@ struct KeyReloadService: Service {
 
 /// Builds the token service: routes, key store and its reload loop, the directory client.
 public func buildTokenApplication(
-    configuration: TokenServiceConfiguration, logger: Logger, httpClient: HTTPClient = .shared
+    configuration: TokenServiceConfiguration, logger: Logger
 ) throws -> some ApplicationProtocol {
     let keys = try KeyStore(directory: configuration.signingKeysDirectory)
     logger.info(
@@ -36,6 +36,7 @@ public func buildTokenApplication(
         metadata: [
             "keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))",
         ])
+    let httpClient = InternalHTTPClient.make(connectTimeout: configuration.internalConnectTimeout)
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
         timeout: configuration.internalTimeout)
@@ -67,7 +68,10 @@ public func buildTokenApplication(
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        services: [KeyReloadService(keys: keys, interval: configuration.keyReloadInterval, logger: logger)],
+        services: [
+            HTTPClientService(client: httpClient, logger: logger),
+            KeyReloadService(keys: keys, interval: configuration.keyReloadInterval, logger: logger),
+        ],
         logger: logger)
 }
 

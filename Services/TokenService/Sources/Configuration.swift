@@ -18,6 +18,7 @@ public struct TokenServiceConfiguration: Sendable {
     public var reauthWindow: Duration = .seconds(300)
     public var keyReloadInterval: Duration = .seconds(60)
     public var internalTimeout: Duration = .seconds(5)
+    public var internalConnectTimeout: Duration = .seconds(1)
 
     public init(
         projectID: String, apiKey: String, internalSecret: String, signingKeysDirectory: String,
@@ -48,6 +49,7 @@ public struct TokenServiceConfiguration: Sendable {
         reauthWindow = try env.duration("TESSERA_REAUTH_WINDOW", default: reauthWindow)
         keyReloadInterval = try env.duration("TESSERA_KEY_RELOAD_INTERVAL", default: keyReloadInterval)
         internalTimeout = try env.duration("TESSERA_INTERNAL_TIMEOUT", default: internalTimeout)
+        internalConnectTimeout = try env.duration("TESSERA_INTERNAL_CONNECT_TIMEOUT", default: internalConnectTimeout)
     }
 
     /// A stable 12-digit number from the project id, for deployments that do not set one.

@@ -12,11 +12,9 @@ enum Caller {
     case privileged(authorization: String)
 
     /// Admin bearer if present (other schemes count as absent), else the API key must be valid.
-    static func identify(_ request: Request, apiKey: String, allowPrivileged: Bool = true) throws -> Caller {
-        if allowPrivileged, let header = request.headers[.authorization],
-            header.lowercased().hasPrefix("bearer "), header.count > 7
-        {
-            return .privileged(authorization: header)
+    static func identify(_ request: Request, apiKey: String) throws -> Caller {
+        if let token = request.bearerToken {
+            return .privileged(authorization: "Bearer \(token)")
         }
         try checkAPIKey(request, apiKey: apiKey)
         return .client

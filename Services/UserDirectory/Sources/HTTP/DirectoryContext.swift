@@ -18,7 +18,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
-        guard let bearer = Self.bearerToken(request) else { throw FirebaseError.missingCredentials }
+        guard let bearer = request.bearerToken else { throw FirebaseError.missingCredentials }
         guard Secrets.constantTimeEquals(bearer, adminToken) else {
             context.logger.notice("admin call with an unknown credential")
             throw FirebaseError.invalidCredentials
@@ -27,14 +27,6 @@ struct AdminAuthMiddleware: RouterMiddleware {
             throw FirebaseError.invalid("PROJECT_NOT_FOUND")
         }
         return try await next(request, context)
-    }
-
-    static func bearerToken(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
     }
 }
 
