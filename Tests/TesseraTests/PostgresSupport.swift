@@ -37,7 +37,7 @@ enum PostgresSupport {
                 try await admin.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
                 return result
             } catch {
-                try? await admin.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
+                _ = try? await admin.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
                 throw error
             }
         }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JWTKit
 import Testing
 import _CryptoExtras
 
@@ -183,5 +184,50 @@ struct TokenTests {
         #expect(try RefreshTokens.open(sealed, with: old) == new)
         #expect(throws: FirebaseError.self) { try RefreshTokens.open(sealed, with: new) }
         #expect(!RefreshTokens.isWellFormed("short"))
+    }
+}
+
+/// jwt-kit, an independent JWT library, verifies Tessera's tokens given only the published JWKS.
+@Suite("ID tokens verified by jwt-kit")
+struct JWTKitInteroperabilityTests {
+    struct FirebaseClaims: JWTPayload {
+        var iss: IssuerClaim
+        var aud: AudienceClaim
+        var sub: SubjectClaim
+        var exp: ExpirationClaim
+        var iat: IssuedAtClaim
+        var user_id: String
+
+        func verify(using algorithm: some JWTAlgorithm) async throws {
+            try exp.verifyNotExpired()
+            try aud.verifyIntendedAudience(includes: "demo-project")
+        }
+    }
+
+    @Test("jwt-kit verifies a Tessera ID token from the JWKS alone, and refuses one from another key")
+    func verifiesFromJWKS() async throws {
+        let keys = try TempKeys(leads: [.zero, .seconds(3600)])
+        defer { keys.remove() }
+        let store = try KeyStore(directory: keys.directory)
+        let issuer = IDTokenIssuer(keys: store, projectID: "demo-project")
+        let now = Int64(Date().timeIntervalSince1970)
+        let user = UserRecord(tenantId: nil, localId: "user-9", validSince: now, createdAt: now * 1000)
+        let token = try issuer.mint(
+            user: user,
+            session: SessionInfo(familyId: "f", signInProvider: "anonymous", authTime: now, tokenIssuedAt: now))
+
+        let collection = JWTKeyCollection()
+        try await collection.add(jwksJSON: String(decoding: store.current.jwksJSON, as: UTF8.self))
+        let claims = try await collection.verify(token, as: FirebaseClaims.self)
+        #expect(claims.sub.value == "user-9" && claims.user_id == "user-9")
+        #expect(claims.iss.value == "https://securetoken.google.com/demo-project")
+
+        let other = try TempKeys()
+        defer { other.remove() }
+        let stranger = IDTokenIssuer(keys: try KeyStore(directory: other.directory), projectID: "demo-project")
+        let foreign = try stranger.mint(
+            user: user,
+            session: SessionInfo(familyId: "f", signInProvider: "anonymous", authTime: now, tokenIssuedAt: now))
+        await #expect(throws: (any Error).self) { _ = try await collection.verify(foreign, as: FirebaseClaims.self) }
     }
 }

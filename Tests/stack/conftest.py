@@ -377,25 +377,23 @@ class Client:
             assert isinstance(data.get(name), str) and data[name], describe(resp)
         return Session(data["localId"], data["idToken"], data["refreshToken"], tenant_id, data)
 
-    def lookup(self, id_token: str | None, tenant_id: str | None = None, *,
-               prefixed: bool = False, **kwargs) -> requests.Response:
+    def _with_id_token(self, verb: str, id_token: str | None, tenant_id: str | None,
+                       prefixed: bool, **kwargs) -> requests.Response:
         body: dict[str, Any] = {}
         if id_token is not None:
             body["idToken"] = id_token
         if tenant_id is not None:
             body["tenantId"] = tenant_id
-        return self.post("/v1/accounts:lookup", body, prefix=IT_PREFIX if prefixed else "",
+        return self.post(f"/v1/accounts:{verb}", body, prefix=IT_PREFIX if prefixed else "",
                          **kwargs)
+
+    def lookup(self, id_token: str | None, tenant_id: str | None = None, *,
+               prefixed: bool = False, **kwargs) -> requests.Response:
+        return self._with_id_token("lookup", id_token, tenant_id, prefixed, **kwargs)
 
     def delete(self, id_token: str | None, tenant_id: str | None = None, *,
                prefixed: bool = False, **kwargs) -> requests.Response:
-        body: dict[str, Any] = {}
-        if id_token is not None:
-            body["idToken"] = id_token
-        if tenant_id is not None:
-            body["tenantId"] = tenant_id
-        return self.post("/v1/accounts:delete", body, prefix=IT_PREFIX if prefixed else "",
-                         **kwargs)
+        return self._with_id_token("delete", id_token, tenant_id, prefixed, **kwargs)
 
     # -- secure token ----------------------------------------------------------------------
 
