@@ -45,6 +45,14 @@ public enum Secrets {
         return difference == 0
     }
 
+    /// Constant-time comparison of two byte strings of equal length (false for unequal lengths).
+    public static func constantTimeEquals(_ lhs: Data, _ rhs: Data) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        var difference: UInt8 = 0
+        for (a, b) in zip(lhs, rhs) { difference |= a ^ b }
+        return difference == 0
+    }
+
     /// SHA-256 of a high-entropy token (refresh tokens): what the database stores instead of the token.
     public static func tokenHash(_ token: String) -> String {
         Base64URL.encode(Array(SHA256.hash(data: Array(token.utf8))))

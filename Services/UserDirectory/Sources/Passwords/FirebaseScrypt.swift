@@ -1,0 +1,36 @@
+import Crypto
+import Foundation
+import TesseraShared
+import _CryptoExtras
+
+/// Firebase's modified scrypt (API.md B.7.1): the scrypt-derived key encrypts the project's signer
+/// key with AES-256-CTR (zero IV); the ciphertext is the stored hash. Portable to and from Firebase
+/// exports given the same signer key and salt separator.
+public struct FirebaseScrypt: Sendable, Equatable {
+    public var signerKey: [UInt8]
+    public var saltSeparator: [UInt8]
+    /// scrypt `r` (Firebase calls it rounds, 1…8).
+    public var rounds: Int
+    /// log2 of scrypt `N` (Firebase's mem_cost, 1…14).
+    public var memCost: Int
+
+    public init(signerKey: [UInt8], saltSeparator: [UInt8], rounds: Int, memCost: Int) {
+        self.signerKey = signerKey
+        self.saltSeparator = saltSeparator
+        self.rounds = rounds
+        self.memCost = memCost
+    }
+
+    public func hash(password: String, salt: [UInt8]) throws -> [UInt8] {
+        let derived = try KDF.Scrypt.deriveKey(
+            from: Array(password.utf8), salt: salt + saltSeparator, outputByteCount: 32,
+            rounds: 1 << memCost, blockSize: rounds, parallelism: 1)
+        let nonce = try AES._CTR.Nonce(nonceBytes: [UInt8](repeating: 0, count: 16))
+        return Array(try AES._CTR.encrypt(signerKey, using: derived, nonce: nonce))
+    }
+
+    public func verify(password: String, salt: [UInt8], expected: [UInt8]) throws -> Bool {
+        let actual = try hash(password: password, salt: salt)
+        return actual.count == expected.count && Secrets.constantTimeEquals(Data(actual), Data(expected))
+    }
+}
