@@ -16,13 +16,17 @@ public struct UserRecord: Codable, Sendable, Equatable {
     public var createdAt: Int64
     public var lastLoginAt: Int64?
     public var lastRefreshAt: Int64?
+    /// When the password was last set (ms); nil when the user has no password.
+    public var passwordUpdatedAt: Int64?
+    /// Every sign-in method linked: the `password` entry (derived from email + password, B.6) and
+    /// federated providers.
     public var providerUserInfo: [ProviderUserInfo]
 
     public init(
         tenantId: String?, localId: String, email: String? = nil, emailVerified: Bool = false,
         displayName: String? = nil, photoUrl: String? = nil, disabled: Bool = false,
         customAttributes: String? = nil, validSince: Int64, createdAt: Int64, lastLoginAt: Int64? = nil,
-        lastRefreshAt: Int64? = nil, providerUserInfo: [ProviderUserInfo] = []
+        lastRefreshAt: Int64? = nil, passwordUpdatedAt: Int64? = nil, providerUserInfo: [ProviderUserInfo] = []
     ) {
         self.tenantId = tenantId
         self.localId = localId
@@ -36,11 +40,15 @@ public struct UserRecord: Codable, Sendable, Equatable {
         self.createdAt = createdAt
         self.lastLoginAt = lastLoginAt
         self.lastRefreshAt = lastRefreshAt
+        self.passwordUpdatedAt = passwordUpdatedAt
         self.providerUserInfo = providerUserInfo
     }
 
-    /// Anonymous = no linked provider and no email (API.md A.3).
-    public var isAnonymous: Bool { providerUserInfo.isEmpty && email == nil }
+    /// Anonymous = no sign-in method linked (API.md A.3). An anonymous user that was given an email
+    /// without a password stays anonymous.
+    public var isAnonymous: Bool { providerUserInfo.isEmpty }
+
+    public var hasPassword: Bool { passwordUpdatedAt != nil }
 }
 
 public struct ProviderUserInfo: Codable, Sendable, Equatable {
@@ -77,6 +85,10 @@ public struct UserInfoWire: Codable, Sendable {
     public var createdAt: String
     public var lastLoginAt: String?
     public var lastRefreshAt: String?
+    /// Clients never see a hash: `UkVEQUNURUQ=` ("REDACTED") as production answers (B.6).
+    public var passwordHash: String?
+    /// Milliseconds, a JSON number (B.6).
+    public var passwordUpdatedAt: Int64?
     public var customAttributes: String?
     public var tenantId: String?
     public var providerUserInfo: [ProviderUserInfo]?
@@ -92,6 +104,8 @@ public struct UserInfoWire: Codable, Sendable {
         createdAt = String(user.createdAt)
         lastLoginAt = user.lastLoginAt.map(String.init)
         lastRefreshAt = user.lastRefreshAt.map(RFC3339.millis(fromEpochMillis:))
+        passwordHash = user.hasPassword ? "UkVEQUNURUQ=" : nil
+        passwordUpdatedAt = user.passwordUpdatedAt
         customAttributes = user.customAttributes
         tenantId = user.tenantId
         providerUserInfo = user.providerUserInfo.isEmpty ? nil : user.providerUserInfo
@@ -124,6 +138,9 @@ public enum Kind {
     public static let signUp = "identitytoolkit#SignupNewUserResponse"
     public static let lookup = "identitytoolkit#GetAccountInfoResponse"
     public static let delete = "identitytoolkit#DeleteAccountResponse"
+    public static let signInWithPassword = "identitytoolkit#VerifyPasswordResponse"
+    public static let update = "identitytoolkit#SetAccountInfoResponse"
+    public static let createAuthUri = "identitytoolkit#CreateAuthUriResponse"
 }
 
 /// `accounts:lookup` answer: `users` is omitted when nothing was found.

@@ -9,6 +9,129 @@ public enum InternalPath {
     public static let getAccount = "/internal/v1/accounts:get"
     public static let deleteAccount = "/internal/v1/accounts:delete"
     public static let rotateRefreshToken = "/internal/v1/refreshTokens:rotate"
+    public static let signUpPassword = "/internal/v1/accounts:signUpPassword"
+    public static let signInWithPassword = "/internal/v1/accounts:signInWithPassword"
+    public static let authMethods = "/internal/v1/accounts:authMethods"
+    public static let updateAccount = "/internal/v1/accounts:update"
+}
+
+/// The first refresh token of a session the operation may create.
+public struct NewSession: Codable, Sendable {
+    public var refreshTokenHash: String
+    /// Absolute end of the session (seconds since the epoch).
+    public var expiresAt: Int64
+
+    public init(refreshTokenHash: String, expiresAt: Int64) {
+        self.refreshTokenHash = refreshTokenHash
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Email/password sign-up: a new user, or (with `localId`) an existing user, anonymous or not,
+/// gaining an email and password and keeping its id.
+public struct SignUpPasswordRequest: Codable, Sendable {
+    public var tenantId: String?
+    /// Normalised (lower-case).
+    public var email: String
+    public var password: String
+    public var displayName: String?
+    public var localId: String?
+    public var session: NewSession
+
+    public init(
+        tenantId: String?, email: String, password: String, displayName: String?, localId: String?, session: NewSession
+    ) {
+        self.tenantId = tenantId
+        self.email = email
+        self.password = password
+        self.displayName = displayName
+        self.localId = localId
+        self.session = session
+    }
+}
+
+public struct SignInWithPasswordRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var email: String
+    public var password: String
+    public var session: NewSession
+
+    public init(tenantId: String?, email: String, password: String, session: NewSession) {
+        self.tenantId = tenantId
+        self.email = email
+        self.password = password
+        self.session = session
+    }
+}
+
+public struct AuthMethodsRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var email: String
+
+    public init(tenantId: String?, email: String) {
+        self.tenantId = tenantId
+        self.email = email
+    }
+}
+
+public struct AuthMethodsResponse: Codable, Sendable {
+    /// Email enumeration protection is on: nothing about the account may be told.
+    public var protected: Bool
+    public var registered: Bool
+    public var signinMethods: [String]
+    public var allProviders: [String]
+
+    public init(protected: Bool, registered: Bool, signinMethods: [String], allProviders: [String]) {
+        self.protected = protected
+        self.registered = registered
+        self.signinMethods = signinMethods
+        self.allProviders = allProviders
+    }
+}
+
+/// An end user's change to its own account (`accounts:update`). When the email or the password
+/// changes, every older session is revoked and `session` starts the one the answer's tokens use.
+public struct UpdateAccountRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var localId: String
+    public var displayName: String?
+    public var photoUrl: String?
+    /// DISPLAY_NAME, PHOTO_URL, EMAIL, PASSWORD.
+    public var deleteAttribute: [String]
+    /// Normalised (lower-case).
+    public var email: String?
+    public var password: String?
+    public var deleteProvider: [String]
+    /// The sign-in provider of the caller's current session, kept unless a password is set.
+    public var currentSignInProvider: String
+    public var session: NewSession
+
+    public init(
+        tenantId: String?, localId: String, displayName: String?, photoUrl: String?, deleteAttribute: [String],
+        email: String?, password: String?, deleteProvider: [String], currentSignInProvider: String, session: NewSession
+    ) {
+        self.tenantId = tenantId
+        self.localId = localId
+        self.displayName = displayName
+        self.photoUrl = photoUrl
+        self.deleteAttribute = deleteAttribute
+        self.email = email
+        self.password = password
+        self.deleteProvider = deleteProvider
+        self.currentSignInProvider = currentSignInProvider
+        self.session = session
+    }
+}
+
+public struct UpdateAccountResponse: Codable, Sendable {
+    public var user: UserRecord
+    /// Present when credentials changed: the answer carries fresh tokens for this session.
+    public var session: SessionInfo?
+
+    public init(user: UserRecord, session: SessionInfo?) {
+        self.user = user
+        self.session = session
+    }
 }
 
 /// A sign-in session (refresh-token family) as the token service needs it to mint tokens.

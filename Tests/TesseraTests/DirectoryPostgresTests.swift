@@ -10,6 +10,8 @@ import Testing
 struct DirectoryPostgresTests {
     let logger = PostgresSupport.logger
     static let retention = Duration.seconds(3600)
+    /// Cheap parameters, set explicitly: the production ones are exercised by the test vector.
+    static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
     @Test("migrations apply once, are recorded, and a second run applies nothing")
     func migrationsAreIdempotent() async throws {
@@ -62,7 +64,8 @@ struct DirectoryPostgresTests {
     func anonymousSignUpSwitches() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
-            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
             let expires = Int64(Date().timeIntervalSince1970) + 3600
             func signUp() async throws {
@@ -90,7 +93,8 @@ struct DirectoryPostgresTests {
     /// Creates an anonymous user in a fresh tenant; returns its id and first refresh-token hash.
     func newSession(_ client: PostgresClient, tenant: String = "t1") async throws -> (String, String) {
         let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
-        let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+        let accounts = PostgresAccountRepository(
+            client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
         if try await tenants.get(tenant, logger: logger) == nil {
             _ = try await tenants.create(
                 ScopeSettings(tenantId: tenant, displayName: tenant, enableAnonymousUser: true), logger: logger)
@@ -111,7 +115,8 @@ struct DirectoryPostgresTests {
     @Test("rotation: a current token rotates, a grace retry replays, a later reuse revokes the family")
     func rotationRules() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
             let rotated = try await accounts.rotateRefreshToken(rotation(first, "second"), logger: logger)
             #expect(rotated.outcome == .rotated && rotated.user.localId == localId)
@@ -134,7 +139,8 @@ struct DirectoryPostgresTests {
     @Test("twenty concurrent rotations of one token produce one successor")
     func concurrentRotations() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (_, first) = try await newSession(client)
             let answers = try await withThrowingTaskGroup(of: RotateRefreshTokenResponse.self) { group in
                 for index in 0..<20 {
@@ -158,7 +164,8 @@ struct DirectoryPostgresTests {
     @Test("a validSince bump, a disabled user and a deleted user end the session")
     func revocation() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
             try await client.query("UPDATE users SET disabled = true WHERE local_id = \(localId)", logger: logger)
             await expectFirebaseError("USER_DISABLED") {
@@ -190,7 +197,8 @@ struct DirectoryPostgresTests {
     @Test("users are scoped by tenant: the same id is invisible from another tenant")
     func tenantIsolation() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client, tenant: "ta")
             _ = try await newSession(client, tenant: "tb")
             #expect(try await accounts.lookup(scope: "ta", localIds: [localId], emails: [], logger: logger).count == 1)
@@ -206,7 +214,8 @@ struct DirectoryPostgresTests {
     func deletionSwitch() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
-            let accounts = PostgresAccountRepository(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client)
             _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = true }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import PostgresNIO
 import ServiceLifecycle
 import TesseraShared
@@ -14,6 +15,13 @@ public struct DirectoryConfiguration: Sendable {
     public var database: PostgresClient.Configuration
     public var anonymousRetention: Duration
     public var autoMigrate: Bool
+    /// Firebase-scrypt parameters for new hashes (Firebase's own: rounds 8, mem_cost 14). Tests may
+    /// set cheaper ones explicitly; each hash records its own parameters.
+    public var passwordHashRounds: Int = 8
+    public var passwordHashMemCost: Int = 14
+    /// Threads that hash, and how many more hashes may wait before callers get a 503.
+    public var hashThreads: Int = System.coreCount
+    public var hashQueue: Int = 64
 
     public init(
         hostname: String = "127.0.0.1", port: Int = 8082, projectID: String, adminToken: String,
@@ -42,6 +50,14 @@ public struct DirectoryConfiguration: Sendable {
             database: try .fromURL(try env.required("DATABASE_URL")),
             anonymousRetention: try env.duration("CLEANUP_ANONYMOUS_RETENTION", default: .seconds(30 * 86400)),
             autoMigrate: try env.bool("TESSERA_AUTO_MIGRATE", default: false))
+        passwordHashRounds = try env.int("TESSERA_PASSWORD_HASH_ROUNDS", default: passwordHashRounds)
+        passwordHashMemCost = try env.int("TESSERA_PASSWORD_HASH_MEM_COST", default: passwordHashMemCost)
+        guard (1...8).contains(passwordHashRounds), (1...17).contains(passwordHashMemCost) else {
+            throw ConfigError.invalid(
+                "TESSERA_PASSWORD_HASH_ROUNDS/_MEM_COST", "rounds must be 1...8 and mem cost 1...17")
+        }
+        hashThreads = try env.int("TESSERA_HASH_THREADS", default: hashThreads)
+        hashQueue = try env.int("TESSERA_HASH_QUEUE", default: hashQueue)
     }
 }
 
@@ -52,7 +68,11 @@ public func buildDirectoryApplication(
 ) async throws -> some ApplicationProtocol {
     let client = PostgresClient(configuration: configuration.database, backgroundLogger: logger)
     let tenants = PostgresTenantRepository(client: client, anonymousRetention: configuration.anonymousRetention)
-    let accounts = PostgresAccountRepository(client: client, anonymousRetention: configuration.anonymousRetention)
+    let hashing = HashingPool(threads: configuration.hashThreads, queueLength: configuration.hashQueue)
+    let hasher = PasswordHasher(
+        pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
+    let accounts = PostgresAccountRepository(
+        client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher)
     let router = Router(context: DirectoryContext.self)
     router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>())
 
@@ -80,7 +100,7 @@ public func buildDirectoryApplication(
     var app = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        services: [client],
+        services: [client, HashingPoolService(pool: hashing, logger: logger)],
         logger: logger)
     app.beforeServerStarts {
         if configuration.autoMigrate {

@@ -15,6 +15,9 @@ struct AccountsController {
             router.post("\(prefix)/v1/accounts:signUp", use: signUp)
             router.post("\(prefix)/v1/accounts:lookup", use: lookup)
             router.post("\(prefix)/v1/accounts:delete", use: delete)
+            router.post("\(prefix)/v1/accounts:signInWithPassword", use: signInWithPassword)
+            router.post("\(prefix)/v1/accounts:createAuthUri", use: createAuthUri)
+            router.post("\(prefix)/v1/accounts:update", use: update)
         }
     }
 
@@ -22,6 +25,7 @@ struct AccountsController {
         var email: String?
         var password: String?
         var idToken: String?
+        var displayName: String?
         var tenantId: String?
         var localId: String?
     }
@@ -29,24 +33,242 @@ struct AccountsController {
     struct SignUpResponse: Encodable, Sendable {
         var kind = Kind.signUp
         var localId: String
+        var email: String?
+        var displayName: String?
         var idToken: String
         var refreshToken: String
         var expiresIn = String(IDTokenIssuer.lifetime)
     }
 
+    /// Anonymous sign-up without credentials (B.5.1); email/password sign-up, or with `idToken` the
+    /// link of email/password to that user, which keeps its id (B.5.2).
     @Sendable func signUp(_ request: Request, context: TokenContext) async throws -> JSONResponse<SignUpResponse> {
         guard case .client = try Caller.identify(request, apiKey: configuration.apiKey) else {
             throw FirebaseError.notImplemented("Privileged accounts:signUp (use POST /v1/projects/{p}/accounts)")
         }
         let body = try await request.decodeJSON(SignUpRequest.self, context: context)
         if body.localId != nil { throw FirebaseError.invalid("UNEXPECTED_PARAMETER", "User ID") }
-        guard body.email == nil, body.password == nil, body.idToken == nil else {
-            throw FirebaseError.notImplemented("Email/password sign-up")
+        let tenant = Self.tenant(body.tenantId)
+        let issued: SessionTokens.Issued
+        if body.email == nil, body.password == nil, body.idToken == nil {
+            issued = try await tokens.signUpAnonymous(
+                tenantId: tenant, requestID: context.requestID, logger: context.logger)
+        } else {
+            guard let rawEmail = body.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+            guard let password = body.password, !password.isEmpty else {
+                throw FirebaseError.invalid("MISSING_PASSWORD")
+            }
+            guard let email = Credentials.normalizedEmail(rawEmail) else {
+                throw FirebaseError.invalid("INVALID_EMAIL")
+            }
+            try Credentials.checkPassword(password)
+            var localId: String?
+            var scope = tenant
+            if body.idToken != nil {
+                let (verified, user) = try await tokens.verify(
+                    idToken: body.idToken, requestedTenant: tenant, requestID: context.requestID, logger: context.logger
+                )
+                try tokens.requireRecentSignIn(verified, user: user)
+                localId = user.localId
+                scope = verified.tenantId
+            }
+            issued = try await tokens.startSession(
+                InternalPath.signUpPassword, requestID: context.requestID, logger: context.logger
+            ) { session in
+                SignUpPasswordRequest(
+                    tenantId: scope, email: email, password: password, displayName: body.displayName, localId: localId,
+                    session: session)
+            }
         }
-        let issued = try await tokens.signUpAnonymous(
-            tenantId: Self.tenant(body.tenantId), requestID: context.requestID, logger: context.logger)
         return JSONResponse(
-            SignUpResponse(localId: issued.user.localId, idToken: issued.idToken, refreshToken: issued.refreshToken))
+            SignUpResponse(
+                localId: issued.user.localId, email: issued.user.email, displayName: issued.user.displayName,
+                idToken: issued.idToken, refreshToken: issued.refreshToken))
+    }
+
+    struct PasswordSignInRequest: Decodable {
+        var email: String?
+        var password: String?
+        var tenantId: String?
+        var captchaResponse: String?
+        var idToken: String?
+        var pendingIdToken: String?
+    }
+
+    struct PasswordSignInResponse: Encodable, Sendable {
+        var kind = Kind.signInWithPassword
+        var localId: String
+        var email: String
+        var displayName: String
+        var registered = true
+        var idToken: String
+        var refreshToken: String
+        var expiresIn = String(IDTokenIssuer.lifetime)
+    }
+
+    @Sendable func signInWithPassword(_ request: Request, context: TokenContext) async throws
+        -> JSONResponse<PasswordSignInResponse>
+    {
+        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+        let body = try await request.decodeJSON(PasswordSignInRequest.self, context: context)
+        if body.captchaResponse != nil || body.idToken != nil || body.pendingIdToken != nil {
+            throw FirebaseError.notImplemented("signInWithPassword with captchaResponse, idToken or pendingIdToken")
+        }
+        guard let rawEmail = body.email, !rawEmail.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
+        guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid("INVALID_EMAIL") }
+        guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid("MISSING_PASSWORD") }
+        let tenant = Self.tenant(body.tenantId)
+        let issued = try await tokens.startSession(
+            InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
+        ) { session in
+            SignInWithPasswordRequest(tenantId: tenant, email: email, password: password, session: session)
+        }
+        return JSONResponse(
+            PasswordSignInResponse(
+                localId: issued.user.localId, email: issued.user.email ?? email,
+                displayName: issued.user.displayName ?? "",
+                idToken: issued.idToken, refreshToken: issued.refreshToken))
+    }
+
+    struct CreateAuthUriRequest: Decodable {
+        var identifier: String?
+        var continueUri: String?
+        var providerId: String?
+        var tenantId: String?
+    }
+
+    struct CreateAuthUriResponse: Encodable, Sendable {
+        var kind = Kind.createAuthUri
+        var registered: Bool?
+        var allProviders: [String]?
+        var signinMethods: [String]?
+        var sessionId: String
+    }
+
+    /// `accounts:createAuthUri` for an email (B.2.1); under email enumeration protection only
+    /// `kind` and `sessionId` (B.5.9).
+    @Sendable func createAuthUri(_ request: Request, context: TokenContext) async throws
+        -> JSONResponse<CreateAuthUriResponse>
+    {
+        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+        let body = try await request.decodeJSON(CreateAuthUriRequest.self, context: context)
+        if body.providerId != nil { throw FirebaseError.notImplemented("createAuthUri with providerId") }
+        guard let identifier = body.identifier, !identifier.isEmpty else {
+            throw FirebaseError.invalid("MISSING_IDENTIFIER")
+        }
+        guard let continueUri = body.continueUri, !continueUri.isEmpty else {
+            throw FirebaseError.invalid("MISSING_CONTINUE_URI")
+        }
+        guard let url = URL(string: continueUri), url.scheme != nil else {
+            throw FirebaseError.invalid("INVALID_CONTINUE_URI")
+        }
+        guard let email = Credentials.normalizedEmail(identifier) else {
+            throw FirebaseError.invalid("INVALID_IDENTIFIER")
+        }
+        let answer = try await tokens.directory.call(
+            InternalPath.authMethods, AuthMethodsRequest(tenantId: Self.tenant(body.tenantId), email: email),
+            as: AuthMethodsResponse.self, requestID: context.requestID, logger: context.logger)
+        let sessionId = Secrets.randomAlphanumeric(27)
+        guard !answer.protected else { return JSONResponse(CreateAuthUriResponse(sessionId: sessionId)) }
+        return JSONResponse(
+            CreateAuthUriResponse(
+                registered: answer.registered, allProviders: answer.allProviders, signinMethods: answer.signinMethods,
+                sessionId: sessionId))
+    }
+
+    struct UpdateRequest: Decodable {
+        var idToken: String?
+        var oobCode: String?
+        var tenantId: String?
+        var email: String?
+        var password: String?
+        var displayName: String?
+        var photoUrl: String?
+        var deleteAttribute: [String]?
+        var deleteProvider: [String]?
+        var returnSecureToken: Bool?
+        // Privileged-only fields: a client sending them is refused (B.2.1).
+        var localId: String?
+        var customAttributes: String?
+        var disableUser: Bool?
+        var emailVerified: Bool?
+        var validSince: JSONValue?
+        var provider: JSONValue?
+        var upgradeToFederatedLogin: Bool?
+        var linkProviderUserInfo: JSONValue?
+    }
+
+    struct UpdateResponse: Encodable, Sendable {
+        var kind = Kind.update
+        var localId: String
+        var email: String?
+        var emailVerified: Bool
+        var displayName: String?
+        var photoUrl: String?
+        var passwordHash: String?
+        var providerUserInfo: [ProviderUserInfo]
+        var idToken: String?
+        var refreshToken: String?
+        var expiresIn: String?
+    }
+
+    static let deletableAttributes: Set<String> = ["DISPLAY_NAME", "PHOTO_URL", "EMAIL", "PASSWORD"]
+
+    /// An end user's `accounts:update` with its ID token (B.2.1, B.5.2, B.5.11, B.5.12).
+    @Sendable func update(_ request: Request, context: TokenContext) async throws -> JSONResponse<UpdateResponse> {
+        guard case .client = try Caller.identify(request, apiKey: configuration.apiKey) else {
+            throw FirebaseError.notImplemented("Privileged accounts:update (use /v1/projects/{p}/accounts:update)")
+        }
+        let body = try await request.decodeJSON(UpdateRequest.self, context: context)
+        if body.customAttributes != nil { throw FirebaseError.invalid("INSUFFICIENT_PERMISSION") }
+        if body.disableUser != nil || body.emailVerified != nil { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+        if body.provider != nil || body.upgradeToFederatedLogin != nil || body.linkProviderUserInfo != nil {
+            throw FirebaseError.notImplemented(
+                "accounts:update with provider, upgradeToFederatedLogin or linkProviderUserInfo")
+        }
+        if body.oobCode != nil { throw FirebaseError.notImplemented("Applying out-of-band codes") }
+        let deleteAttribute = body.deleteAttribute ?? []
+        if let unknown = deleteAttribute.first(where: { !Self.deletableAttributes.contains($0) }) {
+            if unknown == "PROVIDER" || unknown == "RAW_USER_INFO" {
+                throw FirebaseError.notImplemented("deleteAttribute \(unknown)")
+            }
+            throw FirebaseError.invalidArgument("Invalid value at 'delete_attribute': \(unknown)")
+        }
+        var email: String?
+        if let raw = body.email {
+            guard let normalized = Credentials.normalizedEmail(raw) else {
+                throw FirebaseError.invalid("INVALID_EMAIL")
+            }
+            email = normalized
+        }
+        if let password = body.password { try Credentials.checkPassword(password) }
+        let deleteProvider = body.deleteProvider ?? []
+        let (verified, user) = try await tokens.verify(
+            idToken: body.idToken, requestedTenant: Self.tenant(body.tenantId), requestID: context.requestID,
+            logger: context.logger)
+        let sensitive =
+            (email != nil && email != user.email) || body.password != nil || deleteAttribute.contains("EMAIL")
+            || deleteAttribute.contains("PASSWORD") || !deleteProvider.isEmpty
+        if sensitive { try tokens.requireRecentSignIn(verified, user: user) }
+        let (refreshToken, session) = tokens.newSession()
+        let answer = try await tokens.directory.call(
+            InternalPath.updateAccount,
+            UpdateAccountRequest(
+                tenantId: verified.tenantId, localId: user.localId, displayName: body.displayName,
+                photoUrl: body.photoUrl, deleteAttribute: deleteAttribute, email: email, password: body.password,
+                deleteProvider: deleteProvider, currentSignInProvider: verified.signInProvider, session: session),
+            as: UpdateAccountResponse.self, requestID: context.requestID, logger: context.logger)
+        var response = UpdateResponse(
+            localId: answer.user.localId, email: answer.user.email, emailVerified: answer.user.emailVerified,
+            displayName: answer.user.displayName, photoUrl: answer.user.photoUrl,
+            passwordHash: answer.user.hasPassword ? "UkVEQUNURUQ=" : nil, providerUserInfo: answer.user.providerUserInfo
+        )
+        if let newSession = answer.session {
+            response.idToken = try tokens.issuer.mint(user: answer.user, session: newSession)
+            response.refreshToken = refreshToken
+            response.expiresIn = String(IDTokenIssuer.lifetime)
+        }
+        return JSONResponse(response)
     }
 
     struct IDTokenRequest: Decodable {
@@ -74,10 +296,7 @@ struct AccountsController {
             idToken: body.idToken, requestedTenant: Self.tenant(body.tenantId), requestID: context.requestID,
             logger: context.logger)
         // Self-deletion needs a recent sign-in (A.3); anonymous users are exempt.
-        let age = Int64(Date().timeIntervalSince1970) - verified.authTime
-        if !user.isAnonymous, age > configuration.reauthWindow.wholeSeconds {
-            throw FirebaseError.invalid("CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
-        }
+        try tokens.requireRecentSignIn(verified, user: user)
         _ = try await tokens.directory.call(
             InternalPath.deleteAccount, AccountRequest(tenantId: verified.tenantId, localId: user.localId),
             as: EmptyObject.self, requestID: context.requestID, logger: context.logger)

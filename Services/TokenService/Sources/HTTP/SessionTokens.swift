@@ -14,16 +14,37 @@ struct SessionTokens: Sendable {
         var refreshToken: String
     }
 
-    func signUpAnonymous(tenantId: String?, requestID: String, logger: Logger) async throws -> Issued {
+    /// A new refresh token and what the directory stores of it.
+    func newSession() -> (refreshToken: String, session: NewSession) {
         let refreshToken = RefreshTokens.generate()
         let expiresAt = Int64(Date().timeIntervalSince1970) + configuration.refreshAbsoluteTTL.wholeSeconds
+        return (refreshToken, NewSession(refreshTokenHash: Secrets.tokenHash(refreshToken), expiresAt: expiresAt))
+    }
+
+    /// Runs a directory operation that starts a session and mints its tokens.
+    func startSession<Body: Encodable>(
+        _ path: String, requestID: String, logger: Logger, _ body: (NewSession) -> Body
+    ) async throws -> Issued {
+        let (refreshToken, session) = newSession()
         let created = try await directory.call(
-            InternalPath.signUpAnonymous,
-            SignUpAnonymousRequest(
-                tenantId: tenantId, refreshTokenHash: Secrets.tokenHash(refreshToken), sessionExpiresAt: expiresAt),
-            as: SessionCreatedResponse.self, requestID: requestID, logger: logger)
+            path, body(session), as: SessionCreatedResponse.self, requestID: requestID, logger: logger)
         let idToken = try issuer.mint(user: created.user, session: created.session)
         return Issued(user: created.user, idToken: idToken, refreshToken: refreshToken)
+    }
+
+    func signUpAnonymous(tenantId: String?, requestID: String, logger: Logger) async throws -> Issued {
+        try await startSession(InternalPath.signUpAnonymous, requestID: requestID, logger: logger) { session in
+            SignUpAnonymousRequest(
+                tenantId: tenantId, refreshTokenHash: session.refreshTokenHash, sessionExpiresAt: session.expiresAt)
+        }
+    }
+
+    /// A sensitive change by a non-anonymous user needs a sign-in within the window (A.3, B.5.12).
+    func requireRecentSignIn(_ verified: IDTokenIssuer.Verified, user: UserRecord) throws {
+        let age = Int64(Date().timeIntervalSince1970) - verified.authTime
+        if !user.isAnonymous, age > configuration.reauthWindow.wholeSeconds {
+            throw FirebaseError.invalid("CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+        }
     }
 
     /// Rotates a refresh token (API.md A.2): a current token is exchanged for a new pair; a retry of

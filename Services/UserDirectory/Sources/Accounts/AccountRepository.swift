@@ -19,15 +19,23 @@ public protocol AccountRepository: Sendable {
     func lookup(scope: String, localIds: [String], emails: [String], logger: Logger) async throws -> [UserRecord]
     func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
         -> RotateRefreshTokenResponse
+    func signUpPassword(_ request: SignUpPasswordRequest, logger: Logger) async throws -> (UserRecord, SessionInfo)
+    func signInWithPassword(_ request: SignInWithPasswordRequest, logger: Logger) async throws
+        -> (UserRecord, SessionInfo)
+    func authMethods(_ request: AuthMethodsRequest, logger: Logger) async throws -> AuthMethodsResponse
+    func updateAccount(_ request: UpdateAccountRequest, logger: Logger) async throws -> UpdateAccountResponse
 }
 
 public struct PostgresAccountRepository: AccountRepository {
     let client: PostgresClient
     let anonymousRetention: Duration
+    let hasher: PasswordHasher
+    let hashKey = ProjectHashKeyCache()
 
-    public init(client: PostgresClient, anonymousRetention: Duration) {
+    public init(client: PostgresClient, anonymousRetention: Duration, hasher: PasswordHasher) {
         self.client = client
         self.anonymousRetention = anonymousRetention
+        self.hasher = hasher
     }
 
     static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
@@ -169,7 +177,7 @@ public struct PostgresAccountRepository: AccountRepository {
     }
 
     typealias UserRow = (
-        String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?
+        String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?, Int64?
     )
 
     /// Users of one scope by id, with their provider links, in the order asked for.
@@ -180,15 +188,24 @@ public struct PostgresAccountRepository: AccountRepository {
         let rows = try await connection.query(
             """
             SELECT tenant_id, local_id, email, email_verified, display_name, photo_url, disabled, custom_attributes,
-                valid_since, created_at, last_login_at, last_refresh_at
+                valid_since, created_at, last_login_at, last_refresh_at,
+                CASE WHEN password_hash IS NOT NULL THEN password_updated_at END
             FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds))
             """, logger: logger)
         var byId: [String: UserRecord] = [:]
         for try await r in rows.decode(UserRow.self) {
-            byId[r.1] = UserRecord(
+            var user = UserRecord(
                 tenantId: wireTenantID(r.0), localId: r.1, email: r.2, emailVerified: r.3, displayName: r.4,
                 photoUrl: r.5, disabled: r.6, customAttributes: r.7, validSince: r.8, createdAt: r.9,
-                lastLoginAt: r.10, lastRefreshAt: r.11)
+                lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
+            // The password provider entry is derived, never stored: present iff email and password (B.6).
+            if let email = user.email, user.hasPassword {
+                user.providerUserInfo.append(
+                    ProviderUserInfo(
+                        providerId: "password", rawId: email, federatedId: email, email: email,
+                        displayName: user.displayName, photoUrl: user.photoUrl))
+            }
+            byId[r.1] = user
         }
         guard !byId.isEmpty else { return [] }
         let links = try await connection.query(

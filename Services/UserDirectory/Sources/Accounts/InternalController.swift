@@ -16,6 +16,50 @@ struct InternalController<Accounts: AccountRepository> {
         group.post(RouterPath(InternalPath.getAccount), use: getAccount)
         group.post(RouterPath(InternalPath.deleteAccount), use: deleteAccount)
         group.post(RouterPath(InternalPath.rotateRefreshToken), use: rotate)
+        group.post(RouterPath(InternalPath.signUpPassword), use: signUpPassword)
+        group.post(RouterPath(InternalPath.signInWithPassword), use: signInWithPassword)
+        group.post(RouterPath(InternalPath.authMethods), use: authMethods)
+        group.post(RouterPath(InternalPath.updateAccount), use: updateAccount)
+    }
+
+    @Sendable func signUpPassword(_ request: Request, context: DirectoryContext) async throws
+        -> JSONResponse<SessionCreatedResponse>
+    {
+        let body = try await request.decodeJSON(SignUpPasswordRequest.self, context: context)
+        let (user, session) = try await accounts.signUpPassword(body, logger: context.logger)
+        context.logger.info(
+            body.localId == nil ? "password user created" : "password linked to user",
+            metadata: ["tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(user.localId)])
+        return JSONResponse(SessionCreatedResponse(user: user, session: session))
+    }
+
+    @Sendable func signInWithPassword(_ request: Request, context: DirectoryContext) async throws
+        -> JSONResponse<SessionCreatedResponse>
+    {
+        let body = try await request.decodeJSON(SignInWithPasswordRequest.self, context: context)
+        let (user, session) = try await accounts.signInWithPassword(body, logger: context.logger)
+        return JSONResponse(SessionCreatedResponse(user: user, session: session))
+    }
+
+    @Sendable func authMethods(_ request: Request, context: DirectoryContext) async throws
+        -> JSONResponse<AuthMethodsResponse>
+    {
+        let body = try await request.decodeJSON(AuthMethodsRequest.self, context: context)
+        return JSONResponse(try await accounts.authMethods(body, logger: context.logger))
+    }
+
+    @Sendable func updateAccount(_ request: Request, context: DirectoryContext) async throws
+        -> JSONResponse<UpdateAccountResponse>
+    {
+        let body = try await request.decodeJSON(UpdateAccountRequest.self, context: context)
+        let answer = try await accounts.updateAccount(body, logger: context.logger)
+        context.logger.info(
+            "user updated itself",
+            metadata: [
+                "tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(body.localId),
+                "credentials.changed": .stringConvertible(answer.session != nil),
+            ])
+        return JSONResponse(answer)
     }
 
     @Sendable func signUpAnonymous(_ request: Request, context: DirectoryContext) async throws

@@ -1,0 +1,220 @@
+import Foundation
+import HTTPTypes
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import TesseraShared
+@testable import UserDirectory
+
+@Suite("email/password accounts on a real PostgreSQL", .enabled(if: PostgresSupport.available))
+struct PasswordPostgresTests {
+    let logger = PostgresSupport.logger
+
+    func repositories(_ client: PostgresClient) -> (PostgresTenantRepository, PostgresAccountRepository) {
+        (
+            PostgresTenantRepository(client: client, anonymousRetention: .seconds(3600)),
+            PostgresAccountRepository(
+                client: client, anonymousRetention: .seconds(3600), hasher: DirectoryPostgresTests.hasher)
+        )
+    }
+
+    func newSession() -> NewSession {
+        NewSession(refreshTokenHash: "h-\(UUID())", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
+    }
+
+    func makeTenant(_ tenants: PostgresTenantRepository, _ change: (inout ScopeSettings) -> Void = { _ in })
+        async throws
+    {
+        var settings = ScopeSettings(
+            tenantId: "t1", displayName: "t1", allowPasswordSignup: true, enableAnonymousUser: true)
+        change(&settings)
+        _ = try await tenants.create(settings, logger: logger)
+    }
+
+    @Test("sign-up stores a salted hash, never the password; sign-in accepts it and refuses others")
+    func signUpAndSignIn() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (tenants, accounts) = repositories(client)
+            try await makeTenant(tenants)
+            let (user, first) = try await accounts.signUpPassword(
+                SignUpPasswordRequest(
+                    tenantId: "t1", email: "ada@example.com", password: "correct horse", displayName: "Ada",
+                    localId: nil, session: newSession()), logger: logger)
+            #expect(user.email == "ada@example.com" && user.hasPassword && !user.isAnonymous && !user.emailVerified)
+            #expect(user.providerUserInfo.map(\.providerId) == ["password"])
+            #expect(first.signInProvider == "password")
+            let stored = try await client.query(
+                "SELECT password_hash, password_salt, password_algorithm FROM users WHERE local_id = \(user.localId)",
+                logger: logger
+            ).decode((String, String, String).self).first { _ in true }
+            let (hash, salt, algorithm) = try #require(stored)
+            #expect(algorithm == "SCRYPT" && !hash.contains("correct") && Data(base64Encoded: salt)?.count == 12)
+
+            let (signedIn, signedInSession) = try await accounts.signInWithPassword(
+                SignInWithPasswordRequest(
+                    tenantId: "t1", email: "ada@example.com", password: "correct horse", session: newSession()),
+                logger: logger)
+            #expect(signedIn.localId == user.localId && signedInSession.familyId != first.familyId)
+
+            // Email enumeration protection is on by default: one code for both failures.
+            for (email, password) in [("ada@example.com", "wrong horse"), ("nobody@example.com", "whatever1")] {
+                await expectFirebaseError("INVALID_LOGIN_CREDENTIALS") {
+                    _ = try await accounts.signInWithPassword(
+                        SignInWithPasswordRequest(
+                            tenantId: "t1", email: email, password: password, session: newSession()),
+                        logger: logger)
+                }
+            }
+            _ = try await tenants.updateProjectConfig(logger: logger) { _, p in p.enableImprovedEmailPrivacy = false }
+            await expectFirebaseError("INVALID_PASSWORD") {
+                _ = try await accounts.signInWithPassword(
+                    SignInWithPasswordRequest(
+                        tenantId: "t1", email: "ada@example.com", password: "wrong horse", session: newSession()),
+                    logger: logger)
+            }
+            await expectFirebaseError("EMAIL_NOT_FOUND") {
+                _ = try await accounts.signInWithPassword(
+                    SignInWithPasswordRequest(
+                        tenantId: "t1", email: "nobody@example.com", password: "whatever1", session: newSession()),
+                    logger: logger)
+            }
+            // A disabled user is told so before the password is even checked (B.5.13).
+            try await client.query("UPDATE users SET disabled = true WHERE local_id = \(user.localId)", logger: logger)
+            await expectFirebaseError("USER_DISABLED") {
+                _ = try await accounts.signInWithPassword(
+                    SignInWithPasswordRequest(
+                        tenantId: "t1", email: "ada@example.com", password: "wrong horse", session: newSession()),
+                    logger: logger)
+            }
+        }
+    }
+
+    @Test("emails are unique per tenant; the switches refuse sign-up and sign-in")
+    func uniquenessAndSwitches() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (tenants, accounts) = repositories(client)
+            try await makeTenant(tenants)
+            func signUp(_ tenant: String, _ email: String) async throws {
+                _ = try await accounts.signUpPassword(
+                    SignUpPasswordRequest(
+                        tenantId: tenant, email: email, password: "secret1", displayName: nil, localId: nil,
+                        session: newSession()), logger: logger)
+            }
+            try await signUp("t1", "grace@example.com")
+            await expectFirebaseError("EMAIL_EXISTS") { try await signUp("t1", "grace@example.com") }
+            _ = try await tenants.create(
+                ScopeSettings(tenantId: "t2", displayName: "t2", allowPasswordSignup: true), logger: logger)
+            try await signUp("t2", "grace@example.com")
+            _ = try await tenants.update("t2", logger: logger) { $0.disabledUserSignup = true }
+            await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp("t2", "new@example.com") }
+            _ = try await tenants.update("t2", logger: logger) { $0.allowPasswordSignup = false }
+            await expectFirebaseError("OPERATION_NOT_ALLOWED") { try await signUp("t2", "new@example.com") }
+            await expectFirebaseError("PASSWORD_LOGIN_DISABLED") {
+                _ = try await accounts.signInWithPassword(
+                    SignInWithPasswordRequest(
+                        tenantId: "t2", email: "grace@example.com", password: "secret1", session: newSession()),
+                    logger: logger)
+            }
+        }
+    }
+
+    @Test("an anonymous user upgraded to email/password keeps its id; older sessions end")
+    func anonymousUpgrade() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (tenants, accounts) = repositories(client)
+            try await makeTenant(tenants) { $0.autodeleteAnonymousUsers = true }
+            let anonymousHash = "anon-\(UUID())"
+            let (anonymous, _) = try await accounts.signUpAnonymous(
+                scope: "t1", refreshTokenHash: anonymousHash,
+                sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
+                logger: logger)
+            let (upgraded, session) = try await accounts.signUpPassword(
+                SignUpPasswordRequest(
+                    tenantId: "t1", email: "lin@example.com", password: "secret1", displayName: nil,
+                    localId: anonymous.localId, session: newSession()), logger: logger)
+            #expect(
+                upgraded.localId == anonymous.localId && !upgraded.isAnonymous && session.signInProvider == "password")
+            let due = try await client.query(
+                "SELECT anonymous_due_at IS NULL, is_anonymous FROM users WHERE local_id = \(anonymous.localId)",
+                logger: logger
+            ).decode((Bool, Bool).self).first { _ in true }
+            #expect(due.map { $0.0 && !$0.1 } == true)
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.rotateRefreshToken(
+                    RotateRefreshTokenRequest(
+                        tokenHash: anonymousHash, newTokenHash: "n", sealedSuccessor: "s",
+                        graceSeconds: 10, idleSeconds: 3600), logger: logger)
+            }
+        }
+    }
+
+    @Test("a password change revokes every older session and starts a new one; profile edits do not")
+    func updates() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (tenants, accounts) = repositories(client)
+            try await makeTenant(tenants)
+            let firstSession = newSession()
+            let (user, _) = try await accounts.signUpPassword(
+                SignUpPasswordRequest(
+                    tenantId: "t1", email: "kay@example.com", password: "secret1", displayName: nil,
+                    localId: nil, session: firstSession), logger: logger)
+            func update(
+                displayName: String? = nil, delete: [String] = [], email: String? = nil, password: String? = nil
+            )
+                async throws -> UpdateAccountResponse
+            {
+                try await accounts.updateAccount(
+                    UpdateAccountRequest(
+                        tenantId: "t1", localId: user.localId, displayName: displayName, photoUrl: nil,
+                        deleteAttribute: delete, email: email, password: password, deleteProvider: [],
+                        currentSignInProvider: "password", session: newSession()), logger: logger)
+            }
+            let renamed = try await update(displayName: "Kay")
+            #expect(renamed.user.displayName == "Kay" && renamed.session == nil)
+            #expect(try await update(delete: ["DISPLAY_NAME"]).user.displayName == nil)
+            let changed = try await update(password: "secret2")
+            #expect(changed.session?.signInProvider == "password")
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.rotateRefreshToken(
+                    RotateRefreshTokenRequest(
+                        tokenHash: firstSession.refreshTokenHash, newTokenHash: "n", sealedSuccessor: "s",
+                        graceSeconds: 10, idleSeconds: 3600), logger: logger)
+            }
+            _ = try await accounts.signInWithPassword(
+                SignInWithPasswordRequest(
+                    tenantId: "t1", email: "kay@example.com", password: "secret2", session: newSession()),
+                logger: logger)
+            _ = try await accounts.signUpPassword(
+                SignUpPasswordRequest(
+                    tenantId: "t1", email: "other@example.com", password: "secret1", displayName: nil,
+                    localId: nil, session: newSession()), logger: logger)
+            await expectFirebaseError("EMAIL_EXISTS") { _ = try await update(email: "other@example.com") }
+            let moved = try await update(email: "kay2@example.com")
+            #expect(moved.user.email == "kay2@example.com" && !moved.user.emailVerified && moved.session != nil)
+        }
+    }
+}
+
+@Suite("hashing pool")
+struct HashingPoolTests {
+    @Test("a saturated pool answers 503 with Retry-After at once instead of queueing")
+    func saturation() async throws {
+        let pool = HashingPool(threads: 1, queueLength: 0)
+        let started = AsyncStream<Void>.makeStream()
+        async let slow: Void = pool.run {
+            started.continuation.yield()
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        for await _ in started.stream { break }
+        do {
+            try await pool.run {}
+            Issue.record("the second job was admitted")
+        } catch let error as FirebaseError {
+            #expect(error.status.code == 503 && error.retryAfterSeconds != nil)
+        }
+        try await slow
+        try await pool.run {}  // capacity is back
+        try await pool.shutdown()
+    }
+}
