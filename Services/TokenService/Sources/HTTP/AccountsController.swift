@@ -54,12 +54,13 @@ struct AccountsController {
             issued = try await tokens.signUpAnonymous(
                 tenantId: tenant, requestID: context.requestID, logger: context.logger)
         } else {
+            // `{"email":"","password":""}` is not anonymous: INVALID_EMAIL (B.5.1).
             guard let rawEmail = body.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
-            guard let password = body.password, !password.isEmpty else {
-                throw FirebaseError.invalid("MISSING_PASSWORD")
-            }
             guard let email = Credentials.normalizedEmail(rawEmail) else {
                 throw FirebaseError.invalid("INVALID_EMAIL")
+            }
+            guard let password = body.password, !password.isEmpty else {
+                throw FirebaseError.invalid("MISSING_PASSWORD")
             }
             try Credentials.checkPassword(password)
             var localId: String?
