@@ -13,6 +13,94 @@ public enum InternalPath {
     public static let signInWithPassword = "/internal/v1/accounts:signInWithPassword"
     public static let authMethods = "/internal/v1/accounts:authMethods"
     public static let updateAccount = "/internal/v1/accounts:update"
+    public static let sendOobCode = "/internal/v1/accounts:sendOobCode"
+    public static let resetPassword = "/internal/v1/accounts:resetPassword"
+    public static let applyOobCode = "/internal/v1/accounts:applyOobCode"
+}
+
+/// Out-of-band request types (B.2.1 sendOobCode).
+public enum OobRequestType: String, Codable, Sendable {
+    case passwordReset = "PASSWORD_RESET"
+    case verifyEmail = "VERIFY_EMAIL"
+    case verifyAndChangeEmail = "VERIFY_AND_CHANGE_EMAIL"
+
+    /// The `mode` of the action link.
+    public var mode: String {
+        switch self {
+        case .passwordReset: "resetPassword"
+        case .verifyEmail: "verifyEmail"
+        case .verifyAndChangeEmail: "verifyAndChangeEmail"
+        }
+    }
+}
+
+/// Creates a code and queues its mail in one transaction. `PASSWORD_RESET` names the user by
+/// `email`; the others by `localId` (from a verified ID token).
+public struct SendOobCodeRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var requestType: OobRequestType
+    public var email: String?
+    public var localId: String?
+    public var newEmail: String?
+    /// The action link without its code: the directory appends `&oobCode=<code>`.
+    public var linkPrefix: String
+    public var continueUrl: String?
+
+    public init(
+        tenantId: String?, requestType: OobRequestType, email: String?, localId: String?, newEmail: String?,
+        linkPrefix: String, continueUrl: String?
+    ) {
+        self.tenantId = tenantId
+        self.requestType = requestType
+        self.email = email
+        self.localId = localId
+        self.newEmail = newEmail
+        self.linkPrefix = linkPrefix
+        self.continueUrl = continueUrl
+    }
+}
+
+public struct SendOobCodeResponse: Codable, Sendable {
+    /// The address the mail went to; nil when nothing was sent (unknown email under protection).
+    public var email: String?
+    public init(email: String?) { self.email = email }
+}
+
+public struct ResetPasswordRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var oobCode: String
+    /// Without a new password the code's purpose is reported and the code is not consumed.
+    public var newPassword: String?
+
+    public init(tenantId: String?, oobCode: String, newPassword: String?) {
+        self.tenantId = tenantId
+        self.oobCode = oobCode
+        self.newPassword = newPassword
+    }
+}
+
+public struct OobCodeResponse: Codable, Sendable {
+    public var requestType: OobRequestType
+    public var email: String
+    public var newEmail: String?
+    public var user: UserRecord?
+
+    public init(requestType: OobRequestType, email: String, newEmail: String?, user: UserRecord?) {
+        self.requestType = requestType
+        self.email = email
+        self.newEmail = newEmail
+        self.user = user
+    }
+}
+
+public struct ApplyOobCodeRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var oobCode: String
+
+    public init(tenantId: String?, oobCode: String) {
+        self.tenantId = tenantId
+        self.oobCode = oobCode
+    }
 }
 
 /// The first refresh token of a session the operation may create.

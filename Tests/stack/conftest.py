@@ -667,3 +667,97 @@ def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 
 
 def soft_warn(message: str) -> None:
     warnings.warn(message, stacklevel=2)
+
+
+# --------------------------------------------------------------------------------------
+# SMTP sink (aiosmtpd): the stack's SMTP_URL points here. It requires STARTTLS (with the
+# certificate scripts/test made; the directory trusts it via SMTP_CA_FILE) and AUTH, so the
+# stack's SMTP client is exercised for real.
+# --------------------------------------------------------------------------------------
+
+import email as _email
+import email.policy as _email_policy
+import ssl as _ssl
+import threading as _threading
+from urllib.parse import parse_qs as _parse_qs
+
+
+class MailSink:
+    USER, PASSWORD = b"tessera", b"sink-password"
+
+    def __init__(self, port: int, cert: Path, key: Path):
+        self.port = port
+        self.cert, self.key = cert, key
+        self.messages: list[dict] = []
+        self.condition = _threading.Condition()
+        self.controller = None
+
+    async def handle_DATA(self, server, session, envelope):
+        message = _email.message_from_bytes(envelope.content, policy=_email_policy.default)
+        record = {
+            "to": list(envelope.rcpt_tos), "from": envelope.mail_from, "subject": str(message["subject"]),
+            "body": message.get_content(), "tls": session.ssl is not None, "authenticated": session.authenticated,
+        }
+        with self.condition:
+            self.messages.append(record)
+            self.condition.notify_all()
+        return "250 OK"
+
+    @staticmethod
+    def authenticate(server, session, envelope, mechanism, auth_data):
+        from aiosmtpd.smtp import AuthResult, LoginPassword
+        ok = isinstance(auth_data, LoginPassword) and auth_data.login == MailSink.USER \
+            and auth_data.password == MailSink.PASSWORD
+        return AuthResult(success=ok, handled=False)
+
+    def start(self) -> None:
+        from aiosmtpd.controller import Controller
+        context = _ssl.create_default_context(_ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(self.cert), str(self.key))
+        self.controller = Controller(
+            self, hostname="127.0.0.1", port=self.port, tls_context=context, require_starttls=True,
+            authenticator=self.authenticate, auth_required=True, auth_require_tls=True)
+        self.controller.start()
+
+    def stop(self) -> None:
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+
+    def to(self, address: str) -> list[dict]:
+        with self.condition:
+            return [m for m in self.messages if address in m["to"]]
+
+    def wait_for(self, address: str, count: int = 1, timeout: float = 20) -> list[dict]:
+        """The first ``count`` messages to ``address``; fails after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self.condition:
+            while True:
+                found = [m for m in self.messages if address in m["to"]]
+                if len(found) >= count:
+                    return found
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"no mail to {address} within {timeout}s (got {len(found)})"
+                self.condition.wait(remaining)
+
+
+def oob_link(message: dict) -> tuple[str, dict[str, str]]:
+    """The action link in a mail and its query parameters."""
+    match = re.search(r"https?://\S+oobCode=[A-Za-z0-9_-]+\S*", message["body"])
+    assert match, f"no action link in: {message['body']!r}"
+    link = match.group(0)
+    params = {k: v[0] for k, v in _parse_qs(urlparse(link).query).items()}
+    return link, params
+
+
+@pytest.fixture(scope="session")
+def mail_sink(stack: Stack):
+    url = stack.env.get("SMTP_URL")
+    assert url, f"SMTP_URL missing from {stack.env_file}: the test stack must send mail to the sink"
+    port = urlparse(url).port
+    assert stack.stack_dir is not None
+    tls = stack.stack_dir / "smtp-tls"
+    sink = MailSink(port, tls / "cert.pem", tls / "key.pem")
+    sink.start()
+    yield sink
+    sink.stop()

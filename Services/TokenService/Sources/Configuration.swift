@@ -19,6 +19,11 @@ public struct TokenServiceConfiguration: Sendable {
     public var keyReloadInterval: Duration = .seconds(60)
     public var internalTimeout: Duration = .seconds(5)
     public var internalConnectTimeout: Duration = .seconds(1)
+    /// The page that handles out-of-band links (`?mode=…&oobCode=…`); by default
+    /// `<public URL>/__/auth/action`, Firebase's path.
+    public var actionURL: String?
+    /// Hosts a `continueUrl` may point to.
+    public var authorizedDomains: [String] = ["localhost", "127.0.0.1"]
 
     public init(
         projectID: String, apiKey: String, internalSecret: String, signingKeysDirectory: String,
@@ -50,6 +55,12 @@ public struct TokenServiceConfiguration: Sendable {
         keyReloadInterval = try env.duration("TESSERA_KEY_RELOAD_INTERVAL", default: keyReloadInterval)
         internalTimeout = try env.duration("TESSERA_INTERNAL_TIMEOUT", default: internalTimeout)
         internalConnectTimeout = try env.duration("TESSERA_INTERNAL_CONNECT_TIMEOUT", default: internalConnectTimeout)
+        actionURL = env.string("TESSERA_ACTION_URL")
+        if let domains = env.string("TESSERA_AUTHORIZED_DOMAINS") {
+            authorizedDomains = domains.split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            }
+        }
     }
 
     /// A stable 12-digit number from the project id, for deployments that do not set one.

@@ -22,6 +22,9 @@ public struct DirectoryConfiguration: Sendable {
     /// Threads that hash, and how many more hashes may wait before callers get a 503.
     public var hashThreads: Int = System.coreCount
     public var hashQueue: Int = 64
+    /// Out-of-band codes expire after this long (A.7: 1 hour).
+    public var oobCodeTTL: Duration = .seconds(3600)
+    public var mail = MailDispatcher.Settings(smtp: nil)
 
     public init(
         hostname: String = "127.0.0.1", port: Int = 8082, projectID: String, adminToken: String,
@@ -58,6 +61,16 @@ public struct DirectoryConfiguration: Sendable {
         }
         hashThreads = try env.int("TESSERA_HASH_THREADS", default: hashThreads)
         hashQueue = try env.int("TESSERA_HASH_QUEUE", default: hashQueue)
+        oobCodeTTL = try env.duration("TESSERA_OOB_CODE_TTL", default: oobCodeTTL)
+        if let url = env.string("SMTP_URL") {
+            mail.smtp = try SMTPConfiguration(
+                url: url, from: env.string("SMTP_FROM", default: "noreply@\(projectID).tessera.local"),
+                caFile: env.string("SMTP_CA_FILE"))
+        }
+        mail.retryBase = try env.duration("SMTP_RETRY_BASE", default: mail.retryBase)
+        mail.retryMax = try env.duration("SMTP_RETRY_MAX", default: mail.retryMax)
+        mail.giveUpAfter = try env.duration("SMTP_GIVE_UP_AFTER", default: mail.giveUpAfter)
+        mail.pollInterval = try env.duration("SMTP_POLL_INTERVAL", default: mail.pollInterval)
     }
 }
 
@@ -72,7 +85,8 @@ public func buildDirectoryApplication(
     let hasher = PasswordHasher(
         pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
     let accounts = PostgresAccountRepository(
-        client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher)
+        client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
+        oobCodeTTL: configuration.oobCodeTTL)
     let router = Router(context: DirectoryContext.self)
     router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>())
 
@@ -100,7 +114,10 @@ public func buildDirectoryApplication(
     var app = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        services: [client, HashingPoolService(pool: hashing, logger: logger)],
+        services: [
+            client, HashingPoolService(pool: hashing, logger: logger),
+            MailDispatcher(client: client, settings: configuration.mail, logger: logger),
+        ],
         logger: logger)
     app.beforeServerStarts {
         if configuration.autoMigrate {

@@ -227,7 +227,9 @@ struct AccountsController {
             throw FirebaseError.notImplemented(
                 "accounts:update with provider, upgradeToFederatedLogin or linkProviderUserInfo")
         }
-        if body.oobCode != nil { throw FirebaseError.notImplemented("Applying out-of-band codes") }
+        if let oobCode = body.oobCode {
+            return try await applyOobCode(oobCode, tenant: Self.tenant(body.tenantId), context: context)
+        }
         let deleteAttribute = body.deleteAttribute ?? []
         if let unknown = deleteAttribute.first(where: { !Self.deletableAttributes.contains($0) }) {
             if unknown == "PROVIDER" || unknown == "RAW_USER_INFO" {
@@ -302,6 +304,21 @@ struct AccountsController {
             InternalPath.deleteAccount, AccountRequest(tenantId: verified.tenantId, localId: user.localId),
             as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
         return try JSONResponse(DeleteResponse()).response(from: request, context: context)
+    }
+
+    /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code (B.5.10).
+    func applyOobCode(_ code: String, tenant: String?, context: TokenContext) async throws -> JSONResponse<
+        UpdateResponse
+    > {
+        let answer = try await tokens.directory.call(
+            InternalPath.applyOobCode, ApplyOobCodeRequest(tenantId: tenant, oobCode: code),
+            as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+        guard let user = answer.user else { throw FirebaseError.internal }
+        return JSONResponse(
+            UpdateResponse(
+                localId: user.localId, email: user.email, emailVerified: user.emailVerified,
+                displayName: user.displayName, photoUrl: user.photoUrl,
+                passwordHash: user.hasPassword ? "UkVEQUNURUQ=" : nil, providerUserInfo: user.providerUserInfo))
     }
 
     /// Sends a privileged call to the directory's admin path for the body's tenant.

@@ -24,6 +24,9 @@ public protocol AccountRepository: Sendable {
         -> (UserRecord, SessionInfo)
     func authMethods(_ request: AuthMethodsRequest, logger: Logger) async throws -> AuthMethodsResponse
     func updateAccount(_ request: UpdateAccountRequest, logger: Logger) async throws -> UpdateAccountResponse
+    func sendOobCode(_ request: SendOobCodeRequest, logger: Logger) async throws -> SendOobCodeResponse
+    func resetPassword(_ request: ResetPasswordRequest, logger: Logger) async throws -> OobCodeResponse
+    func applyOobCode(_ request: ApplyOobCodeRequest, logger: Logger) async throws -> OobCodeResponse
 }
 
 public struct PostgresAccountRepository: AccountRepository {
@@ -31,11 +34,16 @@ public struct PostgresAccountRepository: AccountRepository {
     let anonymousRetention: Duration
     let hasher: PasswordHasher
     let hashKey = ProjectHashKeyCache()
+    let oobCodeTTL: Duration
 
-    public init(client: PostgresClient, anonymousRetention: Duration, hasher: PasswordHasher) {
+    public init(
+        client: PostgresClient, anonymousRetention: Duration, hasher: PasswordHasher,
+        oobCodeTTL: Duration = .seconds(3600)
+    ) {
         self.client = client
         self.anonymousRetention = anonymousRetention
         self.hasher = hasher
+        self.oobCodeTTL = oobCodeTTL
     }
 
     static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }

@@ -20,6 +20,18 @@ struct InternalController<Accounts: AccountRepository> {
         group.post(RouterPath(InternalPath.signInWithPassword), use: signInWithPassword)
         group.post(RouterPath(InternalPath.authMethods), use: authMethods)
         group.post(RouterPath(InternalPath.updateAccount), use: updateAccount)
+        group.post(RouterPath(InternalPath.sendOobCode)) { request, context in
+            let body = try await request.decodeJSON(SendOobCodeRequest.self, context: context)
+            return JSONResponse(try await accounts.sendOobCode(body, logger: context.logger))
+        }
+        group.post(RouterPath(InternalPath.resetPassword)) { request, context in
+            let body = try await request.decodeJSON(ResetPasswordRequest.self, context: context)
+            return JSONResponse(try await accounts.resetPassword(body, logger: context.logger))
+        }
+        group.post(RouterPath(InternalPath.applyOobCode)) { request, context in
+            let body = try await request.decodeJSON(ApplyOobCodeRequest.self, context: context)
+            return JSONResponse(try await accounts.applyOobCode(body, logger: context.logger))
+        }
     }
 
     @Sendable func signUpPassword(_ request: Request, context: DirectoryContext) async throws

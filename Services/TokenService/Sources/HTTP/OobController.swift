@@ -1,0 +1,145 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// Out-of-band flows (B.2.1): `sendOobCode`, `resetPassword`; `accounts:update{oobCode}` comes
+/// through `AccountsController.update`.
+struct OobController {
+    let tokens: SessionTokens
+    let configuration: TokenServiceConfiguration
+
+    func addRoutes(to router: Router<TokenContext>) {
+        for prefix in identityToolkitPrefixes {
+            router.post("\(prefix)/v1/accounts:sendOobCode", use: sendOobCode)
+            router.post("\(prefix)/v1/accounts:resetPassword", use: resetPassword)
+        }
+    }
+
+    struct SendRequest: Decodable {
+        var requestType: JSONValue?
+        var email: String?
+        var newEmail: String?
+        var idToken: String?
+        var tenantId: String?
+        var continueUrl: String?
+        var returnOobLink: Bool?
+    }
+
+    struct SendResponse: Encodable, Sendable {
+        var kind = "identitytoolkit#GetOobConfirmationCodeResponse"
+        var email: String?
+    }
+
+    /// Android sends the proto enum numbers (B.0).
+    static func requestType(_ value: JSONValue?) throws -> String {
+        switch value {
+        case .string(let name)?: return name
+        case .int(1)?: return "PASSWORD_RESET"
+        case .int(4)?: return "VERIFY_EMAIL"
+        case .int(6)?: return "EMAIL_SIGNIN"
+        case .int(7)?: return "VERIFY_AND_CHANGE_EMAIL"
+        case nil, .null?: throw FirebaseError.invalid("MISSING_REQ_TYPE")
+        default: throw FirebaseError.invalidArgument("Invalid value at 'request_type'")
+        }
+    }
+
+    @Sendable func sendOobCode(_ request: Request, context: TokenContext) async throws -> JSONResponse<SendResponse> {
+        guard case .client = try Caller.identify(request, apiKey: configuration.apiKey) else {
+            throw FirebaseError.notImplemented(
+                "Privileged accounts:sendOobCode (use /v1/projects/{p}/accounts:sendOobCode)")
+        }
+        let body = try await request.decodeJSON(SendRequest.self, context: context)
+        let typeName = try Self.requestType(body.requestType)
+        if body.returnOobLink == true { throw FirebaseError.invalid("INSUFFICIENT_PERMISSION") }
+        guard let type = OobRequestType(rawValue: typeName) else {
+            if typeName == "EMAIL_SIGNIN" { throw FirebaseError.notImplemented("Email link sign-in") }
+            throw FirebaseError.invalidArgument("Invalid value at 'request_type': \(typeName)")
+        }
+        let continueUrl = try checkContinueURL(body.continueUrl)
+        var tenant = AccountsController.tenant(body.tenantId)
+        var email: String?
+        var newEmail: String?
+        var localId: String?
+        switch type {
+        case .passwordReset:
+            guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
+            guard let normalized = Credentials.normalizedEmail(raw) else {
+                throw FirebaseError.invalid("INVALID_EMAIL")
+            }
+            email = normalized
+        case .verifyEmail, .verifyAndChangeEmail:
+            if type == .verifyAndChangeEmail {
+                guard let raw = body.newEmail, !raw.isEmpty else { throw FirebaseError.invalid("MISSING_NEW_EMAIL") }
+                guard let normalized = Credentials.normalizedEmail(raw) else {
+                    throw FirebaseError.invalid("INVALID_EMAIL")
+                }
+                newEmail = normalized
+            }
+            let (verified, user) = try await tokens.verify(
+                idToken: body.idToken, requestedTenant: tenant, requestID: context.requestID, logger: context.logger)
+            // Changing the sign-in email is sensitive (A.3).
+            if type == .verifyAndChangeEmail { try tokens.requireRecentSignIn(verified, user: user) }
+            localId = user.localId
+            tenant = verified.tenantId
+        }
+        let answer = try await tokens.directory.call(
+            InternalPath.sendOobCode,
+            SendOobCodeRequest(
+                tenantId: tenant, requestType: type, email: email, localId: localId, newEmail: newEmail,
+                linkPrefix: linkPrefix(type, tenant: tenant, request: request), continueUrl: continueUrl),
+            as: SendOobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+        return JSONResponse(SendResponse(email: answer.email ?? email))
+    }
+
+    /// `<action URL>?mode=<mode>&apiKey=<key>&lang=en[&tenantId=<t>]`; the directory appends the code.
+    func linkPrefix(_ type: OobRequestType, tenant: String?, request: Request) -> String {
+        let base =
+            configuration.actionURL
+            ?? ((configuration.publicURL ?? KeysController.baseURL(of: request)) + "/__/auth/action")
+        var prefix = "\(base)?mode=\(type.mode)&apiKey=\(configuration.apiKey)&lang=en"
+        if let tenant { prefix += "&tenantId=\(tenant)" }
+        return prefix
+    }
+
+    /// A continue URL must be absolute http(s) on an authorized domain.
+    func checkContinueURL(_ raw: String?) throws -> String? {
+        guard let raw, !raw.isEmpty else { return nil }
+        guard let url = URL(string: raw), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host?.lowercased()
+        else { throw FirebaseError.invalid("INVALID_CONTINUE_URI") }
+        guard configuration.authorizedDomains.contains(where: { host == $0 || host.hasSuffix("." + $0) }) else {
+            throw FirebaseError.invalid("UNAUTHORIZED_DOMAIN", "Domain not allowlisted by project")
+        }
+        return raw
+    }
+
+    struct ResetRequest: Decodable {
+        var oobCode: String?
+        var newPassword: String?
+        var tenantId: String?
+    }
+
+    struct ResetResponse: Encodable, Sendable {
+        var kind = "identitytoolkit#ResetPasswordResponse"
+        var email: String
+        var newEmail: String?
+        var requestType: String
+    }
+
+    @Sendable func resetPassword(_ request: Request, context: TokenContext) async throws -> JSONResponse<ResetResponse>
+    {
+        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+        let body = try await request.decodeJSON(ResetRequest.self, context: context)
+        guard let code = body.oobCode, !code.isEmpty else { throw FirebaseError.invalid("MISSING_OOB_CODE") }
+        if let password = body.newPassword { try Credentials.checkPassword(password) }
+        let answer = try await tokens.directory.call(
+            InternalPath.resetPassword,
+            ResetPasswordRequest(
+                tenantId: AccountsController.tenant(body.tenantId), oobCode: code, newPassword: body.newPassword),
+            as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+        return JSONResponse(
+            ResetResponse(email: answer.email, newEmail: answer.newEmail, requestType: answer.requestType.rawValue))
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// Out-of-band codes (B.2.1 sendOobCode, resetPassword, update{oobCode}; A.7): single use,
+/// expiring, stored as SHA-256; the mail that carries a code is queued in the same transaction.
+extension PostgresAccountRepository {
+    public func sendOobCode(_ request: SendOobCodeRequest, logger: Logger) async throws -> SendOobCodeResponse {
+        let scope = scopeKey(request.tenantId)
+        let flags = try await flags(scope, logger: logger)
+        let ttlSeconds = oobCodeTTL.timeInterval
+        do {
+            return try await client.transaction(logger: logger) { connection in
+                let localId: String
+                if request.requestType == .passwordReset {
+                    guard let email = request.email,
+                        let id = try await Self.userID(connection, scope: scope, email: email, logger: logger)
+                    else {
+                        // Under protection an unknown address is not revealed: same answer, no mail (B.5.9).
+                        if flags.emailPrivacy { return SendOobCodeResponse(email: request.email) }
+                        throw FirebaseError.invalid("EMAIL_NOT_FOUND")
+                    }
+                    localId = id
+                } else {
+                    guard let id = request.localId else { throw FirebaseError.invalid("MISSING_ID_TOKEN") }
+                    localId = id
+                }
+                guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger),
+                    let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
+                        .first
+                else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+                let recipient: String
+                switch request.requestType {
+                case .passwordReset, .verifyEmail:
+                    guard let email = user.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+                    recipient = email
+                case .verifyAndChangeEmail:
+                    guard let newEmail = request.newEmail else { throw FirebaseError.invalid("MISSING_NEW_EMAIL") }
+                    if newEmail != user.email,
+                        try await Self.userID(connection, scope: scope, email: newEmail, logger: logger) != nil
+                    {
+                        throw FirebaseError.invalid("EMAIL_EXISTS")
+                    }
+                    recipient = newEmail
+                }
+                let code = Base64URL.encode(Secrets.randomBytes(32))
+                try await connection.query(
+                    """
+                    INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at)
+                    VALUES (\(Secrets.tokenHash(code)), \(scope), \(localId), \(request.requestType.rawValue),
+                        \(user.email ?? recipient), \(request.newEmail), now() + make_interval(secs => \(ttlSeconds)))
+                    """, logger: logger)
+                var link = request.linkPrefix + "&oobCode=" + code
+                if let continueUrl = request.continueUrl,
+                    let encoded = continueUrl.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed)
+                {
+                    link += "&continueUrl=" + encoded
+                }
+                let appName = try await Self.appName(connection, scope: scope, logger: logger)
+                let mail = MailTemplate.standard(request.requestType).render(
+                    appName: appName, link: link, email: user.email ?? recipient, newEmail: request.newEmail,
+                    displayName: user.displayName)
+                try await connection.query(
+                    """
+                    INSERT INTO mail_outbox (tenant_id, recipient, subject, body)
+                    VALUES (\(scope), \(recipient), \(mail.subject), \(mail.body))
+                    """, logger: logger)
+                logger.info(
+                    "out-of-band code queued",
+                    metadata: [
+                        "tenant.id": .string(scope), "user.id": .string(localId),
+                        "oob.type": .string(request.requestType.rawValue),
+                    ])
+                return SendOobCodeResponse(email: recipient)
+            }
+        }
+    }
+
+    /// `accounts:resetPassword`: with a new password, consumes a PASSWORD_RESET code and sets the
+    /// password (the email is proven, so it becomes verified; every older session ends); without,
+    /// tells what the code is for and leaves it unused.
+    public func resetPassword(_ request: ResetPasswordRequest, logger: Logger) async throws -> OobCodeResponse {
+        let scope = scopeKey(request.tenantId)
+        let flags = try await flags(scope, logger: logger)
+        let code = try await readCode(request.oobCode, scope: scope, logger: logger)
+        guard let newPassword = request.newPassword else {
+            return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: nil)
+        }
+        if !flags.allowPasswordSignup { throw FirebaseError.invalid("PASSWORD_LOGIN_DISABLED") }
+        guard code.type == .passwordReset else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+        let stored = try await hasher.hash(newPassword, key: try await hashKey.get(client, logger: logger))
+        return try await client.transaction(logger: logger) { connection in
+            try await Self.consumeCode(connection, hash: code.hash, logger: logger)
+            let now = Self.nowMillis()
+            let updated = try await connection.query(
+                """
+                UPDATE users SET password_algorithm = \(stored.algorithm), password_params = \(stored.params),
+                    password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now),
+                    email_verified = true, valid_since = \(now / 1000), is_anonymous = false, anonymous_due_at = NULL
+                WHERE tenant_id = \(scope) AND local_id = \(code.localId) AND email = \(code.email)
+                RETURNING local_id
+                """, logger: logger)
+            var found = false
+            for try await _ in updated.decode(String.self) { found = true }
+            // The account is gone or its email changed since the code was sent.
+            guard found else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+            try await Self.revokeSessions(
+                connection, scope: scope, localId: code.localId, reason: "password_reset", logger: logger)
+            logger.info("password reset", metadata: ["tenant.id": .string(scope), "user.id": .string(code.localId)])
+            return OobCodeResponse(requestType: code.type, email: code.email, newEmail: nil, user: nil)
+        }
+    }
+
+    /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code.
+    public func applyOobCode(_ request: ApplyOobCodeRequest, logger: Logger) async throws -> OobCodeResponse {
+        let scope = scopeKey(request.tenantId)
+        _ = try await flags(scope, logger: logger)
+        let code = try await readCode(request.oobCode, scope: scope, logger: logger)
+        guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail else {
+            throw FirebaseError.invalid("INVALID_OOB_CODE")
+        }
+        do {
+            return try await client.transaction(logger: logger) { connection in
+                try await Self.consumeCode(connection, hash: code.hash, logger: logger)
+                let now = Self.nowMillis()
+                let changing = code.type == .verifyAndChangeEmail
+                let updated = try await connection.query(
+                    """
+                    UPDATE users SET email_verified = true, email = \(changing ? code.newEmail : code.email),
+                        valid_since = CASE WHEN \(changing) THEN \(now / 1000) ELSE valid_since END
+                    WHERE tenant_id = \(scope) AND local_id = \(code.localId) AND email = \(code.email)
+                    RETURNING local_id
+                    """, logger: logger)
+                var found = false
+                for try await _ in updated.decode(String.self) { found = true }
+                guard found else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+                if changing {
+                    try await Self.revokeSessions(
+                        connection, scope: scope, localId: code.localId, reason: "credential_change", logger: logger)
+                }
+                guard
+                    let user = try await Self.fetchUsers(
+                        connection, scope: scope, localIds: [code.localId], logger: logger
+                    ).first
+                else { throw FirebaseError.internal }
+                return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: user)
+            }
+        } catch let error as PSQLError where error.sqlState == "23505" {
+            throw FirebaseError.invalid("EMAIL_EXISTS")
+        }
+    }
+
+    struct StoredCode {
+        var hash: String
+        var localId: String
+        var type: OobRequestType
+        var email: String
+        var newEmail: String?
+    }
+
+    /// A code that exists in this scope, is unused and has not expired.
+    func readCode(_ code: String, scope: String, logger: Logger) async throws -> StoredCode {
+        let hash = Secrets.tokenHash(code)
+        let rows = try await client.query(
+            """
+            SELECT local_id, request_type, email, new_email, used_at IS NOT NULL, now() > expires_at
+            FROM oob_codes WHERE code_hash = \(hash) AND tenant_id = \(scope)
+            """, logger: logger)
+        for try await (localId, type, email, newEmail, used, expired) in rows.decode(
+            (String, String, String, String?, Bool, Bool).self)
+        {
+            if used { break }
+            if expired { throw FirebaseError.invalid("EXPIRED_OOB_CODE") }
+            guard let type = OobRequestType(rawValue: type) else { break }
+            return StoredCode(hash: hash, localId: localId, type: type, email: email, newEmail: newEmail)
+        }
+        throw FirebaseError.invalid("INVALID_OOB_CODE")
+    }
+
+    /// Marks a code used; only one of several concurrent uses wins.
+    static func consumeCode(_ connection: PostgresConnection, hash: String, logger: Logger) async throws {
+        let rows = try await connection.query(
+            """
+            UPDATE oob_codes SET used_at = now()
+            WHERE code_hash = \(hash) AND used_at IS NULL AND expires_at >= now()
+            RETURNING code_hash
+            """, logger: logger)
+        for try await _ in rows.decode(String.self) { return }
+        throw FirebaseError.invalid("INVALID_OOB_CODE")
+    }
+
+    static func userID(_ connection: PostgresConnection, scope: String, email: String, logger: Logger) async throws
+        -> String?
+    {
+        let rows = try await connection.query(
+            "SELECT local_id FROM users WHERE tenant_id = \(scope) AND email = \(email)", logger: logger)
+        for try await id in rows.decode(String.self) { return id }
+        return nil
+    }
+
+    /// `%APP_NAME%`: the tenant's display name, or the project id for the default scope.
+    static func appName(_ connection: PostgresConnection, scope: String, logger: Logger) async throws -> String {
+        let rows = try await connection.query(
+            "SELECT display_name FROM tenants WHERE tenant_id = \(scope)", logger: logger)
+        for try await name in rows.decode(String.self) where !name.isEmpty { return name }
+        return "Tessera"
+    }
+}
+
+extension CharacterSet {
+    /// Characters that may stand unescaped in a query value.
+    static let urlQueryValueAllowed: CharacterSet = {
+        var set = CharacterSet.urlQueryAllowed
+        set.remove(charactersIn: "&=+?#")
+        return set
+    }()
+}

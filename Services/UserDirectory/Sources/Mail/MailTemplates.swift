@@ -1,0 +1,88 @@
+import Foundation
+import TesseraShared
+
+/// The mail for each out-of-band request type. Placeholders as Firebase's templates:
+/// `%APP_NAME%`, `%LINK%`, `%EMAIL%`, `%NEW_EMAIL%`, `%DISPLAY_NAME%`.
+public struct MailTemplate: Sendable, Equatable, Codable {
+    public var subject: String
+    public var body: String
+
+    public init(subject: String, body: String) {
+        self.subject = subject
+        self.body = body
+    }
+
+    public static func standard(_ type: OobRequestType) -> MailTemplate {
+        switch type {
+        case .passwordReset:
+            MailTemplate(
+                subject: "Reset your password for %APP_NAME%",
+                body: """
+                    Hello,
+
+                    Follow this link to reset your %APP_NAME% password for your %EMAIL% account.
+
+                    %LINK%
+
+                    If you didn't ask to reset your password, you can ignore this email.
+
+                    Thanks,
+
+                    Your %APP_NAME% team
+                    """)
+        case .verifyEmail:
+            MailTemplate(
+                subject: "Verify your email for %APP_NAME%",
+                body: """
+                    Hello %DISPLAY_NAME%,
+
+                    Follow this link to verify your email address.
+
+                    %LINK%
+
+                    If you didn't ask to verify this address, you can ignore this email.
+
+                    Thanks,
+
+                    Your %APP_NAME% team
+                    """)
+        case .verifyAndChangeEmail:
+            MailTemplate(
+                subject: "Verify your new email for %APP_NAME%",
+                body: """
+                    Hello %DISPLAY_NAME%,
+
+                    Follow this link to verify %NEW_EMAIL% as the new sign-in email of your %APP_NAME% account.
+
+                    %LINK%
+
+                    If you didn't ask to change your email, you can ignore this email.
+
+                    Thanks,
+
+                    Your %APP_NAME% team
+                    """)
+        }
+    }
+
+    func render(appName: String, link: String, email: String, newEmail: String?, displayName: String?)
+        -> MailMessage.Parts
+    {
+        func fill(_ text: String) -> String {
+            text.replacingOccurrences(of: "%APP_NAME%", with: appName)
+                .replacingOccurrences(of: "%LINK%", with: link)
+                .replacingOccurrences(of: "%EMAIL%", with: email)
+                .replacingOccurrences(of: "%NEW_EMAIL%", with: newEmail ?? email)
+                .replacingOccurrences(of: "%DISPLAY_NAME%", with: displayName ?? "")
+                .replacingOccurrences(of: "Hello ,", with: "Hello,")
+        }
+        return MailMessage.Parts(subject: fill(subject), body: fill(body))
+    }
+}
+
+extension MailMessage {
+    struct Parts {
+        var subject: String
+        var body: String
+    }
+}

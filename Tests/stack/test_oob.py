@@ -1,0 +1,162 @@
+"""Out-of-band flows through the stack and a real SMTP exchange: verification, password reset,
+email change, single use and expiry of codes, continue URLs, enumeration protection, and an SMTP
+server that is down when the mail is queued (A.7, B.2.1, B.5.9, B.5.10)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from conftest import describe, expect_error, expect_ok, oob_link
+
+PASSWORD = "correct horse 1"
+CONTINUE = "http://localhost:3000/after"
+
+
+def address() -> str:
+    return f"mail-{uuid.uuid4().hex[:12]}@example.com"
+
+
+@pytest.fixture
+def tenant(make_tenant) -> str:
+    return make_tenant(allowPasswordSignup=True)["tenantId"]
+
+
+def sign_up(client, tenant, email, password=PASSWORD) -> dict:
+    return expect_ok(client.post("/v1/accounts:signUp", {"tenantId": tenant, "email": email, "password": password,
+                                                        "returnSecureToken": True}))
+
+
+def send(client, tenant, **body):
+    return client.post("/v1/accounts:sendOobCode", {"tenantId": tenant, **body})
+
+
+def test_verification_mail_arrives_over_smtp_and_its_code_verifies_the_email(client, mail_sink, tenant, stack):
+    email = address()
+    session = sign_up(client, tenant, email)
+    resp = send(client, tenant, requestType="VERIFY_EMAIL", idToken=session["idToken"], continueUrl=CONTINUE)
+    data = expect_ok(resp)
+    assert data == {"kind": "identitytoolkit#GetOobConfirmationCodeResponse", "email": email}, describe(resp)
+
+    [mail] = mail_sink.wait_for(email)
+    assert mail["tls"] and mail["authenticated"], "delivered over STARTTLS with AUTH"
+    assert "Verify your email" in mail["subject"]
+    _, params = oob_link(mail)
+    assert params["mode"] == "verifyEmail" and params["apiKey"] == stack.api_key
+    assert params["tenantId"] == tenant and params["continueUrl"] == CONTINUE
+
+    applied = expect_ok(client.post("/v1/accounts:update", {"tenantId": tenant, "oobCode": params["oobCode"]}))
+    assert applied["emailVerified"] is True and applied["email"] == email
+    user = expect_ok(client.lookup(session["idToken"], tenant))["users"][0]
+    assert user["emailVerified"] is True
+    # Single use.
+    expect_error(client.post("/v1/accounts:update", {"tenantId": tenant, "oobCode": params["oobCode"]}),
+                 "INVALID_OOB_CODE")
+
+
+def test_password_reset_through_the_mailed_code(client, mail_sink, tenant):
+    email = address()
+    session = sign_up(client, tenant, email)
+    expect_ok(send(client, tenant, requestType="PASSWORD_RESET", email=email.upper()))
+    [mail] = mail_sink.wait_for(email)
+    _, params = oob_link(mail)
+    assert params["mode"] == "resetPassword"
+    code = params["oobCode"]
+
+    # Without a new password the code is only inspected, not consumed.
+    info = expect_ok(client.post("/v1/accounts:resetPassword", {"tenantId": tenant, "oobCode": code}))
+    assert info["requestType"] == "PASSWORD_RESET" and info["email"] == email
+    expect_error(client.post("/v1/accounts:resetPassword",
+                             {"tenantId": tenant, "oobCode": code, "newPassword": "123"}), "WEAK_PASSWORD")
+    done = expect_ok(client.post("/v1/accounts:resetPassword",
+                                 {"tenantId": tenant, "oobCode": code, "newPassword": "a new password"}))
+    assert done["kind"] == "identitytoolkit#ResetPasswordResponse" and done["email"] == email
+
+    expect_error(client.refresh_raw(session["refreshToken"]), "TOKEN_EXPIRED")
+    signed_in = expect_ok(client.post("/v1/accounts:signInWithPassword",
+                                      {"tenantId": tenant, "email": email, "password": "a new password"}))
+    user = expect_ok(client.lookup(signed_in["idToken"], tenant))["users"][0]
+    assert user["emailVerified"] is True, "a reset through the mailbox proves the address (B.5.10)"
+    expect_error(client.post("/v1/accounts:resetPassword",
+                             {"tenantId": tenant, "oobCode": code, "newPassword": "third password"}), "INVALID_OOB_CODE")
+
+
+def test_expired_code_answers_expired_oob_code(client, mail_sink, tenant):
+    email = address()
+    sign_up(client, tenant, email)
+    expect_ok(send(client, tenant, requestType="PASSWORD_RESET", email=email))
+    [mail] = mail_sink.wait_for(email)
+    _, params = oob_link(mail)
+    time.sleep(9)  # the test stack's TESSERA_OOB_CODE_TTL is 8s
+    expect_error(client.post("/v1/accounts:resetPassword",
+                             {"tenantId": tenant, "oobCode": params["oobCode"], "newPassword": "a new password"}),
+                 "EXPIRED_OOB_CODE")
+
+
+def test_email_change_through_the_new_address(client, mail_sink, verifier, tenant):
+    old, new = address(), address()
+    session = sign_up(client, tenant, old)
+    taken = address()
+    sign_up(client, tenant, taken)
+    expect_error(send(client, tenant, requestType="VERIFY_AND_CHANGE_EMAIL", idToken=session["idToken"], newEmail=taken),
+                 "EMAIL_EXISTS")
+    expect_ok(send(client, tenant, requestType="VERIFY_AND_CHANGE_EMAIL", idToken=session["idToken"], newEmail=new))
+    [mail] = mail_sink.wait_for(new)
+    assert not mail_sink.to(old), "the code goes to the new address only"
+    _, params = oob_link(mail)
+    assert params["mode"] == "verifyAndChangeEmail"
+    applied = expect_ok(client.post("/v1/accounts:update", {"tenantId": tenant, "oobCode": params["oobCode"]}))
+    assert applied["email"] == new and applied["emailVerified"] is True
+    expect_error(client.refresh_raw(session["refreshToken"]), "TOKEN_EXPIRED")
+    signed_in = expect_ok(client.post("/v1/accounts:signInWithPassword",
+                                      {"tenantId": tenant, "email": new, "password": PASSWORD}))
+    assert verifier.verify(signed_in["idToken"])["email_verified"] is True
+
+
+def test_unknown_email_reset_is_silent_under_protection(client, mail_sink, tenant):
+    email = address()
+    resp = send(client, tenant, requestType="PASSWORD_RESET", email=email)
+    assert expect_ok(resp) == {"kind": "identitytoolkit#GetOobConfirmationCodeResponse", "email": email}
+    time.sleep(1.5)
+    assert not mail_sink.to(email)
+
+
+def test_request_errors(client, tenant):
+    session = sign_up(client, tenant, address())
+    expect_error(send(client, tenant, email=address()), "MISSING_REQ_TYPE")
+    expect_error(send(client, tenant, requestType="PASSWORD_RESET"), "MISSING_EMAIL")
+    expect_error(send(client, tenant, requestType="PASSWORD_RESET", email="nope"), "INVALID_EMAIL")
+    expect_error(send(client, tenant, requestType="VERIFY_EMAIL"), "MISSING_ID_TOKEN")
+    expect_error(send(client, tenant, requestType="VERIFY_AND_CHANGE_EMAIL", idToken=session["idToken"]),
+                 "MISSING_NEW_EMAIL")
+    expect_error(send(client, tenant, requestType="PASSWORD_RESET", email=address(), returnOobLink=True),
+                 "INSUFFICIENT_PERMISSION")
+    expect_error(send(client, tenant, requestType="PASSWORD_RESET", email=address(), continueUrl="not a url"),
+                 "INVALID_CONTINUE_URI")
+    expect_error(send(client, tenant, requestType="PASSWORD_RESET", email=address(),
+                      continueUrl="https://evil.example/"), "UNAUTHORIZED_DOMAIN")
+    expect_error(client.post("/v1/accounts:resetPassword", {"tenantId": tenant}), "MISSING_OOB_CODE")
+    expect_error(client.post("/v1/accounts:resetPassword", {"tenantId": tenant, "oobCode": "garbage"}),
+                 "INVALID_OOB_CODE")
+    expect_error(client.post("/v1/accounts:update", {"tenantId": tenant, "oobCode": "garbage"}), "INVALID_OOB_CODE")
+    # Android sends the proto enum number (B.0).
+    expect_ok(send(client, tenant, requestType=1, email=address()))
+
+
+def test_mail_queued_while_smtp_is_down_is_delivered_once_it_is_back(client, mail_sink, tenant):
+    email = address()
+    sign_up(client, tenant, email)
+    mail_sink.stop()
+    try:
+        expect_ok(send(client, tenant, requestType="PASSWORD_RESET", email=email))
+        time.sleep(2.5)  # at least two delivery attempts fail (retry base 1 s in the test stack)
+    finally:
+        mail_sink.start()
+    messages = mail_sink.wait_for(email, timeout=30)
+    time.sleep(1)
+    assert len(mail_sink.to(email)) == 1, "delivered exactly once"
+    _, params = oob_link(messages[0])
+    expect_ok(client.post("/v1/accounts:resetPassword",
+                          {"tenantId": tenant, "oobCode": params["oobCode"], "newPassword": "after the outage"}))
