@@ -194,6 +194,25 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test("a session that started in the second before validSince ends, whatever the fraction")
+    func validSinceUsesWholeSeconds() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
+            let (localId, first) = try await newSession(client)
+            // Started at 1000.6 s; validSince 1001: the session predates it and must end (a rounding
+            // cast would call it 1001 and keep it).
+            try await client.query(
+                "UPDATE refresh_families SET created_at = to_timestamp(1000.6) WHERE local_id = \(localId)",
+                logger: logger)
+            try await client.query(
+                "UPDATE users SET valid_since = 1001 WHERE local_id = \(localId)", logger: logger)
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.rotateRefreshToken(rotation(first, "n1"), logger: logger)
+            }
+        }
+    }
+
     @Test("users are scoped by tenant: the same id is invisible from another tenant")
     func tenantIsolation() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in

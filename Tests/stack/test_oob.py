@@ -160,3 +160,28 @@ def test_mail_queued_while_smtp_is_down_is_delivered_once_it_is_back(client, mai
     _, params = oob_link(messages[0])
     expect_ok(client.post("/v1/accounts:resetPassword",
                           {"tenantId": tenant, "oobCode": params["oobCode"], "newPassword": "after the outage"}))
+
+
+def test_tenant_mail_templates_replace_the_defaults(client, admin, mail_sink, tenant):
+    path = f"/v2/projects/{admin.stack.project_id}/tenants/{tenant}/mailTemplates"
+    listed = expect_ok(admin.request("GET", path))["templates"]
+    assert {t["requestType"] for t in listed} == {"VERIFY_EMAIL", "PASSWORD_RESET", "VERIFY_AND_CHANGE_EMAIL"}
+    assert not any(t["custom"] for t in listed) and all("%LINK%" in t["body"] for t in listed)
+
+    resp = admin.request("PATCH", f"{path}/PASSWORD_RESET", json={"body": "no link here"})
+    assert resp.status_code == 400 and resp.json()["error"]["status"] == "INVALID_ARGUMENT", describe(resp)
+    custom = expect_ok(admin.request("PATCH", f"{path}/PASSWORD_RESET", json={
+        "subject": "Reset for %APP_NAME% ✓", "body": "Hi %EMAIL%, use %LINK% soon."}))
+    assert custom["custom"] is True
+
+    email = address()
+    sign_up(client, tenant, email)
+    expect_ok(send(client, tenant, requestType="PASSWORD_RESET", email=email))
+    [mail] = mail_sink.wait_for(email)
+    assert mail["subject"].startswith("Reset for ") and mail["subject"].endswith("✓")
+    assert mail["body"].startswith(f"Hi {email}, use http") and mail["body"].rstrip().endswith("soon.")
+
+    reset = expect_ok(admin.request("DELETE", f"{path}/PASSWORD_RESET"))
+    assert reset["custom"] is False
+    resp = admin.request("PATCH", f"{path}/EMAIL_SIGNIN", json={"body": "%LINK%"})
+    assert resp.status_code == 400, describe(resp)

@@ -239,3 +239,39 @@ def test_unlinking_the_password_ends_password_sign_in(client, password_tenant):
     data = expect_ok(update(client, password_tenant, session["idToken"], deleteProvider=["password"]))
     assert not data.get("providerUserInfo") and "passwordHash" not in data
     expect_error(sign_in(client, password_tenant, address), "INVALID_LOGIN_CREDENTIALS")
+
+
+def admin_update(admin, tenant_id, **body):
+    return admin.request("POST", admin.accounts_path(tenant_id, "update"), json=body)
+
+
+def test_disabled_users_are_refused_everywhere_but_by_admins(client, admin, password_tenant):
+    """B.5.13: every sign-in and every ID-token call answers USER_DISABLED, the password is not even
+    checked, refresh fails; admin lookups and updates still work."""
+    address = email()
+    session = expect_ok(sign_up(client, password_tenant, address))
+    data = expect_ok(admin_update(admin, password_tenant, localId=session["localId"], disableUser=True))
+    assert data["localId"] == session["localId"]
+
+    expect_error(sign_in(client, password_tenant, address), "USER_DISABLED")
+    expect_error(sign_in(client, password_tenant, address, "wrong password"), "USER_DISABLED")
+    expect_error(client.refresh_raw(session["refreshToken"]), "USER_DISABLED")
+    expect_error(client.lookup(session["idToken"], password_tenant), "USER_DISABLED")
+    expect_error(update(client, password_tenant, session["idToken"], displayName="x"), "USER_DISABLED")
+    [user] = admin.lookup_users(password_tenant, [session["localId"]])
+    assert user["disabled"] is True
+
+    expect_ok(admin_update(admin, password_tenant, localId=session["localId"], disableUser=False))
+    expect_ok(sign_in(client, password_tenant, address))
+    client.refresh(session["refreshToken"])
+
+
+def test_admin_valid_since_revokes_earlier_sessions(client, admin, password_tenant):
+    """What `revoke_refresh_tokens` sends: validSince as a JSON number of seconds (B.5.11)."""
+    session = expect_ok(sign_up(client, password_tenant, email()))
+    time.sleep(1.1)
+    expect_ok(admin_update(admin, password_tenant, localId=session["localId"], validSince=int(time.time())))
+    expect_error(client.refresh_raw(session["refreshToken"]), "TOKEN_EXPIRED")
+    expect_error(client.lookup(session["idToken"], password_tenant), "TOKEN_EXPIRED")
+    expect_error(admin_update(admin, password_tenant, localId="no-such-user"), "USER_NOT_FOUND")
+    expect_error(admin_update(admin, password_tenant), "MISSING_LOCAL_ID")

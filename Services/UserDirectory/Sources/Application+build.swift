@@ -108,6 +108,7 @@ public func buildDirectoryApplication(
             middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, projectID: configuration.projectID))
         TenantController(repository: tenants, projectID: configuration.projectID).addRoutes(to: admin)
         AdminAccountsController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
+        MailTemplateController(client: client, tenants: tenants).addRoutes(to: admin)
     }
 
     let migrations = MigrationRunner(client: client)

@@ -216,10 +216,14 @@ struct AccountsController {
     static let deletableAttributes: Set<String> = ["DISPLAY_NAME", "PHOTO_URL", "EMAIL", "PASSWORD"]
 
     /// An end user's `accounts:update` with its ID token (B.2.1, B.5.2, B.5.11, B.5.12).
-    @Sendable func update(_ request: Request, context: TokenContext) async throws -> JSONResponse<UpdateResponse> {
-        guard case .client = try Caller.identify(request, apiKey: configuration.apiKey) else {
-            throw FirebaseError.notImplemented("Privileged accounts:update (use /v1/projects/{p}/accounts:update)")
+    @Sendable func update(_ request: Request, context: TokenContext) async throws -> Response {
+        if case .privileged(let authorization) = try Caller.identify(request, apiKey: configuration.apiKey) {
+            return try await forwardPrivileged(request, context: context, authorization: authorization, verb: "update")
         }
+        return try await clientUpdate(request, context: context).response(from: request, context: context)
+    }
+
+    func clientUpdate(_ request: Request, context: TokenContext) async throws -> JSONResponse<UpdateResponse> {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
         if body.customAttributes != nil { throw FirebaseError.invalid("INSUFFICIENT_PERMISSION") }
         if body.disableUser != nil || body.emailVerified != nil { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }

@@ -27,6 +27,23 @@ public protocol AccountRepository: Sendable {
     func sendOobCode(_ request: SendOobCodeRequest, logger: Logger) async throws -> SendOobCodeResponse
     func resetPassword(_ request: ResetPasswordRequest, logger: Logger) async throws -> OobCodeResponse
     func applyOobCode(_ request: ApplyOobCodeRequest, logger: Logger) async throws -> OobCodeResponse
+    /// An admin's change to a user; nil if there is no such user.
+    func adminUpdate(scope: String, localId: String, change: AdminUserChange, logger: Logger) async throws
+        -> UserRecord?
+}
+
+/// What an admin may change with `accounts:update` (so far: the fields of B.5.11/B.5.13).
+public struct AdminUserChange: Sendable {
+    public var disabled: Bool?
+    public var emailVerified: Bool?
+    /// Seconds; tokens issued before it are refused.
+    public var validSince: Int64?
+    public var displayName: String?
+    public var photoUrl: String?
+    public var deleteDisplayName = false
+    public var deletePhotoUrl = false
+
+    public init() {}
 }
 
 public struct PostgresAccountRepository: AccountRepository {
@@ -184,6 +201,27 @@ public struct PostgresAccountRepository: AccountRepository {
         }
     }
 
+    public func adminUpdate(scope: String, localId: String, change: AdminUserChange, logger: Logger) async throws
+        -> UserRecord?
+    {
+        try await client.transaction(logger: logger) { connection in
+            guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger) else {
+                return nil
+            }
+            try await connection.query(
+                """
+                UPDATE users SET disabled = coalesce(\(change.disabled), disabled),
+                    email_verified = coalesce(\(change.emailVerified), email_verified),
+                    valid_since = coalesce(\(change.validSince), valid_since),
+                    display_name = CASE WHEN \(change.deleteDisplayName) THEN NULL
+                        ELSE coalesce(\(change.displayName), display_name) END,
+                    photo_url = CASE WHEN \(change.deletePhotoUrl) THEN NULL ELSE coalesce(\(change.photoUrl), photo_url) END
+                WHERE tenant_id = \(scope) AND local_id = \(localId)
+                """, logger: logger)
+            return try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+        }
+    }
+
     typealias UserRow = (
         String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?, Int64?
     )
@@ -253,7 +291,7 @@ public struct PostgresAccountRepository: AccountRepository {
             // 2. Lock the family: every rotation of one session is serialised here.
             let familyRows = try await connection.query(
                 """
-                SELECT local_id, sign_in_provider, auth_time, extract(epoch FROM created_at)::bigint,
+                SELECT local_id, sign_in_provider, auth_time, floor(extract(epoch FROM created_at))::bigint,
                     revoked_at IS NOT NULL, revoked_reason = 'user_deleted',
                     now() > expires_at OR now() > last_used_at + make_interval(secs => \(Double(request.idleSeconds)))
                 FROM refresh_families WHERE tenant_id = \(scope) AND family_id = \(familyId) FOR UPDATE

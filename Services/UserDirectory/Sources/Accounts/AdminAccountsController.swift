@@ -12,7 +12,72 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
             group.post("\(scope)/accounts:lookup", use: lookup)
             group.post("\(scope)/accounts:delete", use: delete)
+            group.post("\(scope)/accounts:update", use: update)
         }
+    }
+
+    struct UpdateRequest: Decodable {
+        var localId: String?
+        var tenantId: String?
+        var disableUser: Bool?
+        var emailVerified: Bool?
+        /// Admin SDKs send a JSON number of seconds; the protocol's type is an int64 string.
+        var validSince: JSONValue?
+        var displayName: String?
+        var photoUrl: String?
+        var deleteAttribute: [String]?
+    }
+
+    struct UpdateResponse: Encodable, Sendable {
+        var kind = "identitytoolkit#SetAccountInfoResponse"
+        var localId: String
+        var email: String?
+        var emailVerified: Bool
+        var displayName: String?
+        var photoUrl: String?
+        var providerUserInfo: [ProviderUserInfo]
+    }
+
+    /// Admin `accounts:update` (B.2.3). Admin calls ignore the self-service switches and work on
+    /// disabled users (B.5.13).
+    @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<UpdateResponse> {
+        let body = try await request.decodeJSON(UpdateRequest.self, context: context)
+        let scope = try await resolveScope(
+            pathTenant: context.parameters.get("tenant"), bodyTenant: body.tenantId, context)
+        guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
+        var change = AdminUserChange()
+        change.disabled = body.disableUser
+        change.emailVerified = body.emailVerified
+        change.displayName = body.displayName
+        change.photoUrl = body.photoUrl
+        for attribute in body.deleteAttribute ?? [] {
+            switch attribute {
+            case "DISPLAY_NAME": change.deleteDisplayName = true
+            case "PHOTO_URL": change.deletePhotoUrl = true
+            default: throw FirebaseError.notImplemented("deleteAttribute \(attribute) in the admin API")
+            }
+        }
+        if let validSince = body.validSince {
+            switch validSince {
+            case .int(let seconds): change.validSince = seconds
+            case .string(let text):
+                guard let seconds = Int64(text) else {
+                    throw FirebaseError.invalidArgument("Invalid value at 'valid_since'")
+                }
+                change.validSince = seconds
+            default: throw FirebaseError.invalidArgument("Invalid value at 'valid_since'")
+            }
+        }
+        guard
+            let user = try await accounts.adminUpdate(
+                scope: scope, localId: localId, change: change, logger: context.logger)
+        else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        context.logger.info(
+            "user updated by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
+        return JSONResponse(
+            UpdateResponse(
+                localId: user.localId, email: user.email, emailVerified: user.emailVerified,
+                displayName: user.displayName, photoUrl: user.photoUrl, providerUserInfo: user.providerUserInfo))
     }
 
     struct LookupRequest: Decodable {

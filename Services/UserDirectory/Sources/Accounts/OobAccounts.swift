@@ -10,70 +10,71 @@ extension PostgresAccountRepository {
         let scope = scopeKey(request.tenantId)
         let flags = try await flags(scope, logger: logger)
         let ttlSeconds = oobCodeTTL.timeInterval
-        do {
-            return try await client.transaction(logger: logger) { connection in
-                let localId: String
-                if request.requestType == .passwordReset {
-                    guard let email = request.email,
-                        let id = try await Self.userID(connection, scope: scope, email: email, logger: logger)
-                    else {
-                        // Under protection an unknown address is not revealed: same answer, no mail (B.5.9).
-                        if flags.emailPrivacy { return SendOobCodeResponse(email: request.email) }
-                        throw FirebaseError.invalid("EMAIL_NOT_FOUND")
-                    }
-                    localId = id
-                } else {
-                    guard let id = request.localId else { throw FirebaseError.invalid("MISSING_ID_TOKEN") }
-                    localId = id
+        return try await client.transaction(logger: logger) { connection in
+            let localId: String
+            if request.requestType == .passwordReset {
+                guard let email = request.email,
+                    let id = try await Self.userID(connection, scope: scope, email: email, logger: logger)
+                else {
+                    // Under protection an unknown address is not revealed: same answer, no mail (B.5.9).
+                    if flags.emailPrivacy { return SendOobCodeResponse(email: request.email) }
+                    throw FirebaseError.invalid("EMAIL_NOT_FOUND")
                 }
-                guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger),
-                    let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                        .first
-                else { throw FirebaseError.invalid("USER_NOT_FOUND") }
-                let recipient: String
-                switch request.requestType {
-                case .passwordReset, .verifyEmail:
-                    guard let email = user.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
-                    recipient = email
-                case .verifyAndChangeEmail:
-                    guard let newEmail = request.newEmail else { throw FirebaseError.invalid("MISSING_NEW_EMAIL") }
-                    if newEmail != user.email,
-                        try await Self.userID(connection, scope: scope, email: newEmail, logger: logger) != nil
-                    {
-                        throw FirebaseError.invalid("EMAIL_EXISTS")
-                    }
-                    recipient = newEmail
-                }
-                let code = Base64URL.encode(Secrets.randomBytes(32))
-                try await connection.query(
-                    """
-                    INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at)
-                    VALUES (\(Secrets.tokenHash(code)), \(scope), \(localId), \(request.requestType.rawValue),
-                        \(user.email ?? recipient), \(request.newEmail), now() + make_interval(secs => \(ttlSeconds)))
-                    """, logger: logger)
-                var link = request.linkPrefix + "&oobCode=" + code
-                if let continueUrl = request.continueUrl,
-                    let encoded = continueUrl.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed)
-                {
-                    link += "&continueUrl=" + encoded
-                }
-                let appName = try await Self.appName(connection, scope: scope, logger: logger)
-                let mail = MailTemplate.standard(request.requestType).render(
-                    appName: appName, link: link, email: user.email ?? recipient, newEmail: request.newEmail,
-                    displayName: user.displayName)
-                try await connection.query(
-                    """
-                    INSERT INTO mail_outbox (tenant_id, recipient, subject, body)
-                    VALUES (\(scope), \(recipient), \(mail.subject), \(mail.body))
-                    """, logger: logger)
-                logger.info(
-                    "out-of-band code queued",
-                    metadata: [
-                        "tenant.id": .string(scope), "user.id": .string(localId),
-                        "oob.type": .string(request.requestType.rawValue),
-                    ])
-                return SendOobCodeResponse(email: recipient)
+                localId = id
+            } else {
+                guard let id = request.localId else { throw FirebaseError.invalid("MISSING_ID_TOKEN") }
+                localId = id
             }
+            guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger),
+                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
+                    .first
+            else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+            let recipient: String
+            switch request.requestType {
+            case .passwordReset, .verifyEmail:
+                guard let email = user.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+                recipient = email
+            case .verifyAndChangeEmail:
+                guard let newEmail = request.newEmail else { throw FirebaseError.invalid("MISSING_NEW_EMAIL") }
+                if newEmail != user.email,
+                    try await Self.userID(connection, scope: scope, email: newEmail, logger: logger) != nil
+                {
+                    throw FirebaseError.invalid("EMAIL_EXISTS")
+                }
+                recipient = newEmail
+            }
+            let code = Base64URL.encode(Secrets.randomBytes(32))
+            try await connection.query(
+                """
+                INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at)
+                VALUES (\(Secrets.tokenHash(code)), \(scope), \(localId), \(request.requestType.rawValue),
+                    \(user.email ?? recipient), \(request.newEmail), now() + make_interval(secs => \(ttlSeconds)))
+                """, logger: logger)
+            var link = request.linkPrefix + "&oobCode=" + code
+            if let continueUrl = request.continueUrl,
+                let encoded = continueUrl.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed)
+            {
+                link += "&continueUrl=" + encoded
+            }
+            let appName = try await Self.appName(connection, scope: scope, logger: logger)
+            let template =
+                try await MailTemplateStore.read(connection, scope: scope, type: request.requestType, logger: logger)
+                ?? MailTemplate.standard(request.requestType)
+            let mail = template.render(
+                appName: appName, link: link, email: user.email ?? recipient, newEmail: request.newEmail,
+                displayName: user.displayName)
+            try await connection.query(
+                """
+                INSERT INTO mail_outbox (tenant_id, recipient, subject, body)
+                VALUES (\(scope), \(recipient), \(mail.subject), \(mail.body))
+                """, logger: logger)
+            logger.info(
+                "out-of-band code queued",
+                metadata: [
+                    "tenant.id": .string(scope), "user.id": .string(localId),
+                    "oob.type": .string(request.requestType.rawValue),
+                ])
+            return SendOobCodeResponse(email: recipient)
         }
     }
 

@@ -181,6 +181,17 @@ public enum Migrations {
                 CREATE INDEX mail_outbox_due_idx ON mail_outbox (next_attempt_at)
                     WHERE delivered_at IS NULL AND failed_at IS NULL
                 """,
+                // Per-scope mail templates; a scope without a row uses the built-in default.
+                """
+                CREATE TABLE mail_templates (
+                    tenant_id text NOT NULL REFERENCES tenants (tenant_id) ON DELETE CASCADE,
+                    request_type text NOT NULL,
+                    subject text NOT NULL,
+                    body text NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (tenant_id, request_type)
+                )
+                """,
             ]),
     ]
 

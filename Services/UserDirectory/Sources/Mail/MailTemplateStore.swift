@@ -1,0 +1,124 @@
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// Per-scope mail templates in PostgreSQL.
+enum MailTemplateStore {
+    static func read(_ connection: PostgresConnection, scope: String, type: OobRequestType, logger: Logger)
+        async throws -> MailTemplate?
+    {
+        let rows = try await connection.query(
+            "SELECT subject, body FROM mail_templates WHERE tenant_id = \(scope) AND request_type = \(type.rawValue)",
+            logger: logger)
+        for try await (subject, body) in rows.decode((String, String).self) {
+            return MailTemplate(subject: subject, body: body)
+        }
+        return nil
+    }
+}
+
+/// `GET /v2/projects/{p}[/tenants/{t}]/mailTemplates`, and `PATCH` / `DELETE
+/// …/mailTemplates/{requestType}` (Tessera's own admin resource, A.10 conventions): the subject and
+/// plain-text body of the verification, password-reset and email-change mails, with the
+/// placeholders `%APP_NAME%`, `%LINK%`, `%EMAIL%`, `%NEW_EMAIL%`, `%DISPLAY_NAME%`. `DELETE` returns
+/// a template to the built-in default.
+struct MailTemplateController<Tenants: TenantRepository> {
+    let client: PostgresClient
+    let tenants: Tenants
+
+    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+        for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
+            group.get("\(scope)/mailTemplates", use: list)
+            group.patch("\(scope)/mailTemplates/{requestType}", use: update)
+            group.delete("\(scope)/mailTemplates/{requestType}", use: reset)
+        }
+    }
+
+    struct TemplateWire: Codable, Sendable {
+        var requestType: String?
+        var subject: String?
+        var body: String?
+        /// False when the built-in default is in force.
+        var custom: Bool?
+    }
+
+    struct TemplateList: Codable, Sendable {
+        var templates: [TemplateWire]
+    }
+
+    static var types: [OobRequestType] { [.verifyEmail, .passwordReset, .verifyAndChangeEmail] }
+
+    func scope(_ context: DirectoryContext) async throws -> String {
+        guard let tenant = context.parameters.get("tenant") else { return ScopeSettings.defaultScopeID }
+        guard !tenant.isEmpty, try await tenants.get(tenant, logger: context.logger) != nil else {
+            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+        }
+        return tenant
+    }
+
+    static func type(_ context: DirectoryContext) throws -> OobRequestType {
+        guard let type = OobRequestType(rawValue: try context.parameters.require("requestType")) else {
+            throw FirebaseError.invalidArgument(
+                "INVALID_ARGUMENT : requestType must be VERIFY_EMAIL, PASSWORD_RESET or VERIFY_AND_CHANGE_EMAIL")
+        }
+        return type
+    }
+
+    @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateList> {
+        let scope = try await scope(context)
+        let templates = try await client.withConnection { connection in
+            var result: [TemplateWire] = []
+            for type in Self.types {
+                let stored = try await MailTemplateStore.read(
+                    connection, scope: scope, type: type, logger: context.logger)
+                let template = stored ?? MailTemplate.standard(type)
+                result.append(
+                    TemplateWire(
+                        requestType: type.rawValue, subject: template.subject, body: template.body,
+                        custom: stored != nil))
+            }
+            return result
+        }
+        return JSONResponse(TemplateList(templates: templates))
+    }
+
+    @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateWire> {
+        let scope = try await scope(context)
+        let type = try Self.type(context)
+        let input = try await request.decodeJSON(TemplateWire.self, context: context)
+        let current =
+            try await client.withConnection {
+                try await MailTemplateStore.read($0, scope: scope, type: type, logger: context.logger)
+            } ?? MailTemplate.standard(type)
+        let subject = input.subject ?? current.subject
+        let body = input.body ?? current.body
+        guard !subject.isEmpty, subject.count <= 200, !subject.contains(where: \.isNewline) else {
+            throw FirebaseError.invalidArgument("INVALID_ARGUMENT : subject must be one line of 1-200 characters")
+        }
+        guard body.contains("%LINK%"), body.count <= 20_000 else {
+            throw FirebaseError.invalidArgument(
+                "INVALID_ARGUMENT : body must contain %LINK% and be at most 20000 characters")
+        }
+        try await client.query(
+            """
+            INSERT INTO mail_templates (tenant_id, request_type, subject, body) VALUES (\(scope), \(type.rawValue), \(subject), \(body))
+            ON CONFLICT (tenant_id, request_type) DO UPDATE SET subject = EXCLUDED.subject, body = EXCLUDED.body, updated_at = now()
+            """, logger: context.logger)
+        context.logger.info(
+            "mail template updated", metadata: ["tenant.id": .string(scope), "oob.type": .string(type.rawValue)])
+        return JSONResponse(TemplateWire(requestType: type.rawValue, subject: subject, body: body, custom: true))
+    }
+
+    @Sendable func reset(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateWire> {
+        let scope = try await scope(context)
+        let type = try Self.type(context)
+        try await client.query(
+            "DELETE FROM mail_templates WHERE tenant_id = \(scope) AND request_type = \(type.rawValue)",
+            logger: context.logger)
+        let template = MailTemplate.standard(type)
+        return JSONResponse(
+            TemplateWire(requestType: type.rawValue, subject: template.subject, body: template.body, custom: false))
+    }
+}
