@@ -219,10 +219,11 @@ extension PostgresAccountRepository {
         let deleteProviders = Set(request.deleteProvider)
         do {
             return try await client.transaction(logger: logger) { connection in
-                guard
+                // Lock first, then read: the row read is the row this transaction changes.
+                guard try await Self.lockUser(connection, scope: scope, localId: request.localId, logger: logger),
                     let before = try await Self.fetchUsers(
                         connection, scope: scope, localIds: [request.localId], logger: logger
-                    ).first, try await Self.lockUser(connection, scope: scope, localId: request.localId, logger: logger)
+                    ).first
                 else { throw FirebaseError.invalid("USER_NOT_FOUND") }
                 let now = Self.nowMillis()
                 var displayName = request.displayName ?? before.displayName

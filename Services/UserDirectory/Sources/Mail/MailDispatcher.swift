@@ -17,7 +17,9 @@ public struct MailDispatcher: Service {
         public var retryMax: Duration = .seconds(3600)
         public var giveUpAfter: Duration = .seconds(3 * 86400)
         public var batchSize = 10
-        public var lease: Duration = .seconds(120)
+        /// Longer than a whole batch can take (each message has a 30 s SMTP timeout), so no other
+        /// replica claims a message that is still being sent.
+        public var lease: Duration = .seconds(10 * 30 + 60)
 
         public init(smtp: SMTPConfiguration?) { self.smtp = smtp }
     }

@@ -34,7 +34,7 @@ public struct MailTemplate: Sendable, Equatable, Codable {
             MailTemplate(
                 subject: "Verify your email for %APP_NAME%",
                 body: """
-                    Hello %DISPLAY_NAME%,
+                    Hello,
 
                     Follow this link to verify your email address.
 
@@ -50,7 +50,7 @@ public struct MailTemplate: Sendable, Equatable, Codable {
             MailTemplate(
                 subject: "Verify your new email for %APP_NAME%",
                 body: """
-                    Hello %DISPLAY_NAME%,
+                    Hello,
 
                     Follow this link to verify %NEW_EMAIL% as the new sign-in email of your %APP_NAME% account.
 
@@ -74,7 +74,6 @@ public struct MailTemplate: Sendable, Equatable, Codable {
                 .replacingOccurrences(of: "%EMAIL%", with: email)
                 .replacingOccurrences(of: "%NEW_EMAIL%", with: newEmail ?? email)
                 .replacingOccurrences(of: "%DISPLAY_NAME%", with: displayName ?? "")
-                .replacingOccurrences(of: "Hello ,", with: "Hello,")
         }
         return MailMessage.Parts(subject: fill(subject), body: fill(body))
     }
