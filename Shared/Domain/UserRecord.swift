@@ -9,6 +9,8 @@ public struct UserRecord: Codable, Sendable, Equatable {
     public var emailVerified: Bool
     public var displayName: String?
     public var photoUrl: String?
+    /// E.164 (`+15555550100`); an attribute admins set (phone sign-in is out of scope, A.1).
+    public var phoneNumber: String?
     public var disabled: Bool
     /// A JSON object as text (`{"admin":true}`), nil when the user has no custom claims.
     public var customAttributes: String?
@@ -34,6 +36,7 @@ public struct UserRecord: Codable, Sendable, Equatable {
         self.emailVerified = emailVerified
         self.displayName = displayName
         self.photoUrl = photoUrl
+        self.phoneNumber = nil
         self.disabled = disabled
         self.customAttributes = customAttributes
         self.validSince = validSince
@@ -80,6 +83,7 @@ public struct UserInfoWire: Codable, Sendable {
     public var emailVerified: Bool
     public var displayName: String?
     public var photoUrl: String?
+    public var phoneNumber: String?
     public var validSince: String
     public var disabled: Bool
     public var createdAt: String
@@ -99,6 +103,7 @@ public struct UserInfoWire: Codable, Sendable {
         emailVerified = user.emailVerified
         displayName = user.displayName
         photoUrl = user.photoUrl
+        phoneNumber = user.phoneNumber
         validSince = String(user.validSince)
         disabled = user.disabled
         createdAt = String(user.createdAt)

@@ -220,8 +220,14 @@ struct DirectoryPostgresTests {
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client, tenant: "ta")
             _ = try await newSession(client, tenant: "tb")
-            #expect(try await accounts.lookup(scope: "ta", localIds: [localId], emails: [], logger: logger).count == 1)
-            #expect(try await accounts.lookup(scope: "tb", localIds: [localId], emails: [], logger: logger).isEmpty)
+            #expect(
+                try await accounts.adminLookup(
+                    scope: "ta", localIds: [localId], emails: [], phoneNumbers: [], federated: [], logger: logger
+                ).count == 1)
+            #expect(
+                try await accounts.adminLookup(
+                    scope: "tb", localIds: [localId], emails: [], phoneNumbers: [], federated: [], logger: logger
+                ).isEmpty)
             await expectFirebaseError("USER_NOT_FOUND") {
                 _ = try await accounts.userForClient(scope: "tb", localId: localId, logger: logger)
             }

@@ -16,7 +16,6 @@ public protocol AccountRepository: Sendable {
     func deleteByUser(scope: String, localId: String, logger: Logger) async throws
     /// Deletes a user for an admin; false if there was none.
     func delete(scope: String, localId: String, logger: Logger) async throws -> Bool
-    func lookup(scope: String, localIds: [String], emails: [String], logger: Logger) async throws -> [UserRecord]
     func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
         -> RotateRefreshTokenResponse
     func signUpPassword(_ request: SignUpPasswordRequest, logger: Logger) async throws -> (UserRecord, SessionInfo)
@@ -30,9 +29,18 @@ public protocol AccountRepository: Sendable {
     /// An admin's change to a user; nil if there is no such user.
     func adminUpdate(scope: String, localId: String, change: AdminUserChange, logger: Logger) async throws
         -> UserRecord?
+    func adminCreate(scope: String, user: AdminNewUser, logger: Logger) async throws -> UserRecord
+    func adminLookup(
+        scope: String, localIds: [String], emails: [String], phoneNumbers: [String],
+        federated: [(providerId: String, rawId: String)], logger: Logger
+    ) async throws -> [UserRecord]
+    func batchGet(scope: String, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser]
+    func batchDelete(scope: String, localIds: [String], force: Bool, logger: Logger) async throws
+        -> [(index: Int, localId: String)]
 }
 
-/// What an admin may change with `accounts:update` (so far: the fields of B.5.11/B.5.13).
+/// What an admin may change with `accounts:update` (B.2.3). Admin calls ignore the self-service
+/// switches and work on disabled users.
 public struct AdminUserChange: Sendable {
     public var disabled: Bool?
     public var emailVerified: Bool?
@@ -42,6 +50,16 @@ public struct AdminUserChange: Sendable {
     public var photoUrl: String?
     public var deleteDisplayName = false
     public var deletePhotoUrl = false
+    /// Normalised.
+    public var email: String?
+    public var deleteEmail = false
+    public var password: String?
+    public var phoneNumber: String?
+    public var deletePhoneNumber = false
+    /// Validated claims text; `.some(nil)` clears them.
+    public var customAttributes: String??
+    /// Federated providers to unlink (`password` and `phone` are handled by their own fields).
+    public var deleteProviders: [String] = []
 
     public init() {}
 }
@@ -181,49 +199,71 @@ public struct PostgresAccountRepository: AccountRepository {
         }
     }
 
-    public func lookup(scope: String, localIds: [String], emails: [String], logger: Logger) async throws
-        -> [UserRecord]
-    {
-        try await client.withConnection { connection in
-            var users = try await Self.fetchUsers(connection, scope: scope, localIds: localIds, logger: logger)
-            if !emails.isEmpty {
-                let lowered = emails.map { $0.lowercased() }
-                let rows = try await connection.query(
-                    "SELECT local_id FROM users WHERE tenant_id = \(scope) AND email = ANY(\(lowered))",
-                    logger: logger)
-                var ids: [String] = []
-                for try await id in rows.decode(String.self) where !users.contains(where: { $0.localId == id }) {
-                    ids.append(id)
-                }
-                users += try await Self.fetchUsers(connection, scope: scope, localIds: ids, logger: logger)
-            }
-            return users
-        }
-    }
-
     public func adminUpdate(scope: String, localId: String, change: AdminUserChange, logger: Logger) async throws
         -> UserRecord?
     {
-        try await client.transaction(logger: logger) { connection in
-            guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger) else {
-                return nil
+        var stored: StoredPassword?
+        if let password = change.password {
+            stored = try await hasher.hash(password, key: try await hashKey.get(client, logger: logger))
+        }
+        do {
+            return try await client.transaction(logger: logger) { connection in
+                guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger),
+                    let before = try await Self.fetchUsers(
+                        connection, scope: scope, localIds: [localId], logger: logger
+                    )
+                    .first
+                else { return nil }
+                let now = Self.nowMillis()
+                let email = change.deleteEmail ? nil : (change.email ?? before.email)
+                let emailChanged = email != before.email
+                // A new email is unverified unless the same call says otherwise.
+                let emailVerified = change.emailVerified ?? (emailChanged ? false : before.emailVerified)
+                let phone = change.deletePhoneNumber ? nil : (change.phoneNumber ?? before.phoneNumber)
+                let claims: String? = change.customAttributes ?? before.customAttributes
+                let credentialsChanged = stored != nil || emailChanged
+                try await connection.query(
+                    """
+                    UPDATE users SET disabled = coalesce(\(change.disabled), disabled),
+                        email = \(email), email_verified = \(emailVerified), phone_number = \(phone),
+                        custom_attributes = \(claims),
+                        valid_since = CASE WHEN \(credentialsChanged) THEN \(now / 1000)
+                            ELSE coalesce(\(change.validSince), valid_since) END,
+                        display_name = CASE WHEN \(change.deleteDisplayName) THEN NULL
+                            ELSE coalesce(\(change.displayName), display_name) END,
+                        photo_url = CASE WHEN \(change.deletePhotoUrl) THEN NULL
+                            ELSE coalesce(\(change.photoUrl), photo_url) END
+                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    """, logger: logger)
+                if let stored {
+                    try await connection.query(
+                        """
+                        UPDATE users SET password_algorithm = \(stored.algorithm), password_params = \(stored.params),
+                            password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now),
+                            is_anonymous = false, anonymous_due_at = NULL
+                        WHERE tenant_id = \(scope) AND local_id = \(localId)
+                        """, logger: logger)
+                }
+                if !change.deleteProviders.isEmpty {
+                    try await connection.query(
+                        """
+                        DELETE FROM provider_links
+                        WHERE tenant_id = \(scope) AND local_id = \(localId) AND provider_id = ANY(\(change.deleteProviders))
+                        """, logger: logger)
+                }
+                if credentialsChanged {
+                    try await Self.revokeSessions(
+                        connection, scope: scope, localId: localId, reason: "admin_change", logger: logger)
+                }
+                return try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
             }
-            try await connection.query(
-                """
-                UPDATE users SET disabled = coalesce(\(change.disabled), disabled),
-                    email_verified = coalesce(\(change.emailVerified), email_verified),
-                    valid_since = coalesce(\(change.validSince), valid_since),
-                    display_name = CASE WHEN \(change.deleteDisplayName) THEN NULL
-                        ELSE coalesce(\(change.displayName), display_name) END,
-                    photo_url = CASE WHEN \(change.deletePhotoUrl) THEN NULL ELSE coalesce(\(change.photoUrl), photo_url) END
-                WHERE tenant_id = \(scope) AND local_id = \(localId)
-                """, logger: logger)
-            return try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+        } catch let error as PSQLError {
+            throw Self.uniqueViolation(error) ?? error
         }
     }
 
     typealias UserRow = (
-        String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?, Int64?
+        String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?, Int64?, String?
     )
 
     /// Users of one scope by id, with their provider links, in the order asked for.
@@ -235,7 +275,7 @@ public struct PostgresAccountRepository: AccountRepository {
             """
             SELECT tenant_id, local_id, email, email_verified, display_name, photo_url, disabled, custom_attributes,
                 valid_since, created_at, last_login_at, last_refresh_at,
-                CASE WHEN password_hash IS NOT NULL THEN password_updated_at END
+                CASE WHEN password_hash IS NOT NULL THEN password_updated_at END, phone_number
             FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds))
             """, logger: logger)
         var byId: [String: UserRecord] = [:]
@@ -244,6 +284,7 @@ public struct PostgresAccountRepository: AccountRepository {
                 tenantId: wireTenantID(r.0), localId: r.1, email: r.2, emailVerified: r.3, displayName: r.4,
                 photoUrl: r.5, disabled: r.6, customAttributes: r.7, validSince: r.8, createdAt: r.9,
                 lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
+            user.phoneNumber = r.13
             // The password provider entry is derived, never stored: present iff email and password (B.6).
             if let email = user.email, user.hasPassword {
                 user.providerUserInfo.append(

@@ -3,18 +3,220 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// Admin user management under `/v1/projects/{p}[/tenants/{t}]/…` (API.md B.2.3).
+/// Admin user management under `/v1/projects/{p}[/tenants/{t}]/…` (API.md B.2.3, B.6).
 struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepository> {
     let accounts: Accounts
     let tenants: Tenants
 
     func addRoutes(to group: RouterGroup<DirectoryContext>) {
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
+            group.post("\(scope)/accounts", use: create)
             group.post("\(scope)/accounts:lookup", use: lookup)
             group.post("\(scope)/accounts:delete", use: delete)
             group.post("\(scope)/accounts:update", use: update)
+            group.post("\(scope)/accounts:batchDelete", use: batchDelete)
+            group.get("\(scope)/accounts:batchGet", use: batchGet)
         }
     }
+
+    // MARK: create
+
+    struct CreateRequest: Decodable {
+        var localId: String?
+        var email: String?
+        var password: String?
+        var displayName: String?
+        var photoUrl: String?
+        var phoneNumber: String?
+        var emailVerified: Bool?
+        var disabled: Bool?
+        var tenantId: String?
+        var mfaInfo: JSONValue?
+    }
+
+    struct CreateResponse: Encodable, Sendable {
+        var kind = Kind.signUp
+        var localId: String
+        var email: String?
+        var displayName: String?
+    }
+
+    /// `POST …/accounts`: a privileged sign-up (Admin `create_user`); the self-service switches do
+    /// not apply (B.2.3).
+    @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<CreateResponse> {
+        let body = try await request.decodeJSON(CreateRequest.self, context: context)
+        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        if body.mfaInfo != nil { throw FirebaseError.notImplemented("Multi-factor enrollment") }
+        var user = AdminNewUser()
+        if let localId = body.localId {
+            guard !localId.isEmpty, localId.count <= 128 else { throw FirebaseError.invalid("INVALID_LOCAL_ID") }
+            user.localId = localId
+        }
+        if let email = body.email {
+            guard let normalized = Credentials.normalizedEmail(email) else {
+                throw FirebaseError.invalid("INVALID_EMAIL")
+            }
+            user.email = normalized
+        }
+        if let password = body.password {
+            try Credentials.checkPassword(password)
+            user.password = password
+        }
+        user.phoneNumber = try Self.phone(body.phoneNumber)
+        user.displayName = body.displayName
+        user.photoUrl = body.photoUrl
+        user.emailVerified = body.emailVerified ?? false
+        user.disabled = body.disabled ?? false
+        let created = try await accounts.adminCreate(scope: scope, user: user, logger: context.logger)
+        context.logger.info(
+            "user created by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(created.localId)])
+        return JSONResponse(
+            CreateResponse(localId: created.localId, email: created.email, displayName: created.displayName))
+    }
+
+    static func phone(_ raw: String?) throws -> String? {
+        guard let raw else { return nil }
+        guard Credentials.isPhoneNumber(raw) else {
+            throw FirebaseError.invalid("INVALID_PHONE_NUMBER", "Invalid format.")
+        }
+        return raw
+    }
+
+    // MARK: lookup
+
+    struct FederatedID: Decodable {
+        var providerId: String?
+        var rawId: String?
+    }
+
+    struct LookupRequest: Decodable {
+        var localId: [String]?
+        var email: [String]?
+        var phoneNumber: [String]?
+        var federatedUserId: [FederatedID]?
+        var initialEmail: [String]?
+        var tenantId: String?
+    }
+
+    @Sendable func lookup(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<LookupResponse> {
+        let body = try await request.decodeJSON(LookupRequest.self, context: context)
+        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        if body.initialEmail != nil { throw FirebaseError.notImplemented("Lookup by initialEmail") }
+        var federated: [(providerId: String, rawId: String)] = []
+        for id in body.federatedUserId ?? [] {
+            guard let providerId = id.providerId, !providerId.isEmpty else {
+                throw FirebaseError.invalid("MISSING_PROVIDER_ID")
+            }
+            guard let rawId = id.rawId, !rawId.isEmpty else { throw FirebaseError.invalid("MISSING_RAW_ID") }
+            federated.append((providerId, rawId))
+        }
+        let users = try await accounts.adminLookup(
+            scope: scope, localIds: body.localId ?? [], emails: body.email ?? [], phoneNumbers: body.phoneNumber ?? [],
+            federated: federated, logger: context.logger)
+        return JSONResponse(LookupResponse(users: users))
+    }
+
+    // MARK: delete
+
+    struct DeleteRequest: Decodable {
+        var localId: String?
+        var tenantId: String?
+    }
+
+    @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<DeleteResponse> {
+        let body = try await request.decodeJSON(DeleteRequest.self, context: context)
+        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
+        guard try await accounts.delete(scope: scope, localId: localId, logger: context.logger) else {
+            throw FirebaseError.invalid("USER_NOT_FOUND")
+        }
+        context.logger.info(
+            "user deleted by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
+        return JSONResponse(DeleteResponse())
+    }
+
+    struct BatchDeleteRequest: Decodable {
+        var localIds: [String]?
+        var force: Bool?
+        var tenantId: String?
+    }
+
+    struct BatchDeleteResponse: Encodable, Sendable {
+        struct Failure: Encodable, Sendable {
+            var index: Int
+            var localId: String
+            var message: String
+        }
+        var errors: [Failure]?
+    }
+
+    @Sendable func batchDelete(_ request: Request, context: DirectoryContext) async throws
+        -> JSONResponse<BatchDeleteResponse>
+    {
+        let body = try await request.decodeJSON(BatchDeleteRequest.self, context: context, limit: 4 << 20)
+        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        let ids = body.localIds ?? []
+        guard !ids.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
+        guard ids.count <= 1000 else { throw FirebaseError.invalid("LOCAL_ID_LIST_EXCEEDS_LIMIT") }
+        let refused = try await accounts.batchDelete(
+            scope: scope, localIds: ids, force: body.force ?? false, logger: context.logger)
+        context.logger.info(
+            "users deleted by admin",
+            metadata: [
+                "tenant.id": .string(scope), "users.requested": "\(ids.count)", "users.refused": "\(refused.count)",
+            ])
+        let failures = refused.map {
+            BatchDeleteResponse.Failure(
+                index: $0.index, localId: $0.localId,
+                message: "NOT_DISABLED : Disable the account before batch deletion.")
+        }
+        return JSONResponse(BatchDeleteResponse(errors: failures.isEmpty ? nil : failures))
+    }
+
+    // MARK: batchGet
+
+    struct ExportedUserWire: Encodable, Sendable {
+        var user: UserInfoWire
+        var passwordHash: String?
+        var salt: String?
+
+        func encode(to encoder: any Encoder) throws {
+            try user.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encodeIfPresent(passwordHash, forKey: .passwordHash)
+            try container.encodeIfPresent(salt, forKey: .salt)
+        }
+
+        enum Keys: String, CodingKey { case passwordHash, salt }
+    }
+
+    struct BatchGetResponse: Encodable, Sendable {
+        var kind = "identitytoolkit#DownloadAccountResponse"
+        var users: [ExportedUserWire]?
+        var nextPageToken: String?
+    }
+
+    /// `GET …/accounts:batchGet?maxResults=&nextPageToken=` (B.2.3): ordered by localId, default 20,
+    /// at most 1000; a full page always carries a token (the last localId). Password hashes and salts
+    /// are exported in the B.7.1 form, so the project's hash config re-imports them anywhere.
+    @Sendable func batchGet(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
+        BatchGetResponse
+    > {
+        let scope = try await resolveScope(context, bodyTenant: request.uri.queryParameters.get("tenantId"))
+        let requested = request.uri.queryParameters.get("maxResults", as: Int.self) ?? 20
+        guard requested > 0 else { throw FirebaseError.invalid("INVALID_ARGUMENT", "maxResults must be positive") }
+        let limit = min(requested, 1000)
+        let after = request.uri.queryParameters.get("nextPageToken").flatMap { $0.isEmpty ? nil : $0 }
+        let page = try await accounts.batchGet(scope: scope, after: after, limit: limit, logger: context.logger)
+        let users = page.map {
+            ExportedUserWire(user: UserInfoWire($0.user), passwordHash: $0.passwordHash, salt: $0.salt)
+        }
+        return JSONResponse(
+            BatchGetResponse(
+                users: users.isEmpty ? nil : users, nextPageToken: page.count == limit ? page.last?.user.localId : nil))
+    }
+
+    // MARK: update
 
     struct UpdateRequest: Decodable {
         var localId: String?
@@ -25,11 +227,16 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var validSince: JSONValue?
         var displayName: String?
         var photoUrl: String?
+        var email: String?
+        var password: String?
+        var phoneNumber: String?
+        var customAttributes: String?
         var deleteAttribute: [String]?
+        var deleteProvider: [String]?
     }
 
     struct UpdateResponse: Encodable, Sendable {
-        var kind = "identitytoolkit#SetAccountInfoResponse"
+        var kind = Kind.update
         var localId: String
         var email: String?
         var emailVerified: Bool
@@ -38,23 +245,40 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var providerUserInfo: [ProviderUserInfo]
     }
 
-    /// Admin `accounts:update` (B.2.3). Admin calls ignore the self-service switches and work on
-    /// disabled users (B.5.13).
     @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<UpdateResponse> {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
-        let scope = try await resolveScope(
-            pathTenant: context.parameters.get("tenant"), bodyTenant: body.tenantId, context)
+        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
         guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
         var change = AdminUserChange()
         change.disabled = body.disableUser
         change.emailVerified = body.emailVerified
         change.displayName = body.displayName
         change.photoUrl = body.photoUrl
+        if let email = body.email {
+            guard let normalized = Credentials.normalizedEmail(email) else {
+                throw FirebaseError.invalid("INVALID_EMAIL")
+            }
+            change.email = normalized
+        }
+        if let password = body.password {
+            try Credentials.checkPassword(password)
+            change.password = password
+        }
+        change.phoneNumber = try Self.phone(body.phoneNumber)
+        if let claims = body.customAttributes { change.customAttributes = .some(try CustomClaims.validate(claims)) }
         for attribute in body.deleteAttribute ?? [] {
             switch attribute {
             case "DISPLAY_NAME": change.deleteDisplayName = true
             case "PHOTO_URL": change.deletePhotoUrl = true
-            default: throw FirebaseError.notImplemented("deleteAttribute \(attribute) in the admin API")
+            case "EMAIL": change.deleteEmail = true
+            default: throw FirebaseError.invalidArgument("Invalid value at 'delete_attribute': \(attribute)")
+            }
+        }
+        for provider in body.deleteProvider ?? [] {
+            switch provider {
+            case "phone": change.deletePhoneNumber = true
+            case "password": throw FirebaseError.notImplemented("deleteProvider password in the admin API")
+            default: change.deleteProviders.append(provider)
             }
         }
         if let validSince = body.validSince {
@@ -80,49 +304,16 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
                 displayName: user.displayName, photoUrl: user.photoUrl, providerUserInfo: user.providerUserInfo))
     }
 
-    struct LookupRequest: Decodable {
-        var localId: [String]?
-        var email: [String]?
-        var phoneNumber: [String]?
-        var tenantId: String?
-    }
-
-    struct DeleteRequest: Decodable {
-        var localId: String?
-        var tenantId: String?
-    }
-
-    @Sendable func lookup(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<LookupResponse> {
-        let body = try await request.decodeJSON(LookupRequest.self, context: context)
-        let scope = try await resolveScope(
-            pathTenant: context.parameters.get("tenant"), bodyTenant: body.tenantId, context)
-        let users = try await accounts.lookup(
-            scope: scope, localIds: body.localId ?? [], emails: body.email ?? [], logger: context.logger)
-        return JSONResponse(LookupResponse(users: users))
-    }
-
-    @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<DeleteResponse> {
-        let body = try await request.decodeJSON(DeleteRequest.self, context: context)
-        let scope = try await resolveScope(
-            pathTenant: context.parameters.get("tenant"), bodyTenant: body.tenantId, context)
-        guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
-        guard try await accounts.delete(scope: scope, localId: localId, logger: context.logger) else {
-            throw FirebaseError.invalid("USER_NOT_FOUND")
-        }
-        context.logger.info(
-            "user deleted by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
-        return JSONResponse(DeleteResponse())
-    }
-
     /// The scope from the path (`/tenants/{t}`) or, on project paths, the body's `tenantId`; they must
     /// agree, and the tenant must exist.
-    func resolveScope(pathTenant: String?, bodyTenant: String?, _ context: DirectoryContext) async throws -> String {
+    func resolveScope(_ context: DirectoryContext, bodyTenant: String?) async throws -> String {
+        let pathTenant = context.parameters.get("tenant")
         if let pathTenant, let bodyTenant, !bodyTenant.isEmpty, pathTenant != bodyTenant {
             throw FirebaseError.invalid("TENANT_ID_MISMATCH")
         }
         let tenant = pathTenant ?? bodyTenant.flatMap { $0.isEmpty ? nil : $0 }
         guard let tenant else { return ScopeSettings.defaultScopeID }
-        guard try await tenants.get(tenant, logger: context.logger) != nil, !tenant.isEmpty else {
+        guard !tenant.isEmpty, try await tenants.get(tenant, logger: context.logger) != nil else {
             throw FirebaseError.invalid("TENANT_NOT_FOUND")
         }
         return tenant

@@ -1,0 +1,133 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// A user an admin creates (`POST …/accounts`, B.2.3): fields as given, password hashed.
+public struct AdminNewUser: Sendable {
+    public var localId: String?
+    public var email: String?
+    public var password: String?
+    public var displayName: String?
+    public var photoUrl: String?
+    public var phoneNumber: String?
+    public var emailVerified = false
+    public var disabled = false
+
+    public init() {}
+}
+
+/// What an export carries per user (B.7.1): the stored hash and salt of a Firebase-scrypt password.
+public struct ExportedUser: Sendable {
+    public var user: UserRecord
+    public var passwordHash: String?
+    public var salt: String?
+}
+
+extension PostgresAccountRepository {
+    /// Maps a unique violation to the Firebase code of the constraint it hit.
+    static func uniqueViolation(_ error: PSQLError) -> FirebaseError? {
+        guard error.sqlState == "23505" else { return nil }
+        switch error.serverInfo?[.constraintName] {
+        case "users_pkey": return .invalid("DUPLICATE_LOCAL_ID")
+        case "users_email_key": return .invalid("EMAIL_EXISTS")
+        case "users_phone_key": return .invalid("PHONE_NUMBER_EXISTS")
+        default: return nil
+        }
+    }
+
+    public func adminCreate(scope: String, user new: AdminNewUser, logger: Logger) async throws -> UserRecord {
+        var stored: StoredPassword?
+        if let password = new.password {
+            stored = try await hasher.hash(password, key: try await hashKey.get(client, logger: logger))
+        }
+        let localId = new.localId ?? Secrets.randomAlphanumeric(28)
+        do {
+            return try await client.transaction(logger: logger) { connection in
+                let now = Self.nowMillis()
+                try await connection.query(
+                    """
+                    INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
+                        disabled, valid_since, created_at, password_algorithm, password_params, password_salt,
+                        password_hash, password_updated_at, is_anonymous)
+                    VALUES (\(scope), \(localId), \(new.email), \(new.emailVerified), \(new.displayName), \(new.photoUrl),
+                        \(new.phoneNumber), \(new.disabled), \(now / 1000), \(now), \(stored?.algorithm), \(stored?.params),
+                        \(stored?.salt), \(stored?.hash), \(stored == nil ? nil : now), false)
+                    """, logger: logger)
+                guard
+                    let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
+                        .first
+                else { throw FirebaseError.internal }
+                return user
+            }
+        } catch let error as PSQLError {
+            throw Self.uniqueViolation(error) ?? error
+        }
+    }
+
+    /// Users matching any of the identifiers, each once (B.2.3 lookup; never USER_NOT_FOUND).
+    public func adminLookup(
+        scope: String, localIds: [String], emails: [String], phoneNumbers: [String],
+        federated: [(providerId: String, rawId: String)], logger: Logger
+    ) async throws -> [UserRecord] {
+        try await client.withConnection { connection in
+            var ids = localIds
+            let lowered = emails.map { $0.lowercased() }
+            let rows = try await connection.query(
+                """
+                SELECT local_id FROM users WHERE tenant_id = \(scope)
+                    AND (email = ANY(\(lowered)) OR phone_number = ANY(\(phoneNumbers)))
+                """, logger: logger)
+            for try await id in rows.decode(String.self) { ids.append(id) }
+            for link in federated {
+                let linked = try await connection.query(
+                    """
+                    SELECT local_id FROM provider_links
+                    WHERE tenant_id = \(scope) AND provider_id = \(link.providerId) AND raw_id = \(link.rawId)
+                    """, logger: logger)
+                for try await id in linked.decode(String.self) { ids.append(id) }
+            }
+            return try await Self.fetchUsers(connection, scope: scope, localIds: ids, logger: logger)
+        }
+    }
+
+    /// A page of users ordered by id, after `after` (B.2.3 batchGet), with their password hashes.
+    public func batchGet(scope: String, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser] {
+        try await client.withConnection { connection in
+            let rows = try await connection.query(
+                """
+                SELECT local_id, password_hash, password_salt FROM users
+                WHERE tenant_id = \(scope) AND local_id > \(after ?? "") ORDER BY local_id LIMIT \(limit)
+                """, logger: logger)
+            var page: [(String, String?, String?)] = []
+            for try await row in rows.decode((String, String?, String?).self) { page.append(row) }
+            let users = try await Self.fetchUsers(connection, scope: scope, localIds: page.map(\.0), logger: logger)
+            return zip(users, page).map { ExportedUser(user: $0, passwordHash: $1.1, salt: $1.2) }
+        }
+    }
+
+    /// Deletes many users (B.2.3 batchDelete). Without `force` only disabled users are deleted; the
+    /// others are reported. Unknown ids succeed silently.
+    public func batchDelete(scope: String, localIds: [String], force: Bool, logger: Logger) async throws
+        -> [(index: Int, localId: String)]
+    {
+        try await client.transaction(logger: logger) { connection in
+            var refused: Set<String> = []
+            if !force {
+                let rows = try await connection.query(
+                    "SELECT local_id FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds)) AND NOT disabled",
+                    logger: logger)
+                for try await id in rows.decode(String.self) { refused.insert(id) }
+            }
+            let deletable = localIds.filter { !refused.contains($0) }
+            try await connection.query(
+                "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(deletable))", logger: logger)
+            try await connection.query(
+                """
+                UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'user_deleted'
+                WHERE tenant_id = \(scope) AND local_id = ANY(\(deletable)) AND revoked_at IS NULL
+                """, logger: logger)
+            return localIds.enumerated().filter { refused.contains($0.element) }.map { ($0.offset, $0.element) }
+        }
+    }
+}

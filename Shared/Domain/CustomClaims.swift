@@ -1,0 +1,33 @@
+import Foundation
+
+/// Validation of custom claims (`customAttributes`, B.3.1).
+public enum CustomClaims {
+    public static let reserved: Set<String> = [
+        "iss", "aud", "sub", "iat", "exp", "nbf", "jti", "nonce", "azp", "acr", "amr", "cnf", "auth_time",
+        "firebase", "at_hash", "c_hash",
+    ]
+    public static let maximumLength = 1000
+
+    /// Returns the claims text to store, or nil for "no claims" (`{}`); throws `CLAIMS_TOO_LARGE`,
+    /// `INVALID_CLAIMS` or `FORBIDDEN_CLAIM : <name>`.
+    public static func validate(_ text: String) throws -> String? {
+        if text.count > maximumLength { throw FirebaseError.invalid("CLAIMS_TOO_LARGE") }
+        guard let data = text.data(using: .utf8),
+            case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
+        else { throw FirebaseError.invalid("INVALID_CLAIMS") }
+        if let forbidden = object.keys.sorted().first(where: reserved.contains) {
+            throw FirebaseError.invalid("FORBIDDEN_CLAIM", forbidden)
+        }
+        return object.isEmpty ? nil : text
+    }
+}
+
+extension Credentials {
+    /// E.164: `+` and 2–15 digits, no leading zero.
+    public static func isPhoneNumber(_ text: String) -> Bool {
+        guard text.hasPrefix("+") else { return false }
+        let digits = text.dropFirst()
+        return (2...15).contains(digits.count) && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber)
+            && digits.first != "0"
+    }
+}
