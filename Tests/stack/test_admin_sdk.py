@@ -129,3 +129,131 @@ def test_tenant_scoped_client_lists_pages_and_deletes_in_batch(app, make_tenant)
     result = tenant_auth.delete_users(uids)
     assert result.success_count == 5 and result.failure_count == 0
     assert list(tenant_auth.list_users().iterate_all()) == []
+
+
+# --- import and export (B.2.3 batchCreate / batchGet, B.7.1) ------------------------------------
+
+import base64  # noqa: E402
+import hashlib  # noqa: E402
+import hmac  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes  # noqa: E402
+
+
+def firebase_scrypt(password: str, salt: bytes, key: bytes, separator: bytes, rounds: int, mem_cost: int) -> bytes:
+    derived = hashlib.scrypt(password.encode(), salt=salt + separator, n=2 ** mem_cost, r=rounds, p=1, dklen=32)
+    encryptor = Cipher(algorithms.AES(derived), modes.CTR(b"\0" * 16)).encryptor()
+    return encryptor.update(key) + encryptor.finalize()
+
+
+def sign_in(client, tenant_id, email, password):
+    return client.post("/v1/accounts:signInWithPassword", {"tenantId": tenant_id, "email": email, "password": password})
+
+
+def test_import_with_firebase_scrypt_hashes_then_sign_in(app, client, make_tenant):
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    tenant_auth = tenant_mgt.auth_for_tenant(tenant_id, app=app)
+    # A foreign project's key, as in a Firebase export.
+    key, separator = os.urandom(64), b"\x07"
+    users, passwords = [], {}
+    for i in range(3):
+        email, password, salt = address(), f"original-{i}-pw", os.urandom(10)
+        passwords[email] = password
+        users.append(auth.ImportUserRecord(
+            uid=f"imp-{uuid.uuid4().hex[:10]}", email=email, display_name=f"Imported {i}",
+            password_hash=firebase_scrypt(password, salt, key, separator, 8, 8), password_salt=salt,
+            custom_claims={"plan": "pro"}, user_metadata=auth.UserMetadata(creation_timestamp=1_600_000_000_000)))
+    result = tenant_auth.import_users(users, hash_alg=auth.UserImportHash.scrypt(
+        key=key, rounds=8, memory_cost=8, salt_separator=separator))
+    assert result.success_count == 3 and result.failure_count == 0, [e.reason for e in result.errors]
+
+    imported = tenant_auth.get_user(users[0].uid)
+    assert imported.custom_claims == {"plan": "pro"} and imported.user_metadata.creation_timestamp == 1_600_000_000_000
+    # Not exportable yet: the hash was made with another key than the project's hash config.
+    exported = {u.uid: u for u in tenant_auth.list_users().iterate_all()}
+    assert exported[users[0].uid].password_hash is None
+
+    for user in users:
+        expect_ok(sign_in(client, tenant_id, user.email, passwords[user.email]))
+        assert sign_in(client, tenant_id, user.email, "wrong").status_code == 400
+    # Re-hashed with the project's key at sign-in (A.9): now exportable.
+    exported = {u.uid: u for u in tenant_auth.list_users().iterate_all()}
+    assert exported[users[0].uid].password_hash and exported[users[0].uid].password_salt
+
+    # Per-user failures come back with their index; the rest is imported.
+    again = tenant_auth.import_users([
+        auth.ImportUserRecord(uid=users[0].uid, email=address()),
+        auth.ImportUserRecord(uid=f"imp-{uuid.uuid4().hex[:10]}", email=users[1].email),
+        auth.ImportUserRecord(uid=f"imp-{uuid.uuid4().hex[:10]}", email=address()),
+    ])
+    assert again.success_count == 1 and sorted(e.index for e in again.errors) == [0, 1]
+
+
+@pytest.mark.parametrize("algorithm", ["STANDARD_SCRYPT", "PBKDF2_SHA256", "HMAC_SHA256", "BCRYPT"])
+def test_import_verifies_each_declared_algorithm(app, client, make_tenant, algorithm):
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    tenant_auth = tenant_mgt.auth_for_tenant(tenant_id, app=app)
+    email, password, salt = address(), "imported password", os.urandom(12)
+    if algorithm == "STANDARD_SCRYPT":
+        digest = hashlib.scrypt(password.encode(), salt=salt, n=1024, r=8, p=1, dklen=64)
+        hash_alg = auth.UserImportHash.standard_scrypt(memory_cost=1024, parallelization=1, block_size=8,
+                                                       derived_key_length=64)
+    elif algorithm == "PBKDF2_SHA256":
+        digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 1000)
+        hash_alg = auth.UserImportHash.pbkdf2_sha256(rounds=1000)
+    elif algorithm == "HMAC_SHA256":
+        key = os.urandom(32)
+        digest = hmac.new(key, salt + password.encode(), hashlib.sha256).digest()
+        hash_alg = auth.UserImportHash.hmac_sha256(key=key)
+    else:
+        import bcrypt
+        digest = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4))
+        salt = b""
+        hash_alg = auth.UserImportHash.bcrypt()
+    record = auth.ImportUserRecord(uid=f"alg-{uuid.uuid4().hex[:10]}", email=email, password_hash=digest,
+                                   password_salt=salt or None)
+    result = tenant_auth.import_users([record], hash_alg=hash_alg)
+    assert result.success_count == 1, [e.reason for e in result.errors]
+    assert sign_in(client, tenant_id, email, "not it").status_code == 400
+    expect_ok(sign_in(client, tenant_id, email, password))
+    expect_ok(sign_in(client, tenant_id, email, password))  # and again, after the re-hash
+
+
+def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_tenant):
+    """Import 1,000 users with Firebase-scrypt hashes made with the project's hash config, export
+    them, re-import into a second tenant: every user signs in there with the original password."""
+    config = expect_ok(admin.get_config())["signIn"]["hashConfig"]
+    key, separator = base64.b64decode(config["signerKey"]), base64.b64decode(config["saltSeparator"])
+    rounds, mem_cost = config["rounds"], config["memoryCost"]
+    source = tenant_mgt.auth_for_tenant(make_tenant(allowPasswordSignup=True)["tenantId"], app=app)
+    target_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    target = tenant_mgt.auth_for_tenant(target_id, app=app)
+    hash_alg = auth.UserImportHash.scrypt(key=key, rounds=rounds, memory_cost=mem_cost, salt_separator=separator)
+
+    passwords, records = {}, []
+    for i in range(1000):
+        email, password, salt = f"bulk-{i}-{uuid.uuid4().hex[:6]}@example.com", f"pw-{i}-{uuid.uuid4().hex[:6]}", os.urandom(10)
+        passwords[email] = password
+        records.append(auth.ImportUserRecord(
+            uid=f"bulk-{i:04d}-{uuid.uuid4().hex[:6]}", email=email,
+            password_hash=firebase_scrypt(password, salt, key, separator, rounds, mem_cost), password_salt=salt))
+    started = time.monotonic()
+    result = source.import_users(records, hash_alg=hash_alg)
+    import_seconds = time.monotonic() - started
+    assert result.success_count == 1000, [e.reason for e in result.errors[:3]]
+
+    exported = list(source.list_users(max_results=1000).iterate_all())
+    assert len(exported) == 1000 and all(u.password_hash and u.password_salt for u in exported)
+    reimport = [auth.ImportUserRecord(uid=u.uid, email=u.email, password_hash=base64.b64decode(u.password_hash),
+                                      password_salt=base64.b64decode(u.password_salt)) for u in exported]
+    result = target.import_users(reimport, hash_alg=hash_alg)
+    assert result.success_count == 1000, [e.reason for e in result.errors[:3]]
+
+    def check(email):
+        return sign_in(client, target_id, email, passwords[email]).status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(check, passwords))
+    assert statuses.count(200) == 1000, {s: statuses.count(s) for s in set(statuses)}
+    print(f"\nimported 1000 pre-hashed users in {import_seconds:.2f}s")

@@ -106,8 +106,15 @@ public func buildDirectoryApplication(
     for prefix in identityToolkitPrefixes {
         let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
             middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, projectID: configuration.projectID))
-        TenantController(repository: tenants, projectID: configuration.projectID).addRoutes(to: admin)
-        AdminAccountsController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
+        TenantController(repository: tenants, projectID: configuration.projectID) { logger in
+            let config = try await accounts.hashConfig(logger: logger)
+            return ProjectConfigWire.HashConfigWire(
+                algorithm: "SCRYPT", signerKey: config.signerKey, saltSeparator: config.saltSeparator,
+                rounds: config.rounds, memoryCost: config.memCost)
+        }.addRoutes(to: admin)
+        let adminAccounts = AdminAccountsController(accounts: accounts, tenants: tenants)
+        adminAccounts.addRoutes(to: admin)
+        ImportController(accounts: accounts, tenants: tenants, scopes: adminAccounts).addRoutes(to: admin)
         MailTemplateController(client: client, tenants: tenants).addRoutes(to: admin)
     }
 

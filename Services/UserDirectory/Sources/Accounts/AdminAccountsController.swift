@@ -175,19 +175,25 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
 
     // MARK: batchGet
 
+    /// A user record with the real hash and salt in place of the client redaction, or neither when
+    /// the hash is not exportable.
     struct ExportedUserWire: Encodable, Sendable {
         var user: UserInfoWire
-        var passwordHash: String?
         var salt: String?
+
+        init(_ exported: ExportedUser) {
+            user = UserInfoWire(exported.user)
+            user.passwordHash = exported.passwordHash
+            salt = exported.salt
+        }
 
         func encode(to encoder: any Encoder) throws {
             try user.encode(to: encoder)
             var container = encoder.container(keyedBy: Keys.self)
-            try container.encodeIfPresent(passwordHash, forKey: .passwordHash)
             try container.encodeIfPresent(salt, forKey: .salt)
         }
 
-        enum Keys: String, CodingKey { case passwordHash, salt }
+        enum Keys: String, CodingKey { case salt }
     }
 
     struct BatchGetResponse: Encodable, Sendable {
@@ -208,9 +214,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         let limit = min(requested, 1000)
         let after = request.uri.queryParameters.get("nextPageToken").flatMap { $0.isEmpty ? nil : $0 }
         let page = try await accounts.batchGet(scope: scope, after: after, limit: limit, logger: context.logger)
-        let users = page.map {
-            ExportedUserWire(user: UserInfoWire($0.user), passwordHash: $0.passwordHash, salt: $0.salt)
-        }
+        let users = page.map(ExportedUserWire.init)
         return JSONResponse(
             BatchGetResponse(
                 users: users.isEmpty ? nil : users, nextPageToken: page.count == limit ? page.last?.user.localId : nil))

@@ -25,6 +25,27 @@ public struct ExportedUser: Sendable {
 }
 
 extension PostgresAccountRepository {
+    /// The project's hash config (B.7.1 `signIn.hashConfig`): what an export's hashes need.
+    public func hashConfig(logger: Logger) async throws -> (
+        signerKey: String, saltSeparator: String, rounds: Int, memCost: Int
+    ) {
+        let key = try await hashKey.get(client, logger: logger)
+        return (
+            Data(key.signerKey).base64EncodedString(), Data(key.saltSeparator).base64EncodedString(),
+            hasher.hashConfig.rounds, hasher.hashConfig.memCost
+        )
+    }
+
+    func isDescribedByHashConfig(algorithm: String, params: String, key: ProjectHashKey) -> Bool {
+        guard algorithm == StoredPassword.firebaseScrypt,
+            let p = try? JSONDecoder().decode(ScryptParams.self, from: Data(params.utf8)),
+            p.rounds == hasher.hashConfig.rounds, p.memCost == hasher.hashConfig.memCost
+        else { return false }
+        let signer = p.signerKey.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.signerKey
+        let separator = p.saltSeparator.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.saltSeparator
+        return signer == key.signerKey && separator == key.saltSeparator
+    }
+
     /// Maps a unique violation to the Firebase code of the constraint it hit.
     static func uniqueViolation(_ error: PSQLError) -> FirebaseError? {
         guard error.sqlState == "23505" else { return nil }
@@ -94,15 +115,23 @@ extension PostgresAccountRepository {
     /// A page of users ordered by id, after `after` (B.2.3 batchGet), with their password hashes.
     public func batchGet(scope: String, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser] {
         try await client.withConnection { connection in
+            let key = try await hashKey.get(client, logger: logger)
             let rows = try await connection.query(
                 """
-                SELECT local_id, password_hash, password_salt FROM users
+                SELECT local_id, password_algorithm, password_params, password_hash, password_salt FROM users
                 WHERE tenant_id = \(scope) AND local_id > \(after ?? "") ORDER BY local_id LIMIT \(limit)
                 """, logger: logger)
-            var page: [(String, String?, String?)] = []
-            for try await row in rows.decode((String, String?, String?).self) { page.append(row) }
+            var page: [(String, String?, String?, String?, String?)] = []
+            for try await row in rows.decode((String, String?, String?, String?, String?).self) { page.append(row) }
             let users = try await Self.fetchUsers(connection, scope: scope, localIds: page.map(\.0), logger: logger)
-            return zip(users, page).map { ExportedUser(user: $0, passwordHash: $1.1, salt: $1.2) }
+            return zip(users, page).map { user, row in
+                // Only hashes the published hash config describes are exported (B.7.1); others are
+                // stripped, as production strips hashes it cannot describe.
+                let exportable =
+                    row.1.map { self.isDescribedByHashConfig(algorithm: $0, params: row.2 ?? "", key: key) } ?? false
+                return ExportedUser(
+                    user: user, passwordHash: exportable ? row.3 : nil, salt: exportable ? row.4 : nil)
+            }
         }
     }
 

@@ -61,9 +61,28 @@ public struct StoredPassword: Sendable, Equatable {
     public static let firebaseScrypt = "SCRYPT"
 }
 
+/// The parameters stored with a hash (JSON in `users.password_params`). Native hashes carry
+/// `rounds` and `memCost` and use the project's signer key; imported ones carry what their algorithm
+/// needs, including their own signer key (A.9).
 struct ScryptParams: Codable, Equatable {
     var rounds: Int
     var memCost: Int
+    /// Base64; absent for hashes made with the project's key.
+    var signerKey: String?
+    var saltSeparator: String?
+}
+
+struct ImportedParams: Codable, Equatable {
+    // STANDARD_SCRYPT
+    var cpuMemCost: Int?
+    var blockSize: Int?
+    var parallelization: Int?
+    var dkLen: Int?
+    // PBKDF2_SHA256
+    var rounds: Int?
+    // HMAC_SHA256 (base64 key); SALT_AND_PASSWORD or PASSWORD_AND_SALT
+    var signerKey: String?
+    var passwordHashOrder: String?
 }
 
 /// The project's hash key: Firebase-scrypt signer key and salt separator.
@@ -87,7 +106,12 @@ public struct PasswordHasher: Sendable {
     }
 
     var currentParams: String {
-        String(decoding: try! JSONEncoder().encode(ScryptParams(rounds: rounds, memCost: memCost)), as: UTF8.self)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(
+            decoding: try! encoder.encode(
+                ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)),
+            as: UTF8.self)
     }
 
     public func hash(_ password: String, key: ProjectHashKey) async throws -> StoredPassword {
@@ -100,19 +124,36 @@ public struct PasswordHasher: Sendable {
             hash: Data(hash).base64EncodedString())
     }
 
-    /// True when `password` matches. Unknown algorithms or corrupt records never match.
+    /// True when `password` matches, per the hash's own algorithm and parameters. Unknown
+    /// algorithms or corrupt records never match.
     public func verify(_ password: String, stored: StoredPassword, key: ProjectHashKey) async throws -> Bool {
-        guard stored.algorithm == StoredPassword.firebaseScrypt,
-            let params = try? JSONDecoder().decode(ScryptParams.self, from: Data(stored.params.utf8)),
-            (1...8).contains(params.rounds), (1...17).contains(params.memCost),
-            let salt = Data(base64Encoded: stored.salt), let expected = Data(base64Encoded: stored.hash)
-        else { return false }
-        let scrypt = FirebaseScrypt(
-            signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: params.rounds, memCost: params.memCost)
-        return try await pool.run {
-            try scrypt.verify(password: password, salt: Array(salt), expected: Array(expected))
+        guard let salt = Data(base64Encoded: stored.salt), let expected = Data(base64Encoded: stored.hash) else {
+            return false
+        }
+        let params = Data(stored.params.utf8)
+        switch stored.algorithm {
+        case StoredPassword.firebaseScrypt:
+            guard let p = try? JSONDecoder().decode(ScryptParams.self, from: params),
+                (1...8).contains(p.rounds), (1...17).contains(p.memCost)
+            else { return false }
+            let scrypt = FirebaseScrypt(
+                signerKey: p.signerKey.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.signerKey,
+                saltSeparator: p.saltSeparator.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.saltSeparator,
+                rounds: p.rounds, memCost: p.memCost)
+            return try await pool.run {
+                try scrypt.verify(password: password, salt: Array(salt), expected: Array(expected))
+            }
+        default:
+            guard let p = try? JSONDecoder().decode(ImportedParams.self, from: params) else { return false }
+            return try await pool.run {
+                try ImportedHash.verify(
+                    password: password, algorithm: stored.algorithm, params: p, salt: salt, expected: expected)
+            }
         }
     }
+
+    /// The parameters native hashes are made with, as the project's hash config publishes them.
+    public var hashConfig: (rounds: Int, memCost: Int) { (rounds, memCost) }
 
     /// Costs what a verification costs, for accounts that do not exist: answers for unknown and
     /// known emails then take comparable time (B.5.9).
@@ -125,6 +166,6 @@ public struct PasswordHasher: Sendable {
     public func isOutdated(_ stored: StoredPassword) -> Bool {
         stored.algorithm != StoredPassword.firebaseScrypt
             || (try? JSONDecoder().decode(ScryptParams.self, from: Data(stored.params.utf8)))
-                != ScryptParams(rounds: rounds, memCost: memCost)
+                != ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)
     }
 }

@@ -7,6 +7,8 @@ import TesseraShared
 struct TenantController<Repository: TenantRepository> {
     let repository: Repository
     let projectID: String
+    /// The project's hash config, shown in the project Config to project admins.
+    let hashConfig: @Sendable (Logger) async throws -> ProjectConfigWire.HashConfigWire
 
     func addRoutes(to group: RouterGroup<DirectoryContext>) {
         group.post("v2/projects/{project}/tenants", use: create)
@@ -82,7 +84,9 @@ struct TenantController<Repository: TenantRepository> {
         -> JSONResponse<ProjectConfigWire>
     {
         let (scope, project) = try await repository.projectConfig(logger: context.logger)
-        return JSONResponse(ProjectConfigWire(scope: scope, project: project, projectID: projectID))
+        return JSONResponse(
+            ProjectConfigWire(
+                scope: scope, project: project, projectID: projectID, hashConfig: try await hashConfig(context.logger)))
     }
 
     @Sendable func updateConfig(_ request: Request, context: DirectoryContext) async throws
@@ -94,7 +98,9 @@ struct TenantController<Repository: TenantRepository> {
             for path in paths { ProjectConfigWire.fields[path]?(&scope, &project, input) }
         }
         context.logger.info("project config updated")
-        return JSONResponse(ProjectConfigWire(scope: scope, project: project, projectID: projectID))
+        return JSONResponse(
+            ProjectConfigWire(
+                scope: scope, project: project, projectID: projectID, hashConfig: try await hashConfig(context.logger)))
     }
 
     /// The paths to copy: those of `?updateMask=`, or every field (full replace) without a mask.

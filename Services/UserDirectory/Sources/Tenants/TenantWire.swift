@@ -73,10 +73,19 @@ struct ProjectConfigWire: Codable, Sendable {
     struct AnonymousWire: Codable, Sendable {
         var enabled: Bool?
     }
+    struct HashConfigWire: Codable, Sendable {
+        var algorithm: String
+        var signerKey: String
+        var saltSeparator: String
+        var rounds: Int
+        var memoryCost: Int
+    }
     struct SignInWire: Codable, Sendable {
         var email: EmailWire?
         var anonymous: AnonymousWire?
         var allowDuplicateEmails: Bool?
+        /// Read-only: the parameters exported hashes need (B.7.1).
+        var hashConfig: HashConfigWire?
     }
     struct EmailPrivacyWire: Codable, Sendable {
         var enableImprovedEmailPrivacy: Bool?
@@ -90,12 +99,12 @@ struct ProjectConfigWire: Codable, Sendable {
     var enableAnonymousUser: Bool?
     var allowPasswordSignup: Bool?
 
-    init(scope: ScopeSettings, project: ProjectSettings, projectID: String) {
+    init(scope: ScopeSettings, project: ProjectSettings, projectID: String, hashConfig: HashConfigWire?) {
         name = "projects/\(projectID)/config"
         signIn = SignInWire(
             email: EmailWire(enabled: scope.allowPasswordSignup, passwordRequired: true),
             anonymous: AnonymousWire(enabled: scope.enableAnonymousUser),
-            allowDuplicateEmails: project.allowDuplicateEmails)
+            allowDuplicateEmails: project.allowDuplicateEmails, hashConfig: hashConfig)
         client = ClientWire(
             permissions: PermissionsWire(
                 disabledUserSignup: scope.disabledUserSignup, disabledUserDeletion: scope.disabledUserDeletion))

@@ -1,0 +1,286 @@
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// One user of an import (`accounts:batchCreate`, B.2.3, B.6), validated.
+public struct ImportUser: Sendable {
+    public var localId: String
+    public var email: String?
+    public var emailVerified = false
+    public var displayName: String?
+    public var photoUrl: String?
+    public var phoneNumber: String?
+    public var disabled = false
+    public var customAttributes: String?
+    public var createdAt: Int64?
+    public var lastLoginAt: Int64?
+    public var password: StoredPassword?
+    public var providers: [ProviderUserInfo] = []
+}
+
+extension PostgresAccountRepository {
+    /// Inserts users that do not collide with existing ones; returns the per-user failures.
+    public func importUsers(scope: String, users: [(index: Int, user: ImportUser)], logger: Logger) async throws
+        -> [(index: Int, message: String)]
+    {
+        try await client.transaction(logger: logger) { connection in
+            let now = Self.nowMillis()
+            var failures: [(Int, String)] = []
+            for (index, user) in users {
+                let inserted = try await connection.query(
+                    """
+                    INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
+                        disabled, custom_attributes, valid_since, created_at, last_login_at, password_algorithm,
+                        password_params, password_salt, password_hash, password_updated_at, is_anonymous)
+                    VALUES (\(scope), \(user.localId), \(user.email), \(user.emailVerified), \(user.displayName),
+                        \(user.photoUrl), \(user.phoneNumber), \(user.disabled), \(user.customAttributes), \(now / 1000),
+                        \(user.createdAt ?? now), \(user.lastLoginAt), \(user.password?.algorithm), \(user.password?.params),
+                        \(user.password?.salt), \(user.password?.hash), \(user.password == nil ? nil : now),
+                        \(user.password == nil && user.providers.isEmpty && user.email == nil && user.phoneNumber == nil))
+                    ON CONFLICT DO NOTHING RETURNING local_id
+                    """, logger: logger)
+                var created = false
+                for try await _ in inserted.decode(String.self) { created = true }
+                guard created else {
+                    let existing = try await Self.fetchUsers(
+                        connection, scope: scope, localIds: [user.localId], logger: logger)
+                    failures.append(
+                        (
+                            index,
+                            existing.isEmpty
+                                ? (user.email != nil
+                                    ? "email exists in other account in database"
+                                    : "phone number exists in other account in database")
+                                : "localId belongs to an existing account - can not overwrite."
+                        ))
+                    continue
+                }
+                for provider in user.providers {
+                    try await connection.query(
+                        """
+                        INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
+                            display_name, photo_url)
+                        VALUES (\(scope), \(provider.providerId), \(provider.rawId), \(user.localId),
+                            \(provider.federatedId ?? provider.rawId), \(provider.email), \(provider.displayName),
+                            \(provider.photoUrl))
+                        ON CONFLICT DO NOTHING
+                        """, logger: logger)
+                }
+            }
+            return failures
+        }
+    }
+}
+
+/// `POST …/accounts:batchCreate` (B.2.3, B.6, B.7.1): import up to 1000 users with their password
+/// hashes, verified later per the declared algorithm (A.9).
+struct ImportController<Tenants: TenantRepository> {
+    let accounts: PostgresAccountRepository
+    let tenants: Tenants
+    let scopes: AdminAccountsController<PostgresAccountRepository, Tenants>
+
+    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+        for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
+            group.post("\(scope)/accounts:batchCreate", use: batchCreate)
+        }
+    }
+
+    struct ProviderWire: Decodable {
+        var providerId: String?
+        var rawId: String?
+        var federatedId: String?
+        var email: String?
+        var displayName: String?
+        var photoUrl: String?
+    }
+
+    struct UserWire: Decodable {
+        var localId: String?
+        var email: String?
+        var emailVerified: Bool?
+        var displayName: String?
+        var photoUrl: String?
+        var phoneNumber: String?
+        var disabled: Bool?
+        var customAttributes: String?
+        var createdAt: JSONValue?
+        var lastLoginAt: JSONValue?
+        var passwordHash: String?
+        var salt: String?
+        var rawPassword: String?
+        var providerUserInfo: [ProviderWire]?
+        var tenantId: String?
+        var mfaInfo: [JSONValue]?
+    }
+
+    struct Request_: Decodable {
+        var users: [UserWire]?
+        var hashAlgorithm: String?
+        var signerKey: String?
+        var saltSeparator: String?
+        var rounds: Int?
+        var memoryCost: Int?
+        var cpuMemCost: Int?
+        var parallelization: Int?
+        var blockSize: Int?
+        var dkLen: Int?
+        var passwordHashOrder: String?
+        var sanityCheck: Bool?
+        var allowOverwrite: Bool?
+        var tenantId: String?
+    }
+
+    struct Response: Encodable, Sendable {
+        struct Failure: Encodable, Sendable {
+            var index: Int
+            var message: String
+        }
+        var kind = "identitytoolkit#UploadAccountResponse"
+        var error: [Failure]?
+    }
+
+    /// Standard or URL-safe base64 → standard base64 of the same bytes.
+    static func standardBase64(_ text: String?) -> String? {
+        guard let text, let data = Base64URL.decode(text) else { return nil }
+        return data.base64EncodedString()
+    }
+
+    static func millis(_ value: JSONValue?) -> Int64? {
+        switch value {
+        case .int(let number)?: return number
+        case .string(let text)?: return Int64(text)
+        default: return nil
+        }
+    }
+
+    /// The stored algorithm and parameters for the request's hash settings.
+    static func hashSettings(_ body: Request_) throws -> (algorithm: String, params: String)? {
+        guard let algorithm = body.hashAlgorithm else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        switch algorithm {
+        case "SCRYPT":
+            guard let key = standardBase64(body.signerKey) else { throw FirebaseError.invalid("MISSING_SIGNER_KEY") }
+            guard let rounds = body.rounds, (1...8).contains(rounds) else {
+                throw FirebaseError.invalid("INVALID_HASH_ROUNDS")
+            }
+            guard let memCost = body.memoryCost, (1...14).contains(memCost) else {
+                throw FirebaseError.invalid("INVALID_HASH_MEMORY_COST")
+            }
+            let params = ScryptParams(
+                rounds: rounds, memCost: memCost, signerKey: key,
+                saltSeparator: standardBase64(body.saltSeparator ?? "") ?? "")
+            return (StoredPassword.firebaseScrypt, String(decoding: try encoder.encode(params), as: UTF8.self))
+        case "STANDARD_SCRYPT":
+            let params = ImportedParams(
+                cpuMemCost: body.cpuMemCost, blockSize: body.blockSize, parallelization: body.parallelization,
+                dkLen: body.dkLen)
+            return (algorithm, String(decoding: try encoder.encode(params), as: UTF8.self))
+        case "BCRYPT":
+            return (algorithm, "{}")
+        case "PBKDF2_SHA256":
+            guard let rounds = body.rounds, rounds > 0 else { throw FirebaseError.invalid("INVALID_HASH_ROUNDS") }
+            return (algorithm, String(decoding: try encoder.encode(ImportedParams(rounds: rounds)), as: UTF8.self))
+        case "HMAC_SHA256":
+            guard let key = standardBase64(body.signerKey) else { throw FirebaseError.invalid("MISSING_SIGNER_KEY") }
+            let params = ImportedParams(signerKey: key, passwordHashOrder: body.passwordHashOrder)
+            return (algorithm, String(decoding: try encoder.encode(params), as: UTF8.self))
+        default:
+            throw FirebaseError.notImplemented("Importing \(algorithm) password hashes")
+        }
+    }
+
+    @Sendable func batchCreate(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<Response> {
+        let body = try await request.decodeJSON(Request_.self, context: context, limit: 32 << 20)
+        let scope = try await scopes.resolveScope(context, bodyTenant: body.tenantId)
+        let users = body.users ?? []
+        guard !users.isEmpty else { throw FirebaseError.invalid("MISSING_USER_ACCOUNT") }
+        guard users.count <= 1000 else { throw FirebaseError.invalid("MAXIMUM_USER_COUNT_EXCEEDED") }
+        if body.allowOverwrite == true { throw FirebaseError.notImplemented("batchCreate with allowOverwrite") }
+        let hash = try Self.hashSettings(body)
+        var seenIds = Set<String>()
+        var seenEmails = Set<String>()
+        for user in users {
+            if let id = user.localId, !seenIds.insert(id).inserted {
+                throw FirebaseError.invalid("DUPLICATE_LOCAL_ID", id)
+            }
+            if body.sanityCheck == true, let email = user.email?.lowercased(), !seenEmails.insert(email).inserted {
+                throw FirebaseError.invalid("DUPLICATE_EMAIL", email)
+            }
+        }
+        let key = try await accounts.hashKey.get(accounts.client, logger: context.logger)
+        var failures: [Response.Failure] = []
+        var accepted: [(index: Int, user: ImportUser)] = []
+        for (index, wire) in users.enumerated() {
+            func fail(_ message: String) { failures.append(.init(index: index, message: message)) }
+            guard let localId = wire.localId, !localId.isEmpty, localId.count <= 128 else {
+                fail("localId is missing"); continue
+            }
+            if let tenant = wire.tenantId, !tenant.isEmpty, tenant != wireTenantID(scope) {
+                fail("Tenant id in userInfo does not match the tenant id in request."); continue
+            }
+            var user = ImportUser(localId: localId)
+            if let email = wire.email {
+                guard let normalized = Credentials.normalizedEmail(email) else { fail("email is invalid"); continue }
+                user.email = normalized
+            }
+            if let phone = wire.phoneNumber {
+                guard Credentials.isPhoneNumber(phone) else { fail("phone number format is invalid"); continue }
+                user.phoneNumber = phone
+            }
+            if let claims = wire.customAttributes {
+                do {
+                    user.customAttributes = try CustomClaims.validate(claims)
+                } catch let error as FirebaseError {
+                    switch error.code {
+                    case "CLAIMS_TOO_LARGE": fail("Custom claims provided are too large.")
+                    case "FORBIDDEN_CLAIM": fail("Custom claims provided include a reserved claim.")
+                    default: fail("Invalid custom claims provided.")
+                    }
+                    continue
+                }
+            }
+            if let mfa = wire.mfaInfo, !mfa.isEmpty { fail("Multi-factor enrollments cannot be imported."); continue }
+            user.emailVerified = wire.emailVerified ?? false
+            user.displayName = wire.displayName
+            user.photoUrl = wire.photoUrl
+            user.disabled = wire.disabled ?? false
+            user.createdAt = Self.millis(wire.createdAt)
+            user.lastLoginAt = Self.millis(wire.lastLoginAt)
+            if let raw = wire.rawPassword {
+                user.password = try await accounts.hasher.hash(raw, key: key)
+            } else if let passwordHash = Self.standardBase64(wire.passwordHash) {
+                guard let hash else { throw FirebaseError.invalid("MISSING_HASH_ALGORITHM") }
+                user.password = StoredPassword(
+                    algorithm: hash.algorithm, params: hash.params, salt: Self.standardBase64(wire.salt) ?? "",
+                    hash: passwordHash)
+            }
+            var providerFailure = false
+            for provider in wire.providerUserInfo ?? [] {
+                // `password` and `phone` entries are derived from the user's own fields (B.6).
+                if provider.providerId == "password" || provider.providerId == "phone" { continue }
+                guard let providerId = provider.providerId, let rawId = provider.rawId ?? provider.federatedId else {
+                    providerFailure = true
+                    break
+                }
+                user.providers.append(
+                    ProviderUserInfo(
+                        providerId: providerId, rawId: rawId, federatedId: provider.federatedId, email: provider.email,
+                        displayName: provider.displayName, photoUrl: provider.photoUrl))
+            }
+            if providerFailure { fail("federatedId or (providerId & rawId) is required"); continue }
+            accepted.append((index, user))
+        }
+        let refused = try await accounts.importUsers(scope: scope, users: accepted, logger: context.logger)
+        failures += refused.map { Response.Failure(index: $0.index, message: $0.message) }
+        failures.sort { $0.index < $1.index }
+        context.logger.info(
+            "users imported",
+            metadata: [
+                "tenant.id": .string(scope), "users.requested": "\(users.count)", "users.failed": "\(failures.count)",
+            ])
+        return JSONResponse(Response(error: failures.isEmpty ? nil : failures))
+    }
+}
