@@ -45,11 +45,14 @@ public struct SendOobCodeRequest: Codable, Sendable {
     /// The action link without its code: the directory appends `&oobCode=<code>`.
     public var linkPrefix: String
     public var continueUrl: String?
+    /// Admin `returnOobLink`: answer with the code and link instead of mailing them.
+    public var returnLink: Bool = false
 
     public init(
         tenantId: String?, requestType: OobRequestType, email: String?, localId: String?, newEmail: String?,
-        linkPrefix: String, continueUrl: String?
+        linkPrefix: String, continueUrl: String?, returnLink: Bool = false
     ) {
+        self.returnLink = returnLink
         self.tenantId = tenantId
         self.requestType = requestType
         self.email = email
@@ -63,7 +66,15 @@ public struct SendOobCodeRequest: Codable, Sendable {
 public struct SendOobCodeResponse: Codable, Sendable {
     /// The address the mail went to; nil when nothing was sent (unknown email under protection).
     public var email: String?
-    public init(email: String?) { self.email = email }
+    /// Only for `returnLink`.
+    public var oobCode: String?
+    public var oobLink: String?
+
+    public init(email: String?, oobCode: String? = nil, oobLink: String? = nil) {
+        self.email = email
+        self.oobCode = oobCode
+        self.oobLink = oobLink
+    }
 }
 
 public struct ResetPasswordRequest: Codable, Sendable {

@@ -257,3 +257,35 @@ def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_t
         statuses = list(pool.map(check, passwords))
     assert statuses.count(200) == 1000, {s: statuses.count(s) for s in set(statuses)}
     print(f"\nimported 1000 pre-hashed users in {import_seconds:.2f}s")
+
+
+# --- email action links (returnOobLink) --------------------------------------------------------
+
+from urllib.parse import parse_qs, urlparse  # noqa: E402
+
+
+def test_email_action_links(app, client, stack, make_tenant, mail_sink):
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    tenant_auth = tenant_mgt.auth_for_tenant(tenant_id, app=app)
+    email = address()
+    user = tenant_auth.create_user(email=email, password="secret123")
+    settings = auth.ActionCodeSettings(url="http://localhost:3000/done")
+
+    link = tenant_auth.generate_password_reset_link(email, action_code_settings=settings)
+    params = {k: v[0] for k, v in parse_qs(urlparse(link).query).items()}
+    assert params["mode"] == "resetPassword" and params["apiKey"] == stack.api_key
+    assert params["tenantId"] == tenant_id and params["continueUrl"] == "http://localhost:3000/done"
+    expect_ok(client.post("/v1/accounts:resetPassword",
+                          {"tenantId": tenant_id, "oobCode": params["oobCode"], "newPassword": "from the link"}))
+    expect_ok(sign_in(client, tenant_id, email, "from the link"))
+
+    link = tenant_auth.generate_email_verification_link(email)
+    code = parse_qs(urlparse(link).query)["oobCode"][0]
+    expect_ok(client.post("/v1/accounts:update", {"tenantId": tenant_id, "oobCode": code}))
+    assert tenant_auth.get_user(user.uid).email_verified
+
+    # A link asked for is returned, not mailed; an unknown address is an error for admins.
+    time.sleep(1)
+    assert not mail_sink.to(email)
+    with pytest.raises(auth.UserNotFoundError):
+        tenant_auth.generate_password_reset_link(address())

@@ -23,7 +23,11 @@ public struct TokenServiceConfiguration: Sendable {
     /// `<public URL>/__/auth/action`, Firebase's path.
     public var actionURL: String?
     /// Hosts a `continueUrl` may point to.
-    public var authorizedDomains: [String] = ["localhost", "127.0.0.1"]
+    public var authorizedDomains: [String] = ActionLinks.defaultAuthorizedDomains
+
+    var links: ActionLinks {
+        ActionLinks(actionURL: actionURL, publicURL: publicURL, apiKey: apiKey, authorizedDomains: authorizedDomains)
+    }
 
     public init(
         projectID: String, apiKey: String, internalSecret: String, signingKeysDirectory: String,

@@ -25,6 +25,9 @@ public struct DirectoryConfiguration: Sendable {
     /// Out-of-band codes expire after this long (A.7: 1 hour).
     public var oobCodeTTL: Duration = .seconds(3600)
     public var mail = MailDispatcher.Settings(smtp: nil)
+    /// For links admins ask for (`returnOobLink`): the API key they carry (public), and where they point.
+    public var links = ActionLinks(
+        actionURL: nil, publicURL: nil, apiKey: "", authorizedDomains: ActionLinks.defaultAuthorizedDomains)
 
     public init(
         hostname: String = "127.0.0.1", port: Int = 8082, projectID: String, adminToken: String,
@@ -71,6 +74,10 @@ public struct DirectoryConfiguration: Sendable {
         mail.retryMax = try env.duration("SMTP_RETRY_MAX", default: mail.retryMax)
         mail.giveUpAfter = try env.duration("SMTP_GIVE_UP_AFTER", default: mail.giveUpAfter)
         mail.pollInterval = try env.duration("SMTP_POLL_INTERVAL", default: mail.pollInterval)
+        links = ActionLinks(
+            actionURL: env.string("TESSERA_ACTION_URL"), publicURL: env.string("TESSERA_PUBLIC_URL"),
+            apiKey: env.string("TESSERA_API_KEY", default: ""),
+            authorizedDomains: ActionLinks.authorizedDomains(from: env.string("TESSERA_AUTHORIZED_DOMAINS")))
     }
 }
 
@@ -115,6 +122,7 @@ public func buildDirectoryApplication(
         let adminAccounts = AdminAccountsController(accounts: accounts, tenants: tenants)
         adminAccounts.addRoutes(to: admin)
         ImportController(accounts: accounts, tenants: tenants, scopes: adminAccounts).addRoutes(to: admin)
+        AdminOobController(accounts: accounts, scopes: adminAccounts, links: configuration.links).addRoutes(to: admin)
         MailTemplateController(client: client, tenants: tenants).addRoutes(to: admin)
     }
 

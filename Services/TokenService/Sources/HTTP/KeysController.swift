@@ -54,18 +54,11 @@ struct KeysController {
         if let project = context.parameters.get("project"), project != configuration.projectID {
             throw FirebaseError.notFound
         }
-        let base = configuration.publicURL ?? Self.baseURL(of: request)
+        let base = configuration.publicURL ?? request.externalBaseURL
         return JSONResponse(
             Discovery(
                 issuer: "https://securetoken.google.com/\(configuration.projectID)",
                 jwks_uri: base + "/.well-known/jwks.json"),
             headers: [.cacheControl: "public, max-age=\(Self.maxAge)"])
-    }
-
-    /// The external base URL as the client reached it (through the ingress).
-    static func baseURL(of request: Request) -> String {
-        let proto = request.headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http"
-        let host = request.head.authority ?? request.headers[HTTPField.Name("Host")!] ?? "127.0.0.1"
-        return "\(proto)://\(host)"
     }
 }

@@ -45,7 +45,7 @@ struct OobController {
         }
     }
 
-    @Sendable func sendOobCode(_ request: Request, context: TokenContext) async throws -> JSONResponse<SendResponse> {
+    @Sendable func sendOobCode(_ request: Request, context: TokenContext) async throws -> Response {
         guard case .client = try Caller.identify(request, apiKey: configuration.apiKey) else {
             throw FirebaseError.notImplemented(
                 "Privileged accounts:sendOobCode (use /v1/projects/{p}/accounts:sendOobCode)")
@@ -57,7 +57,7 @@ struct OobController {
             if typeName == "EMAIL_SIGNIN" { throw FirebaseError.notImplemented("Email link sign-in") }
             throw FirebaseError.invalidArgument("Invalid value at 'request_type': \(typeName)")
         }
-        let continueUrl = try checkContinueURL(body.continueUrl)
+        let continueUrl = try configuration.links.checkContinueURL(body.continueUrl)
         var tenant = AccountsController.tenant(body.tenantId)
         var email: String?
         var newEmail: String?
@@ -88,31 +88,10 @@ struct OobController {
             InternalPath.sendOobCode,
             SendOobCodeRequest(
                 tenantId: tenant, requestType: type, email: email, localId: localId, newEmail: newEmail,
-                linkPrefix: linkPrefix(type, tenant: tenant, request: request), continueUrl: continueUrl),
+                linkPrefix: configuration.links.prefix(mode: type.mode, tenant: tenant, request: request),
+                continueUrl: continueUrl),
             as: SendOobCodeResponse.self, requestID: context.requestID, logger: context.logger)
-        return JSONResponse(SendResponse(email: answer.email ?? email))
-    }
-
-    /// `<action URL>?mode=<mode>&apiKey=<key>&lang=en[&tenantId=<t>]`; the directory appends the code.
-    func linkPrefix(_ type: OobRequestType, tenant: String?, request: Request) -> String {
-        let base =
-            configuration.actionURL
-            ?? ((configuration.publicURL ?? KeysController.baseURL(of: request)) + "/__/auth/action")
-        var prefix = "\(base)?mode=\(type.mode)&apiKey=\(configuration.apiKey)&lang=en"
-        if let tenant { prefix += "&tenantId=\(tenant)" }
-        return prefix
-    }
-
-    /// A continue URL must be absolute http(s) on an authorized domain.
-    func checkContinueURL(_ raw: String?) throws -> String? {
-        guard let raw, !raw.isEmpty else { return nil }
-        guard let url = URL(string: raw), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host?.lowercased()
-        else { throw FirebaseError.invalid("INVALID_CONTINUE_URI") }
-        guard configuration.authorizedDomains.contains(where: { host == $0 || host.hasSuffix("." + $0) }) else {
-            throw FirebaseError.invalid("UNAUTHORIZED_DOMAIN", "Domain not allowlisted by project")
-        }
-        return raw
+        return try JSONResponse(SendResponse(email: answer.email ?? email)).response(from: request, context: context)
     }
 
     struct ResetRequest: Decodable {

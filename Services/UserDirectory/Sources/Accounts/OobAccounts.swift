@@ -12,11 +12,16 @@ extension PostgresAccountRepository {
         let ttlSeconds = oobCodeTTL.timeInterval
         return try await client.transaction(logger: logger) { connection in
             let localId: String
-            if request.requestType == .passwordReset {
+            // A user is named by a verified ID token (`localId`) or, for resets and for admins, by email.
+            if request.localId == nil {
                 guard let email = request.email,
                     let id = try await Self.userID(connection, scope: scope, email: email, logger: logger)
                 else {
                     // Under protection an unknown address is not revealed: same answer, no mail (B.5.9).
+                    // Only a client's reset may hide an unknown address; admins are told (B.2.3).
+                    if request.returnLink || request.requestType != .passwordReset {
+                        throw FirebaseError.invalid("USER_NOT_FOUND")
+                    }
                     if flags.emailPrivacy { return SendOobCodeResponse(email: request.email) }
                     throw FirebaseError.invalid("EMAIL_NOT_FOUND")
                 }
@@ -55,6 +60,9 @@ extension PostgresAccountRepository {
                 let encoded = continueUrl.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed)
             {
                 link += "&continueUrl=" + encoded
+            }
+            if request.returnLink {
+                return SendOobCodeResponse(email: recipient, oobCode: code, oobLink: link)
             }
             let appName = try await Self.appName(connection, scope: scope, logger: logger)
             let template =

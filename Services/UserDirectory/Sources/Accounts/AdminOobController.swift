@@ -1,0 +1,61 @@
+import Foundation
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// Admin `accounts:sendOobCode` (B.2.3): for a user named by email, either the mail is queued as
+/// for a client, or with `returnOobLink` the code and link are returned and nothing is mailed.
+struct AdminOobController<Tenants: TenantRepository> {
+    let accounts: PostgresAccountRepository
+    let scopes: AdminAccountsController<PostgresAccountRepository, Tenants>
+    let links: ActionLinks
+
+    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+        for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
+            group.post("\(scope)/accounts:sendOobCode", use: send)
+        }
+    }
+
+    struct SendRequest: Decodable {
+        var requestType: String?
+        var email: String?
+        var newEmail: String?
+        var continueUrl: String?
+        var returnOobLink: Bool?
+        var tenantId: String?
+    }
+
+    struct SendResponse: Encodable, Sendable {
+        var kind = "identitytoolkit#GetOobConfirmationCodeResponse"
+        var email: String?
+        var oobCode: String?
+        var oobLink: String?
+    }
+
+    @Sendable func send(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<SendResponse> {
+        let body = try await request.decodeJSON(SendRequest.self, context: context)
+        let scope = try await scopes.resolveScope(context, bodyTenant: body.tenantId)
+        guard let typeName = body.requestType else { throw FirebaseError.invalid("MISSING_REQ_TYPE") }
+        guard let type = OobRequestType(rawValue: typeName) else {
+            if typeName == "EMAIL_SIGNIN" { throw FirebaseError.notImplemented("Email link sign-in") }
+            throw FirebaseError.invalidArgument("Invalid value at 'request_type': \(typeName)")
+        }
+        guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
+        guard let email = Credentials.normalizedEmail(raw) else { throw FirebaseError.invalid("INVALID_EMAIL") }
+        var newEmail: String?
+        if type == .verifyAndChangeEmail {
+            guard let rawNew = body.newEmail, let normalized = Credentials.normalizedEmail(rawNew) else {
+                throw FirebaseError.invalid("MISSING_NEW_EMAIL")
+            }
+            newEmail = normalized
+        }
+        let continueUrl = try links.checkContinueURL(body.continueUrl)
+        let answer = try await accounts.sendOobCode(
+            SendOobCodeRequest(
+                tenantId: wireTenantID(scope), requestType: type, email: email, localId: nil, newEmail: newEmail,
+                linkPrefix: links.prefix(mode: type.mode, tenant: wireTenantID(scope), request: request),
+                continueUrl: continueUrl, returnLink: body.returnOobLink == true), logger: context.logger)
+        return JSONResponse(
+            SendResponse(email: answer.email ?? email, oobCode: answer.oobCode, oobLink: answer.oobLink))
+    }
+}
