@@ -16,6 +16,13 @@ public enum InternalPath {
     public static let sendOobCode = "/internal/v1/accounts:sendOobCode"
     public static let resetPassword = "/internal/v1/accounts:resetPassword"
     public static let applyOobCode = "/internal/v1/accounts:applyOobCode"
+    public static let checkAdmin = "/internal/v1/admin:check"
+}
+
+/// Asks the directory whether an `Authorization` header is a valid admin credential.
+public struct CheckAdminRequest: Codable, Sendable {
+    public var authorization: String
+    public init(authorization: String) { self.authorization = authorization }
 }
 
 /// Out-of-band request types (B.2.1 sendOobCode).

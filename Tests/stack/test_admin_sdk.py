@@ -289,3 +289,39 @@ def test_email_action_links(app, client, stack, make_tenant, mail_sink):
     assert not mail_sink.to(email)
     with pytest.raises(auth.UserNotFoundError):
         tenant_auth.generate_password_reset_link(address())
+
+
+# --- session cookies (A.2, B.3.4) ---------------------------------------------------------------
+
+import datetime  # noqa: E402
+
+import jwt  # noqa: E402
+
+
+def test_session_cookies(app, client, stack, admin):
+    email = address()
+    user = auth.create_user(email=email, password="secret123", app=app)
+    signed_in = expect_ok(client.post("/v1/accounts:signInWithPassword", {"email": email, "password": "secret123"}))
+    cookie = auth.create_session_cookie(signed_in["idToken"], expires_in=datetime.timedelta(days=5), app=app)
+    claims = auth.verify_session_cookie(cookie, check_revoked=True, app=app)
+    assert claims["uid"] == user.uid
+
+    # Really signed: verifiable from the published keys, with the session issuer and 5-day life.
+    keys = jwt.PyJWKClient(stack.url + "/v1/sessionCookiePublicKeys")
+    decoded = jwt.decode(cookie, keys.get_signing_key_from_jwt(cookie).key, algorithms=["RS256"],
+                         audience=stack.project_id, issuer=f"https://session.firebase.google.com/{stack.project_id}")
+    assert decoded["exp"] - decoded["iat"] == 5 * 86400 and decoded["sub"] == user.uid
+    assert decoded["firebase"]["sign_in_provider"] == "password"
+
+    # Out-of-range durations and callers without the admin secret are refused.
+    path = f"/v1/projects/{stack.project_id}:createSessionCookie"
+    resp = admin.request("POST", path, json={"idToken": signed_in["idToken"], "validDuration": 60})
+    assert resp.json()["error"]["message"] == "INVALID_DURATION"
+    resp = client.post(path, {"idToken": signed_in["idToken"]})
+    assert resp.status_code == 401
+
+    time.sleep(1.1)
+    auth.revoke_refresh_tokens(user.uid, app=app)
+    with pytest.raises(auth.RevokedSessionCookieError):
+        auth.verify_session_cookie(cookie, check_revoked=True, app=app)
+    auth.delete_user(user.uid, app=app)

@@ -63,6 +63,7 @@ public func buildTokenApplication(
     AccountsController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     TokenController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     OobController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    SessionCookieController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     KeysController(keys: keys, configuration: configuration).addRoutes(to: router)
     OutOfScope.addRoutes(to: router)
 

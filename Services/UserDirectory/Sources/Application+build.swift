@@ -109,6 +109,16 @@ public func buildDirectoryApplication(
 
     let internalGroup = router.group().add(middleware: InternalAuthMiddleware(secret: configuration.internalSecret))
     InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
+    // The token service's privileged endpoints (createSessionCookie) authenticate admins here.
+    internalGroup.post(RouterPath(InternalPath.checkAdmin)) { request, context in
+        let body = try await request.decodeJSON(CheckAdminRequest.self, context: context)
+        let parts = body.authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw FirebaseError.missingCredentials }
+        guard Secrets.constantTimeEquals(parts[1], configuration.adminToken) else {
+            throw FirebaseError.invalidCredentials
+        }
+        return JSONResponse(EmptyObject())
+    }
 
     for prefix in identityToolkitPrefixes {
         let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(

@@ -20,6 +20,12 @@ struct KeysController {
             router.get("\(prefix)/service_accounts/v1/jwk/\(Self.serviceAccount)", use: jwks)
             router.get("\(prefix)/robot/v1/metadata/x509/\(Self.serviceAccount)", use: x509)
         }
+        // Session-cookie keys (B.2.4): the same key set, as a JWKS and as the kid→certificate map.
+        for prefix in identityToolkitPrefixes {
+            router.get("\(prefix)/v1/sessionCookiePublicKeys", use: jwks)
+        }
+        router.get("/www.googleapis.com/identitytoolkit/v3/relyingparty/publicKeys", use: x509)
+        router.get("/identitytoolkit/v3/relyingparty/publicKeys", use: x509)
         router.get("/.well-known/openid-configuration", use: discovery)
         router.get("/securetoken.google.com/{project}/.well-known/openid-configuration", use: discovery)
     }

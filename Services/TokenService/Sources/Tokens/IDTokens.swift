@@ -55,10 +55,18 @@ public struct IDTokenIssuer: Sendable {
         return claims
     }
 
+    /// The issuer of session cookies (B.3.4).
+    public var sessionIssuer: String { "https://session.firebase.google.com/\(projectID)" }
+
     public func mint(user: UserRecord, session: SessionInfo) throws -> String {
+        try sign(claims(user: user, session: session))
+    }
+
+    /// Signs a claim set with the current signing key (keys sorted: same claims, same token).
+    public func sign(_ claims: [String: JSONValue]) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let payload = try encoder.encode(claims(user: user, session: session))
+        let payload = try encoder.encode(claims)
         let signer = keys.current.signer
         return try JWS.signRS256(payload: payload, kid: signer.kid, key: signer.privateKey)
     }

@@ -1,0 +1,70 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// `POST /v1/projects/{p}[/tenants/{t}]:createSessionCookie` (A.2, B.2.3, B.3.4): an admin exchanges
+/// a user's ID token for a session cookie, an RS256 JWT with the ID token's claims, the session
+/// issuer, and a lifetime of 5 minutes to 14 days. Signed with the same key set as ID tokens.
+struct SessionCookieController {
+    let tokens: SessionTokens
+    let configuration: TokenServiceConfiguration
+
+    static let minimum: Int64 = 300
+    static let maximum: Int64 = 14 * 86400
+
+    func addRoutes(to router: Router<TokenContext>) {
+        for prefix in identityToolkitPrefixes {
+            router.post("\(prefix)/v1/projects/{project}:createSessionCookie", use: create)
+            router.post("\(prefix)/v1/projects/{project}/tenants/{tenant}:createSessionCookie", use: create)
+        }
+    }
+
+    struct CreateRequest: Decodable {
+        var idToken: String?
+        var validDuration: JSONValue?
+        var tenantId: String?
+    }
+
+    struct CreateResponse: Encodable, Sendable {
+        var sessionCookie: String
+    }
+
+    @Sendable func create(_ request: Request, context: TokenContext) async throws -> JSONResponse<CreateResponse> {
+        guard let authorization = request.bearerToken.map({ "Bearer \($0)" }) else {
+            throw FirebaseError.missingCredentials
+        }
+        _ = try await tokens.directory.call(
+            InternalPath.checkAdmin, CheckAdminRequest(authorization: authorization), as: EmptyObject.self,
+            requestID: context.requestID, logger: context.logger)
+        if let project = context.parameters.get("project"), project != configuration.projectID {
+            throw FirebaseError.invalid("PROJECT_NOT_FOUND")
+        }
+        let body = try await request.decodeJSON(CreateRequest.self, context: context)
+        let duration: Int64
+        switch body.validDuration {
+        case nil: duration = Self.maximum
+        case .int(let seconds)?: duration = seconds
+        case .string(let text)?:
+            guard let seconds = Int64(text) else { throw FirebaseError.invalid("INVALID_DURATION") }
+            duration = seconds
+        default: throw FirebaseError.invalid("INVALID_DURATION")
+        }
+        guard (Self.minimum...Self.maximum).contains(duration) else { throw FirebaseError.invalid("INVALID_DURATION") }
+        let requestedTenant = context.parameters.get("tenant") ?? AccountsController.tenant(body.tenantId)
+        let (verified, user) = try await tokens.verify(
+            idToken: body.idToken, requestedTenant: requestedTenant, requestID: context.requestID,
+            logger: context.logger)
+        let now = Int64(Date().timeIntervalSince1970)
+        var claims = tokens.issuer.claims(
+            user: user,
+            session: SessionInfo(
+                familyId: "", signInProvider: verified.signInProvider, authTime: verified.authTime, tokenIssuedAt: now))
+        claims["iss"] = .string(tokens.issuer.sessionIssuer)
+        claims["exp"] = .int(now + duration)
+        let cookie = try tokens.issuer.sign(claims)
+        context.logger.info("session cookie created", metadata: ["user.id": .string(user.localId)])
+        return JSONResponse(CreateResponse(sessionCookie: cookie))
+    }
+}
