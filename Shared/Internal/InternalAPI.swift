@@ -22,7 +22,13 @@ public enum InternalPath {
 /// Asks the directory whether an `Authorization` header is a valid admin credential.
 public struct CheckAdminRequest: Codable, Sendable {
     public var authorization: String
-    public init(authorization: String) { self.authorization = authorization }
+    /// The tenant the call acts in (nil: project level); a tenant-scoped credential must match it.
+    public var tenantId: String?
+
+    public init(authorization: String, tenantId: String?) {
+        self.authorization = authorization
+        self.tenantId = tenantId
+    }
 }
 
 /// Out-of-band request types (B.2.1 sendOobCode).

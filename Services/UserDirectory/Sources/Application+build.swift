@@ -110,19 +110,24 @@ public func buildDirectoryApplication(
     let internalGroup = router.group().add(middleware: InternalAuthMiddleware(secret: configuration.internalSecret))
     InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
     // The token service's privileged endpoints (createSessionCookie) authenticate admins here.
+    let checker = AdminCredentialStore(client: client, bootstrapSecret: configuration.adminToken)
     internalGroup.post(RouterPath(InternalPath.checkAdmin)) { request, context in
         let body = try await request.decodeJSON(CheckAdminRequest.self, context: context)
         let parts = body.authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw FirebaseError.missingCredentials }
-        guard Secrets.constantTimeEquals(parts[1], configuration.adminToken) else {
+        guard let principal = try await checker.authenticate(String(parts[1]), logger: context.logger) else {
             throw FirebaseError.invalidCredentials
         }
+        if let own = principal.tenantId, own != body.tenantId { throw FirebaseError.insufficientPermission }
         return JSONResponse(EmptyObject())
     }
 
+    let credentials = AdminCredentialStore(client: client, bootstrapSecret: configuration.adminToken)
     for prefix in identityToolkitPrefixes {
         let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
-            middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, projectID: configuration.projectID))
+            middleware: AdminAuthMiddleware(credentials: credentials, projectID: configuration.projectID))
+        AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
+            .addRoutes(to: admin)
         TenantController(repository: tenants, projectID: configuration.projectID) { logger in
             let config = try await accounts.hashConfig(logger: logger)
             return ProjectConfigWire.HashConfigWire(

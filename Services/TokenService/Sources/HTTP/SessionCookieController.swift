@@ -35,13 +35,14 @@ struct SessionCookieController {
         guard let authorization = request.bearerToken.map({ "Bearer \($0)" }) else {
             throw FirebaseError.missingCredentials
         }
+        let body = try await request.decodeJSON(CreateRequest.self, context: context)
+        let requestedTenant = context.parameters.get("tenant") ?? AccountsController.tenant(body.tenantId)
         _ = try await tokens.directory.call(
-            InternalPath.checkAdmin, CheckAdminRequest(authorization: authorization), as: EmptyObject.self,
-            requestID: context.requestID, logger: context.logger)
+            InternalPath.checkAdmin, CheckAdminRequest(authorization: authorization, tenantId: requestedTenant),
+            as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
         if let project = context.parameters.get("project"), project != configuration.projectID {
             throw FirebaseError.invalid("PROJECT_NOT_FOUND")
         }
-        let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let duration: Int64
         switch body.validDuration {
         case nil: duration = Self.maximum
@@ -52,7 +53,6 @@ struct SessionCookieController {
         default: throw FirebaseError.invalid("INVALID_DURATION")
         }
         guard (Self.minimum...Self.maximum).contains(duration) else { throw FirebaseError.invalid("INVALID_DURATION") }
-        let requestedTenant = context.parameters.get("tenant") ?? AccountsController.tenant(body.tenantId)
         let (verified, user) = try await tokens.verify(
             idToken: body.idToken, requestedTenant: requestedTenant, requestID: context.requestID,
             logger: context.logger)

@@ -1,32 +1,97 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import TesseraShared
 
-typealias DirectoryContext = TesseraRequestContext
+/// Who is calling the admin API: the bootstrap secret (`TESSERA_ADMIN_TOKEN`) or a stored
+/// credential, project-wide or for one tenant.
+public struct AdminPrincipal: Sendable, Equatable {
+    public var credentialId: String
+    /// nil: a project admin.
+    public var tenantId: String?
+
+    public static let bootstrap = AdminPrincipal(credentialId: "bootstrap", tenantId: nil)
+}
+
+/// The directory's request context: the request id, and the admin once the admin middleware has
+/// authenticated one.
+public struct DirectoryContext: TesseraContext {
+    public var coreContext: CoreRequestContextStorage
+    public var requestID: String
+    public var admin: AdminPrincipal?
+
+    public init(source: Source) {
+        self.coreContext = .init(source: source)
+        self.requestID = ""
+        self.admin = nil
+    }
+}
 
 /// Both path forms of every route (API.md A.1): bare, and with the Google host prefix.
 let identityToolkitPrefixes = ["", "/identitytoolkit.googleapis.com"]
 
-/// Admin calls carry `Authorization: Bearer <admin secret>`; other schemes count as absent (B.0).
-/// Checks the path's project id too.
+extension FirebaseError {
+    /// A tenant-scoped credential outside its tenant (or any credential on a project-admin resource).
+    static let insufficientPermission = FirebaseError(
+        status: .forbidden, message: "INSUFFICIENT_PERMISSION", grpcStatus: "PERMISSION_DENIED", reason: "forbidden")
+}
+
+/// Authenticates admin calls (`Authorization: Bearer <secret>`; other schemes count as absent,
+/// B.0), keeps a tenant-scoped credential to its own tenant's users and settings, checks the path's
+/// project id, and appends every successful write to the audit log.
 struct AdminAuthMiddleware: RouterMiddleware {
     typealias Context = DirectoryContext
-    let adminToken: String
+    let credentials: AdminCredentialStore
     let projectID: String
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
         guard let bearer = request.bearerToken else { throw FirebaseError.missingCredentials }
-        guard Secrets.constantTimeEquals(bearer, adminToken) else {
+        guard let principal = try await credentials.authenticate(bearer, logger: context.logger) else {
             context.logger.notice("admin call with an unknown credential")
             throw FirebaseError.invalidCredentials
         }
         if let project = context.parameters.get("project"), project != projectID {
             throw FirebaseError.invalid("PROJECT_NOT_FOUND")
         }
-        return try await next(request, context)
+        let pathTenant = context.parameters.get("tenant")
+        let template = context.endpointPath ?? request.uri.path
+        if let own = principal.tenantId {
+            // Its tenant's users and self-service settings, nothing else (issue #4).
+            let projectResource =
+                template.contains("adminCredentials") || (request.method == .delete && template.hasSuffix("{tenant}"))
+            guard pathTenant == own, !projectResource else { throw FirebaseError.insufficientPermission }
+        }
+        var context = context
+        context.admin = principal
+        guard request.method != .get else { return try await next(request, context) }
+
+        var request = request
+        let body = try await request.collectBody(upTo: 32 << 20)
+        let response = try await next(request, context)
+        if (200..<300).contains(response.status.code) {
+            let fields =
+                (try? JSONDecoder().decode([String: JSONValue].self, from: Data(body.readableBytesView))) ?? [:]
+            let target: String
+            if let id = fields["localId"]?.stringValue {
+                target = "user:\(id)"
+            } else if case .array(let ids)? = fields["localIds"] ?? fields["users"] {
+                target = "users:\(ids.count)"
+            } else {
+                target = request.uri.path
+            }
+            let tenant = pathTenant ?? fields["tenantId"]?.stringValue ?? ""
+            do {
+                try await credentials.audit(
+                    tenant: tenant, actor: principal.credentialId, action: "\(request.method.rawValue) \(template)",
+                    target: target, requestID: context.requestID, logger: context.logger)
+            } catch {
+                context.logger.error("audit log write failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+        }
+        return response
     }
 }
 

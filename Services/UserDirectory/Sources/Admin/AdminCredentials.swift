@@ -1,0 +1,202 @@
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// Admin credentials and the audit log in PostgreSQL.
+public struct AdminCredentialStore: Sendable {
+    let client: PostgresClient
+    let bootstrapSecret: String
+
+    public struct Credential: Sendable {
+        var credentialId: String
+        var tenantId: String?
+        var displayName: String
+        var createTime: Date
+    }
+
+    /// The principal for a presented secret, or nil. The bootstrap secret is compared in constant
+    /// time; stored credentials are found by the SHA-256 of the (256-bit random) secret.
+    func authenticate(_ secret: String, logger: Logger) async throws -> AdminPrincipal? {
+        if Secrets.constantTimeEquals(secret, bootstrapSecret) { return .bootstrap }
+        let rows = try await client.query(
+            """
+            SELECT credential_id, tenant_id FROM admin_credentials
+            WHERE secret_hash = \(Secrets.tokenHash(secret)) AND revoked_at IS NULL
+            """, logger: logger)
+        for try await (id, tenant) in rows.decode((String, String?).self) {
+            return AdminPrincipal(credentialId: id, tenantId: tenant)
+        }
+        return nil
+    }
+
+    func create(tenant: String?, displayName: String, logger: Logger) async throws -> (Credential, String) {
+        let id = "cred-" + Secrets.randomAlphanumeric(16).lowercased()
+        let secret = "tsa_" + Base64URL.encode(Secrets.randomBytes(32))
+        let rows = try await client.query(
+            """
+            INSERT INTO admin_credentials (credential_id, tenant_id, display_name, secret_hash)
+            VALUES (\(id), \(tenant), \(displayName), \(Secrets.tokenHash(secret))) RETURNING created_at
+            """, logger: logger)
+        var created = Date()
+        for try await time in rows.decode(Date.self) { created = time }
+        return (Credential(credentialId: id, tenantId: tenant, displayName: displayName, createTime: created), secret)
+    }
+
+    func list(tenant: String?, logger: Logger) async throws -> [Credential] {
+        let rows = try await client.query(
+            """
+            SELECT credential_id, tenant_id, display_name, created_at FROM admin_credentials
+            WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL ORDER BY created_at, credential_id
+            """, logger: logger)
+        var result: [Credential] = []
+        for try await (id, tenantId, name, created) in rows.decode((String, String?, String, Date).self) {
+            result.append(Credential(credentialId: id, tenantId: tenantId, displayName: name, createTime: created))
+        }
+        return result
+    }
+
+    func revoke(id: String, tenant: String?, logger: Logger) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            UPDATE admin_credentials SET revoked_at = now()
+            WHERE credential_id = \(id) AND tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL
+            RETURNING credential_id
+            """, logger: logger)
+        for try await _ in rows.decode(String.self) { return true }
+        return false
+    }
+
+    func audit(tenant: String, actor: String, action: String, target: String, requestID: String, logger: Logger)
+        async throws
+    {
+        try await client.query(
+            """
+            INSERT INTO audit_log (tenant_id, actor, action, target, request_id)
+            VALUES (\(tenant), \(actor), \(action), \(target), \(requestID))
+            """, logger: logger)
+    }
+
+    struct AuditEntry: Encodable, Sendable {
+        var time: String
+        var actor: String
+        var action: String
+        var target: String
+        var tenantId: String?
+        var requestId: String
+    }
+
+    /// Newest first; `before` is the id the previous page ended at.
+    func auditEntries(tenant: String, before: Int64?, limit: Int, logger: Logger) async throws
+        -> [(Int64, AuditEntry)]
+    {
+        let rows = try await client.query(
+            """
+            SELECT id, time, actor, action, target, request_id FROM audit_log
+            WHERE tenant_id = \(tenant) AND id < \(before ?? Int64.max) ORDER BY id DESC LIMIT \(limit)
+            """, logger: logger)
+        var result: [(Int64, AuditEntry)] = []
+        for try await (id, time, actor, action, target, requestID) in rows.decode(
+            (Int64, Date, String, String, String, String).self)
+        {
+            result.append(
+                (
+                    id,
+                    AuditEntry(
+                        time: RFC3339.seconds(time), actor: actor, action: action, target: target,
+                        tenantId: tenant.isEmpty ? nil : tenant, requestId: requestID)
+                ))
+        }
+        return result
+    }
+}
+
+/// `…/adminCredentials` and `…/auditLog` (A.10).
+struct AdminCredentialController<Tenants: TenantRepository> {
+    let store: AdminCredentialStore
+    let tenants: Tenants
+    let projectID: String
+
+    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+        for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
+            group.post("\(scope)/adminCredentials", use: create)
+            group.get("\(scope)/adminCredentials", use: list)
+            group.delete("\(scope)/adminCredentials/{credential}", use: revoke)
+            group.get("\(scope)/auditLog", use: auditLog)
+        }
+    }
+
+    struct CredentialWire: Codable, Sendable {
+        var name: String
+        var credentialId: String
+        var tenantId: String?
+        var displayName: String
+        var createTime: String
+        var secret: String?
+    }
+
+    func wire(_ credential: AdminCredentialStore.Credential, secret: String? = nil) -> CredentialWire {
+        let scope = credential.tenantId.map { "projects/\(projectID)/tenants/\($0)" } ?? "projects/\(projectID)"
+        return CredentialWire(
+            name: "\(scope)/adminCredentials/\(credential.credentialId)", credentialId: credential.credentialId,
+            tenantId: credential.tenantId, displayName: credential.displayName,
+            createTime: RFC3339.seconds(credential.createTime), secret: secret)
+    }
+
+    func tenant(_ context: DirectoryContext) async throws -> String? {
+        guard let tenant = context.parameters.get("tenant") else { return nil }
+        guard try await tenants.get(tenant, logger: context.logger) != nil, !tenant.isEmpty else {
+            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+        }
+        return tenant
+    }
+
+    struct CreateRequest: Decodable {
+        var displayName: String?
+    }
+
+    @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<CredentialWire> {
+        let body = try await request.decodeJSON(CreateRequest.self, context: context)
+        let (credential, secret) = try await store.create(
+            tenant: try await tenant(context), displayName: body.displayName ?? "", logger: context.logger)
+        context.logger.info("admin credential created", metadata: ["credential.id": .string(credential.credentialId)])
+        return JSONResponse(wire(credential, secret: secret))
+    }
+
+    struct ListResponse: Encodable, Sendable {
+        var adminCredentials: [CredentialWire]
+    }
+
+    @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
+        let credentials = try await store.list(tenant: try await tenant(context), logger: context.logger)
+        return JSONResponse(ListResponse(adminCredentials: credentials.map { wire($0) }))
+    }
+
+    @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
+        let id = try context.parameters.require("credential")
+        guard try await store.revoke(id: id, tenant: try await tenant(context), logger: context.logger) else {
+            throw FirebaseError.invalid("CREDENTIAL_NOT_FOUND")
+        }
+        context.logger.info("admin credential revoked", metadata: ["credential.id": .string(id)])
+        return JSONResponse(EmptyObject())
+    }
+
+    struct AuditPage: Encodable, Sendable {
+        var entries: [AdminCredentialStore.AuditEntry]
+        var nextPageToken: String?
+    }
+
+    @Sendable func auditLog(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<AuditPage> {
+        let scope = try await tenant(context) ?? ""
+        let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 100
+        let pageSize = min(max(requested, 1), 1000)
+        let before = request.uri.queryParameters.get("pageToken").flatMap { Int64($0) }
+        let rows = try await store.auditEntries(
+            tenant: scope, before: before, limit: pageSize + 1, logger: context.logger)
+        let page = Array(rows.prefix(pageSize))
+        return JSONResponse(
+            AuditPage(
+                entries: page.map(\.1), nextPageToken: rows.count > pageSize ? page.last.map { String($0.0) } : nil))
+    }
+}

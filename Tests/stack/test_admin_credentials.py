@@ -1,0 +1,105 @@
+"""Scoped admin credentials and the audit log (issue #4; API.md A.10)."""
+
+from __future__ import annotations
+
+import uuid
+
+import requests
+
+from conftest import describe, expect_error, expect_ok
+
+
+def as_credential(stack, secret):
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {secret}"
+    return lambda method, path, **kw: session.request(method, stack.url + path, timeout=15, **kw)
+
+
+def test_tenant_scoped_credential_manages_its_tenant_and_nothing_else(stack, admin, make_tenant):
+    p = stack.project_id
+    own, other = make_tenant()["tenantId"], make_tenant()["tenantId"]
+    created = expect_ok(admin.request("POST", f"/v2/projects/{p}/tenants/{own}/adminCredentials",
+                                      json={"displayName": "ci"}))
+    secret, credential_id = created["secret"], created["credentialId"]
+    assert created["tenantId"] == own and created["name"].endswith(f"/adminCredentials/{credential_id}")
+    listed = expect_ok(admin.request("GET", f"/v2/projects/{p}/tenants/{own}/adminCredentials"))["adminCredentials"]
+    assert [c["credentialId"] for c in listed] == [credential_id] and "secret" not in listed[0]
+
+    call = as_credential(stack, secret)
+    email = f"scoped-{uuid.uuid4().hex[:8]}@example.com"
+    user = expect_ok(call("POST", f"/v1/projects/{p}/tenants/{own}/accounts", json={"email": email}))
+    found = expect_ok(call("POST", f"/v1/projects/{p}/tenants/{own}/accounts:lookup", json={"email": [email]}))
+    assert found["users"][0]["localId"] == user["localId"]
+    patched = expect_ok(call("PATCH", f"/v2/projects/{p}/tenants/{own}?updateMask=enableAnonymousUser",
+                             json={"enableAnonymousUser": False}))
+    assert patched["enableAnonymousUser"] is False
+    expect_ok(call("GET", f"/v2/projects/{p}/tenants/{own}"))
+
+    forbidden = [
+        ("POST", f"/v1/projects/{p}/tenants/{other}/accounts:lookup", {"localId": ["x"]}),
+        ("POST", f"/v1/projects/{p}/accounts:lookup", {"localId": ["x"]}),
+        ("GET", f"/v2/projects/{p}/config", None),
+        ("PATCH", f"/v2/projects/{p}/config?updateMask=enableAnonymousUser", {"enableAnonymousUser": True}),
+        ("GET", f"/v2/projects/{p}/tenants", None),
+        ("POST", f"/v2/projects/{p}/tenants", {"displayName": "Nope"}),
+        ("DELETE", f"/v2/projects/{p}/tenants/{own}", None),
+        ("GET", f"/v2/projects/{p}/tenants/{own}/adminCredentials", None),
+        ("POST", f"/v2/projects/{p}/tenants/{own}/adminCredentials", {"displayName": "more"}),
+        ("GET", f"/v2/projects/{p}/tenants/{other}/auditLog", None),
+    ]
+    for method, path, body in forbidden:
+        resp = call(method, path, json=body)
+        assert resp.status_code == 403, f"{method} {path}: {describe(resp)}"
+        assert resp.json()["error"]["message"] == "INSUFFICIENT_PERMISSION", describe(resp)
+    expect_ok(admin.get_tenant(own))  # still there
+
+    # Revocation takes effect at once.
+    expect_ok(admin.request("DELETE", f"/v2/projects/{p}/tenants/{own}/adminCredentials/{credential_id}"))
+    resp = call("GET", f"/v2/projects/{p}/tenants/{own}")
+    assert resp.status_code == 401, describe(resp)
+    expect_error(admin.request("DELETE", f"/v2/projects/{p}/tenants/{own}/adminCredentials/{credential_id}"),
+                 "CREDENTIAL_NOT_FOUND")
+
+
+def test_project_credential_and_wrong_secrets(stack, admin, make_tenant):
+    p = stack.project_id
+    created = expect_ok(admin.request("POST", f"/v2/projects/{p}/adminCredentials", json={"displayName": "backend"}))
+    assert "tenantId" not in created
+    call = as_credential(stack, created["secret"])
+    tenant_id = make_tenant()["tenantId"]
+    expect_ok(call("GET", f"/v2/projects/{p}/config"))
+    expect_ok(call("POST", f"/v1/projects/{p}/tenants/{tenant_id}/accounts:lookup", json={"localId": ["x"]}))
+    assert as_credential(stack, created["secret"] + "x")("GET", f"/v2/projects/{p}/config").status_code == 401
+    expect_ok(admin.request("DELETE", f"/v2/projects/{p}/adminCredentials/{created['credentialId']}"))
+
+
+def test_every_admin_write_is_in_the_audit_log(stack, admin, make_tenant):
+    p = stack.project_id
+    tenant_id = make_tenant()["tenantId"]
+    created = expect_ok(admin.request("POST", f"/v2/projects/{p}/tenants/{tenant_id}/adminCredentials", json={}))
+    call = as_credential(stack, created["secret"])
+    resp = call("POST", f"/v1/projects/{p}/tenants/{tenant_id}/accounts", json={"displayName": "Audited"},
+                headers={"X-Request-ID": "audit-check-1"})
+    local_id = expect_ok(resp)["localId"]
+    expect_ok(call("POST", f"/v1/projects/{p}/tenants/{tenant_id}/accounts:update",
+                   json={"localId": local_id, "disableUser": True}))
+    expect_ok(call("POST", f"/v1/projects/{p}/tenants/{tenant_id}/accounts:delete", json={"localId": local_id}))
+    # A refused call changes nothing and is not a write.
+    call("POST", f"/v1/projects/{p}/tenants/{tenant_id}/accounts:delete", json={"localId": local_id})
+
+    page = expect_ok(call("GET", f"/v2/projects/{p}/tenants/{tenant_id}/auditLog?pageSize=2"))
+    entries = page["entries"]
+    assert len(entries) == 2 and page["nextPageToken"]
+    rest = expect_ok(call("GET", f"/v2/projects/{p}/tenants/{tenant_id}/auditLog?pageToken={page['nextPageToken']}"))
+    entries += rest["entries"]
+    mine = [e for e in entries if e["actor"] == created["credentialId"]]
+    assert [e["action"] for e in mine] == [
+        "POST /v1/projects/{project}/tenants/{tenant}/accounts:delete",
+        "POST /v1/projects/{project}/tenants/{tenant}/accounts:update",
+        "POST /v1/projects/{project}/tenants/{tenant}/accounts",
+    ], mine
+    assert all(e["target"] == f"user:{local_id}" or e["action"].endswith("/accounts") for e in mine)
+    assert mine[-1]["requestId"] == "audit-check-1" and mine[-1]["tenantId"] == tenant_id
+    assert all(created["secret"] not in str(e) for e in entries), "the secret is never logged"
+    # The bootstrap admin's own writes carry its id, never the secret.
+    assert any(e["actor"] == "bootstrap" for e in entries)
