@@ -37,3 +37,27 @@ def test_query_counts_sorts_pages_and_filters(admin, client, make_tenant):
 
     resp = admin.request("POST", path, json={"sortBy": "SHOE_SIZE"})
     assert resp.status_code == 400 and resp.json()["error"]["status"] == "INVALID_ARGUMENT", describe(resp)
+
+
+def test_batch_get_and_batch_delete_follow_b23(admin, client, make_tenant):
+    tenant_id = make_tenant()["tenantId"]
+    ids = sorted(client.sign_up_anonymous(tenant_id).local_id for _ in range(2))
+    path = f"/v1/projects/{admin.stack.project_id}/tenants/{tenant_id}/accounts:batchGet"
+    full = expect_ok(admin.request("GET", path, params={"maxResults": 2}))
+    assert [u["localId"] for u in full["users"]] == ids
+    assert full["nextPageToken"] == ids[-1], "a full page always carries a token"
+    after = expect_ok(admin.request("GET", path, params={"maxResults": 2, "nextPageToken": full["nextPageToken"]}))
+    assert "users" not in after and "nextPageToken" not in after
+    assert all("passwordHash" not in u for u in full["users"])  # anonymous users have none
+
+    delete_path = admin.accounts_path(tenant_id, "batchDelete")
+    resp = admin.request("POST", delete_path, json={"localIds": ids + ["unknown-id"]})
+    errors = expect_ok(resp)["errors"]
+    assert [(e["index"], e["localId"]) for e in errors] == [(0, ids[0]), (1, ids[1])]
+    assert errors[0]["message"] == "NOT_DISABLED : Disable the account before batch deletion."
+    assert expect_ok(admin.request("POST", delete_path, json={"localIds": ids, "force": True})) == {}
+    assert admin.lookup_users(tenant_id, ids) == []
+    resp = admin.request("POST", delete_path, json={"localIds": [f"id-{i}" for i in range(1001)], "force": True})
+    assert resp.json()["error"]["message"] == "LOCAL_ID_LIST_EXCEEDS_LIMIT", describe(resp)
+    resp = admin.request("POST", admin.accounts_path(tenant_id, "lookup"), json={"localId": [str(i) for i in range(101)]})
+    assert resp.status_code == 400, describe(resp)

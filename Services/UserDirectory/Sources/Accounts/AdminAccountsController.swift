@@ -102,6 +102,10 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         let body = try await request.decodeJSON(LookupRequest.self, context: context)
         let scope = try await resolveScope(context, bodyTenant: body.tenantId)
         if body.initialEmail != nil { throw FirebaseError.notImplemented("Lookup by initialEmail") }
+        let counts = [body.localId?.count, body.email?.count, body.phoneNumber?.count, body.federatedUserId?.count]
+        if counts.contains(where: { ($0 ?? 0) > 100 }) {
+            throw FirebaseError.invalidArgument("INVALID_ARGUMENT : at most 100 identifiers of each kind")
+        }
         var federated: [(providerId: String, rawId: String)] = []
         for id in body.federatedUserId ?? [] {
             guard let providerId = id.providerId, !providerId.isEmpty else {
