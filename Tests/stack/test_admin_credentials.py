@@ -103,3 +103,48 @@ def test_every_admin_write_is_in_the_audit_log(stack, admin, make_tenant):
     assert all(created["secret"] not in str(e) for e in entries), "the secret is never logged"
     # The bootstrap admin's own writes carry its id, never the secret.
     assert any(e["actor"] == "bootstrap" for e in entries)
+
+
+def test_tenant_isolation_matrix(stack, admin, client, make_tenant):
+    """A tenant credential cannot read, write, list or delete anything of another tenant, on any
+    tenant-scoped endpoint, and nothing of the other tenant changes."""
+    p = stack.project_id
+    own, other = make_tenant(allowPasswordSignup=True)["tenantId"], make_tenant(allowPasswordSignup=True)["tenantId"]
+    victim = expect_ok(admin.request("POST", f"/v1/projects/{p}/tenants/{other}/accounts",
+                                     json={"email": f"victim-{uuid.uuid4().hex[:6]}@example.com", "password": "secret12"}))
+    secret = expect_ok(admin.request("POST", f"/v2/projects/{p}/tenants/{own}/adminCredentials", json={}))["secret"]
+    call = as_credential(stack, secret)
+    v1 = f"/v1/projects/{p}/tenants/{other}"
+    v2 = f"/v2/projects/{p}/tenants/{other}"
+    uid = victim["localId"]
+    matrix = [
+        ("read", "POST", f"{v1}/accounts:lookup", {"localId": [uid]}),
+        ("read", "GET", v2, None),
+        ("read", "GET", f"{v2}/mailTemplates", None),
+        ("read", "GET", f"{v2}/auditLog", None),
+        ("list", "GET", f"{v1}/accounts:batchGet", None),
+        ("list", "POST", f"{v1}/accounts:query", {}),
+        ("write", "POST", f"{v1}/accounts", {"email": "intruder@example.com"}),
+        ("write", "POST", f"{v1}/accounts:update", {"localId": uid, "password": "hijacked1"}),
+        ("write", "POST", f"{v1}/accounts:batchCreate", {"users": [{"localId": "intruder"}]}),
+        ("write", "POST", f"{v1}/accounts:sendOobCode",
+         {"requestType": "PASSWORD_RESET", "email": victim["email"], "returnOobLink": True}),
+        ("write", "PATCH", f"{v2}?updateMask=disableAuth", {"disableAuth": True}),
+        ("write", "PATCH", f"{v2}/mailTemplates/PASSWORD_RESET", {"body": "%LINK%"}),
+        ("write", "POST", f"/v1/projects/{p}/tenants/{other}:createSessionCookie", {"idToken": "x"}),
+        ("delete", "POST", f"{v1}/accounts:delete", {"localId": uid}),
+        ("delete", "POST", f"{v1}/accounts:batchDelete", {"localIds": [uid], "force": True}),
+        ("delete", "DELETE", v2, None),
+    ]
+    for kind, method, path, body in matrix:
+        resp = call(method, path, json=body)
+        assert resp.status_code == 403, f"{kind} {method} {path}: {describe(resp)}"
+    # Nothing changed in the other tenant.
+    [user] = admin.lookup_users(other, [uid])
+    assert user["email"] == victim["email"] and not user.get("disabled")
+    assert not expect_ok(admin.get_tenant(other)).get("disableAuth")
+    assert expect_ok(client.post("/v1/accounts:signInWithPassword",
+                                 {"tenantId": other, "email": victim["email"], "password": "secret12"}))
+    # A tenant admin never sees the project's signer key; a project admin does.
+    assert "hashConfig" not in expect_ok(call("GET", f"/v2/projects/{p}/tenants/{own}"))
+    assert expect_ok(admin.get_tenant(own))["hashConfig"]["algorithm"] == "SCRYPT"

@@ -50,6 +50,8 @@ def test_create_and_get_tenant(stack, admin, make_tenant):
     resp = admin.get_tenant(created["tenantId"])
     fetched = expect_ok(resp)
     check_tenant_shape(fetched, stack.project_id)
+    # GET adds the read-only hash config for project admins (B.7.1); everything else is as created.
+    assert fetched.pop("hashConfig")["algorithm"] == "SCRYPT"
     assert fetched == created, (created, fetched)
 
     # Google host prefix form of the admin path.

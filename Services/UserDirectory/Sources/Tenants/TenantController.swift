@@ -52,7 +52,10 @@ struct TenantController<Repository: TenantRepository> {
         guard !tenantId.isEmpty, let settings = try await repository.get(tenantId, logger: context.logger) else {
             throw FirebaseError.invalid("TENANT_NOT_FOUND")
         }
-        return JSONResponse(TenantWire(settings, projectID: projectID))
+        var tenant = TenantWire(settings, projectID: projectID)
+        // The signer key is a project secret: project admins only.
+        if context.admin?.tenantId == nil { tenant.hashConfig = try await hashConfig(context.logger) }
+        return JSONResponse(tenant)
     }
 
     @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {

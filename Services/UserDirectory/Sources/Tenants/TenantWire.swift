@@ -27,6 +27,8 @@ struct TenantWire: Codable, Sendable {
     var autodeleteAnonymousUsers: Bool?
     var client: ClientWire?
     var mfaConfig: MFAConfigWire?
+    /// Read-only, for project admins: what this tenant's exported hashes need (B.7.1).
+    var hashConfig: ProjectConfigWire.HashConfigWire?
 
     init(_ settings: ScopeSettings, projectID: String) {
         name = "projects/\(projectID)/tenants/\(settings.tenantId)"
