@@ -136,9 +136,9 @@ public func buildDirectoryApplication(
         }.addRoutes(to: admin)
         let adminAccounts = AdminAccountsController(accounts: accounts, tenants: tenants)
         adminAccounts.addRoutes(to: admin)
-        ImportController(accounts: accounts, tenants: tenants, scopes: adminAccounts).addRoutes(to: admin)
-        QueryController(accounts: accounts, scopes: adminAccounts).addRoutes(to: admin)
-        AdminOobController(accounts: accounts, scopes: adminAccounts, links: configuration.links).addRoutes(to: admin)
+        ImportController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
+        QueryController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
+        AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links).addRoutes(to: admin)
         MailTemplateController(client: client, tenants: tenants).addRoutes(to: admin)
     }
 

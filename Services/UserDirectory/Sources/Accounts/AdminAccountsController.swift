@@ -45,7 +45,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     /// not apply (B.2.3).
     @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<CreateResponse> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
-        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         if body.mfaInfo != nil { throw FirebaseError.notImplemented("Multi-factor enrollment") }
         var user = AdminNewUser()
         if let localId = body.localId {
@@ -100,7 +100,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
 
     @Sendable func lookup(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<LookupResponse> {
         let body = try await request.decodeJSON(LookupRequest.self, context: context)
-        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         if body.initialEmail != nil { throw FirebaseError.notImplemented("Lookup by initialEmail") }
         let counts = [body.localId?.count, body.email?.count, body.phoneNumber?.count, body.federatedUserId?.count]
         if counts.contains(where: { ($0 ?? 0) > 100 }) {
@@ -129,7 +129,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
 
     @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<DeleteResponse> {
         let body = try await request.decodeJSON(DeleteRequest.self, context: context)
-        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
         guard try await accounts.delete(scope: scope, localId: localId, logger: context.logger) else {
             throw FirebaseError.invalid("USER_NOT_FOUND")
@@ -158,7 +158,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         -> JSONResponse<BatchDeleteResponse>
     {
         let body = try await request.decodeJSON(BatchDeleteRequest.self, context: context, limit: 4 << 20)
-        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let ids = body.localIds ?? []
         guard !ids.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
         guard ids.count <= 1000 else { throw FirebaseError.invalid("LOCAL_ID_LIST_EXCEEDS_LIMIT") }
@@ -212,7 +212,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     @Sendable func batchGet(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
         BatchGetResponse
     > {
-        let scope = try await resolveScope(context, bodyTenant: request.uri.queryParameters.get("tenantId"))
+        let scope = try await tenants.scope(of: context, bodyTenant: request.uri.queryParameters.get("tenantId"))
         let requested = request.uri.queryParameters.get("maxResults", as: Int.self) ?? 20
         guard requested > 0 else { throw FirebaseError.invalid("INVALID_ARGUMENT", "maxResults must be positive") }
         let limit = min(requested, 1000)
@@ -255,7 +255,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
 
     @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<UpdateResponse> {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
-        let scope = try await resolveScope(context, bodyTenant: body.tenantId)
+        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
         var change = AdminUserChange()
         change.disabled = body.disableUser
@@ -310,20 +310,5 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
             UpdateResponse(
                 localId: user.localId, email: user.email, emailVerified: user.emailVerified,
                 displayName: user.displayName, photoUrl: user.photoUrl, providerUserInfo: user.providerUserInfo))
-    }
-
-    /// The scope from the path (`/tenants/{t}`) or, on project paths, the body's `tenantId`; they must
-    /// agree, and the tenant must exist.
-    func resolveScope(_ context: DirectoryContext, bodyTenant: String?) async throws -> String {
-        let pathTenant = context.parameters.get("tenant")
-        if let pathTenant, let bodyTenant, !bodyTenant.isEmpty, pathTenant != bodyTenant {
-            throw FirebaseError.invalid("TENANT_ID_MISMATCH")
-        }
-        let tenant = pathTenant ?? bodyTenant.flatMap { $0.isEmpty ? nil : $0 }
-        guard let tenant else { return ScopeSettings.defaultScopeID }
-        guard !tenant.isEmpty, try await tenants.get(tenant, logger: context.logger) != nil else {
-            throw FirebaseError.invalid("TENANT_NOT_FOUND")
-        }
-        return tenant
     }
 }

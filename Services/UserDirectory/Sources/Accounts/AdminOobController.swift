@@ -7,7 +7,7 @@ import TesseraShared
 /// for a client, or with `returnOobLink` the code and link are returned and nothing is mailed.
 struct AdminOobController<Tenants: TenantRepository> {
     let accounts: PostgresAccountRepository
-    let scopes: AdminAccountsController<PostgresAccountRepository, Tenants>
+    let tenants: Tenants
     let links: ActionLinks
 
     func addRoutes(to group: RouterGroup<DirectoryContext>) {
@@ -34,7 +34,7 @@ struct AdminOobController<Tenants: TenantRepository> {
 
     @Sendable func send(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<SendResponse> {
         let body = try await request.decodeJSON(SendRequest.self, context: context)
-        let scope = try await scopes.resolveScope(context, bodyTenant: body.tenantId)
+        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         guard let typeName = body.requestType else { throw FirebaseError.invalid("MISSING_REQ_TYPE") }
         guard let type = OobRequestType(rawValue: typeName) else {
             if typeName == "EMAIL_SIGNIN" { throw FirebaseError.notImplemented("Email link sign-in") }

@@ -79,7 +79,6 @@ extension PostgresAccountRepository {
 struct ImportController<Tenants: TenantRepository> {
     let accounts: PostgresAccountRepository
     let tenants: Tenants
-    let scopes: AdminAccountsController<PostgresAccountRepository, Tenants>
 
     func addRoutes(to group: RouterGroup<DirectoryContext>) {
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
@@ -194,7 +193,7 @@ struct ImportController<Tenants: TenantRepository> {
 
     @Sendable func batchCreate(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<Response> {
         let body = try await request.decodeJSON(Request_.self, context: context, limit: 32 << 20)
-        let scope = try await scopes.resolveScope(context, bodyTenant: body.tenantId)
+        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let users = body.users ?? []
         guard !users.isEmpty else { throw FirebaseError.invalid("MISSING_USER_ACCOUNT") }
         guard users.count <= 1000 else { throw FirebaseError.invalid("MAXIMUM_USER_COUNT_EXCEEDED") }

@@ -8,7 +8,7 @@ import TesseraShared
 /// Filters (`expression`, OR-ed): `email`, `userId`, `phoneNumber`, and Tessera's `anonymous: true`.
 struct QueryController<Tenants: TenantRepository> {
     let accounts: PostgresAccountRepository
-    let scopes: AdminAccountsController<PostgresAccountRepository, Tenants>
+    let tenants: Tenants
 
     func addRoutes(to group: RouterGroup<DirectoryContext>) {
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
@@ -48,7 +48,7 @@ struct QueryController<Tenants: TenantRepository> {
 
     @Sendable func query(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<QueryResponse> {
         let body = try await request.decodeJSON(QueryRequest.self, context: context)
-        let scope = try await scopes.resolveScope(context, bodyTenant: body.tenantId)
+        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let limit = body.limit?.intValue ?? 500
         let offset = body.offset?.intValue ?? 0
         guard (1...500).contains(limit), offset >= 0 else {

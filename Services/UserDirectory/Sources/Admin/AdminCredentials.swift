@@ -144,12 +144,9 @@ struct AdminCredentialController<Tenants: TenantRepository> {
             createTime: RFC3339.seconds(credential.createTime), secret: secret)
     }
 
+    /// nil for project-wide credentials and the project's own audit entries.
     func tenant(_ context: DirectoryContext) async throws -> String? {
-        guard let tenant = context.parameters.get("tenant") else { return nil }
-        guard try await tenants.get(tenant, logger: context.logger) != nil, !tenant.isEmpty else {
-            throw FirebaseError.invalid("TENANT_NOT_FOUND")
-        }
-        return tenant
+        wireTenantID(try await tenants.scope(of: context))
     }
 
     struct CreateRequest: Decodable {

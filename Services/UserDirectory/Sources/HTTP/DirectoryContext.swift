@@ -28,6 +28,24 @@ public struct DirectoryContext: TesseraContext {
     }
 }
 
+extension TenantRepository {
+    /// The scope an admin call acts in: the path's `/tenants/{t}` or, on project paths, the body's
+    /// `tenantId` ("" for the project's default scope). They must agree, and the tenant must exist.
+    func scope(of context: DirectoryContext, bodyTenant: String? = nil) async throws -> String {
+        let pathTenant = context.parameters.get("tenant")
+        if let pathTenant, let bodyTenant, !bodyTenant.isEmpty, pathTenant != bodyTenant {
+            throw FirebaseError.invalid("TENANT_ID_MISMATCH")
+        }
+        guard let tenant = pathTenant ?? bodyTenant.flatMap({ $0.isEmpty ? nil : $0 }) else {
+            return ScopeSettings.defaultScopeID
+        }
+        guard !tenant.isEmpty, try await get(tenant, logger: context.logger) != nil else {
+            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+        }
+        return tenant
+    }
+}
+
 /// Both path forms of every route (API.md A.1): bare, and with the Google host prefix.
 let identityToolkitPrefixes = ["", "/identitytoolkit.googleapis.com"]
 

@@ -50,14 +50,6 @@ struct MailTemplateController<Tenants: TenantRepository> {
 
     static var types: [OobRequestType] { [.verifyEmail, .passwordReset, .verifyAndChangeEmail] }
 
-    func scope(_ context: DirectoryContext) async throws -> String {
-        guard let tenant = context.parameters.get("tenant") else { return ScopeSettings.defaultScopeID }
-        guard !tenant.isEmpty, try await tenants.get(tenant, logger: context.logger) != nil else {
-            throw FirebaseError.invalid("TENANT_NOT_FOUND")
-        }
-        return tenant
-    }
-
     static func type(_ context: DirectoryContext) throws -> OobRequestType {
         guard let type = OobRequestType(rawValue: try context.parameters.require("requestType")) else {
             throw FirebaseError.invalidArgument(
@@ -67,7 +59,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
     }
 
     @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateList> {
-        let scope = try await scope(context)
+        let scope = try await tenants.scope(of: context)
         let templates = try await client.withConnection { connection in
             var result: [TemplateWire] = []
             for type in Self.types {
@@ -85,7 +77,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
     }
 
     @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateWire> {
-        let scope = try await scope(context)
+        let scope = try await tenants.scope(of: context)
         let type = try Self.type(context)
         let input = try await request.decodeJSON(TemplateWire.self, context: context)
         let current =
@@ -112,7 +104,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
     }
 
     @Sendable func reset(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateWire> {
-        let scope = try await scope(context)
+        let scope = try await tenants.scope(of: context)
         let type = try Self.type(context)
         try await client.query(
             "DELETE FROM mail_templates WHERE tenant_id = \(scope) AND request_type = \(type.rawValue)",
