@@ -158,6 +158,32 @@ public struct LookupResponse: Codable, Sendable {
     }
 }
 
+/// The `accounts:update` answer (B.2.1): the user as it is now, and fresh tokens when credentials
+/// changed. Used by the client and the admin endpoints alike.
+public struct SetAccountInfoResponse: Encodable, Sendable {
+    public var kind = Kind.update
+    public var localId: String
+    public var email: String?
+    public var emailVerified: Bool
+    public var displayName: String?
+    public var photoUrl: String?
+    public var passwordHash: String?
+    public var providerUserInfo: [ProviderUserInfo]
+    public var idToken: String?
+    public var refreshToken: String?
+    public var expiresIn: String?
+
+    public init(user: UserRecord) {
+        localId = user.localId
+        email = user.email
+        emailVerified = user.emailVerified
+        displayName = user.displayName
+        photoUrl = user.photoUrl
+        passwordHash = user.hasPassword ? "UkVEQUNURUQ=" : nil
+        providerUserInfo = user.providerUserInfo
+    }
+}
+
 public struct DeleteResponse: Codable, Sendable {
     public var kind: String = Kind.delete
     public init() {}

@@ -199,20 +199,6 @@ struct AccountsController {
         var linkProviderUserInfo: JSONValue?
     }
 
-    struct UpdateResponse: Encodable, Sendable {
-        var kind = Kind.update
-        var localId: String
-        var email: String?
-        var emailVerified: Bool
-        var displayName: String?
-        var photoUrl: String?
-        var passwordHash: String?
-        var providerUserInfo: [ProviderUserInfo]
-        var idToken: String?
-        var refreshToken: String?
-        var expiresIn: String?
-    }
-
     static let deletableAttributes: Set<String> = ["DISPLAY_NAME", "PHOTO_URL", "EMAIL", "PASSWORD"]
 
     /// An end user's `accounts:update` with its ID token (B.2.1, B.5.2, B.5.11, B.5.12).
@@ -223,7 +209,7 @@ struct AccountsController {
         return try await clientUpdate(request, context: context).response(from: request, context: context)
     }
 
-    func clientUpdate(_ request: Request, context: TokenContext) async throws -> JSONResponse<UpdateResponse> {
+    func clientUpdate(_ request: Request, context: TokenContext) async throws -> JSONResponse<SetAccountInfoResponse> {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
         if body.customAttributes != nil { throw FirebaseError.invalid("INSUFFICIENT_PERMISSION") }
         if body.disableUser != nil || body.emailVerified != nil { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
@@ -265,11 +251,7 @@ struct AccountsController {
                 photoUrl: body.photoUrl, deleteAttribute: deleteAttribute, email: email, password: body.password,
                 deleteProvider: deleteProvider, currentSignInProvider: verified.signInProvider, session: session),
             as: UpdateAccountResponse.self, requestID: context.requestID, logger: context.logger)
-        var response = UpdateResponse(
-            localId: answer.user.localId, email: answer.user.email, emailVerified: answer.user.emailVerified,
-            displayName: answer.user.displayName, photoUrl: answer.user.photoUrl,
-            passwordHash: answer.user.hasPassword ? "UkVEQUNURUQ=" : nil, providerUserInfo: answer.user.providerUserInfo
-        )
+        var response = SetAccountInfoResponse(user: answer.user)
         if let newSession = answer.session {
             response.idToken = try tokens.issuer.mint(user: answer.user, session: newSession)
             response.refreshToken = refreshToken
@@ -312,17 +294,13 @@ struct AccountsController {
 
     /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code (B.5.10).
     func applyOobCode(_ code: String, tenant: String?, context: TokenContext) async throws -> JSONResponse<
-        UpdateResponse
+        SetAccountInfoResponse
     > {
         let answer = try await tokens.directory.call(
             InternalPath.applyOobCode, ApplyOobCodeRequest(tenantId: tenant, oobCode: code),
             as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
         guard let user = answer.user else { throw FirebaseError.internal }
-        return JSONResponse(
-            UpdateResponse(
-                localId: user.localId, email: user.email, emailVerified: user.emailVerified,
-                displayName: user.displayName, photoUrl: user.photoUrl,
-                passwordHash: user.hasPassword ? "UkVEQUNURUQ=" : nil, providerUserInfo: user.providerUserInfo))
+        return JSONResponse(SetAccountInfoResponse(user: user))
     }
 
     /// Sends a privileged call to the directory's admin path for the body's tenant.

@@ -243,17 +243,9 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var deleteProvider: [String]?
     }
 
-    struct UpdateResponse: Encodable, Sendable {
-        var kind = Kind.update
-        var localId: String
-        var email: String?
-        var emailVerified: Bool
-        var displayName: String?
-        var photoUrl: String?
-        var providerUserInfo: [ProviderUserInfo]
-    }
-
-    @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<UpdateResponse> {
+    @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
+        SetAccountInfoResponse
+    > {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
@@ -306,9 +298,6 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         else { throw FirebaseError.invalid("USER_NOT_FOUND") }
         context.logger.info(
             "user updated by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
-        return JSONResponse(
-            UpdateResponse(
-                localId: user.localId, email: user.email, emailVerified: user.emailVerified,
-                displayName: user.displayName, photoUrl: user.photoUrl, providerUserInfo: user.providerUserInfo))
+        return JSONResponse(SetAccountInfoResponse(user: user))
     }
 }
