@@ -88,18 +88,11 @@ public struct PostgresAccountRepository: AccountRepository {
     ) async throws -> (UserRecord, SessionInfo) {
         let retentionSeconds = anonymousRetention.timeInterval
         return try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
-                """
-                SELECT disable_auth, disabled_user_signup, enable_anonymous_user, autodelete_anonymous_users
-                FROM tenants WHERE tenant_id = \(scope) FOR SHARE
-                """, logger: logger)
-            var flags: (Bool, Bool, Bool, Bool)?
-            for try await row in rows.decode((Bool, Bool, Bool, Bool).self) { flags = row }
-            guard let (disableAuth, disabledUserSignup, enableAnonymous, autodelete) = flags else {
-                throw FirebaseError.invalid("TENANT_NOT_FOUND")
+            let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
+            if flags.disabledUserSignup || !flags.enableAnonymousUser {
+                throw FirebaseError.invalid("ADMIN_ONLY_OPERATION")
             }
-            if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
-            if disabledUserSignup || !enableAnonymous { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+            let autodelete = flags.autodeleteAnonymousUsers
 
             let now = Self.nowMillis()
             let nowSeconds = now / 1000
@@ -143,12 +136,7 @@ public struct PostgresAccountRepository: AccountRepository {
 
     public func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord {
         try await client.withConnection { connection in
-            let rows = try await connection.query(
-                "SELECT disable_auth FROM tenants WHERE tenant_id = \(scope)", logger: logger)
-            var disableAuth: Bool?
-            for try await flag in rows.decode(Bool.self) { disableAuth = flag }
-            guard let disableAuth else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
-            if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
+            _ = try await ScopeFlags.read(connection, scope: scope, lock: false, logger: logger)
             guard
                 let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first
@@ -159,16 +147,8 @@ public struct PostgresAccountRepository: AccountRepository {
 
     public func deleteByUser(scope: String, localId: String, logger: Logger) async throws {
         try await client.transaction(logger: logger) { connection in
-            let rows = try await connection.query(
-                "SELECT disable_auth, disabled_user_deletion FROM tenants WHERE tenant_id = \(scope) FOR SHARE",
-                logger: logger)
-            var flags: (Bool, Bool)?
-            for try await row in rows.decode((Bool, Bool).self) { flags = row }
-            guard let (disableAuth, disabledUserDeletion) = flags else {
-                throw FirebaseError.invalid("TENANT_NOT_FOUND")
-            }
-            if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
-            if disabledUserDeletion { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+            let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
+            if flags.disabledUserDeletion { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
             if !(try await Self.deleteUser(connection, scope: scope, localId: localId, logger: logger)) {
                 throw FirebaseError.invalid("USER_NOT_FOUND")
             }
@@ -362,11 +342,7 @@ public struct PostgresAccountRepository: AccountRepository {
                 throw FirebaseError.invalid("INVALID_REFRESH_TOKEN")
             }
 
-            let tenantRows = try await connection.query(
-                "SELECT disable_auth FROM tenants WHERE tenant_id = \(scope)", logger: logger)
-            for try await disableAuth in tenantRows.decode(Bool.self) where disableAuth {
-                throw FirebaseError.invalid("PROJECT_DISABLED")
-            }
+            _ = try await ScopeFlags.read(connection, scope: scope, lock: false, logger: logger)
             guard
                 let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first

@@ -28,29 +28,33 @@ final class ProjectHashKeyCache: Sendable {
     }
 }
 
-/// The switches of one scope that end-user operations obey.
+/// The switches of one scope that end-user operations obey. Reading them checks that the scope
+/// exists (`TENANT_NOT_FOUND`) and is enabled (`PROJECT_DISABLED`), so no operation forgets either.
 struct ScopeFlags {
-    var disableAuth: Bool
     var allowPasswordSignup: Bool
     var disabledUserSignup: Bool
+    var enableAnonymousUser: Bool
+    var disabledUserDeletion: Bool
+    var autodeleteAnonymousUsers: Bool
     var emailPrivacy: Bool
 
+    /// `lock` takes a share lock on the tenant row for the rest of the transaction, so the switches
+    /// cannot change under the operation.
     static func read(_ connection: PostgresConnection, scope: String, lock: Bool, logger: Logger) async throws
         -> ScopeFlags
     {
         let rows = try await connection.query(
             """
-            SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, p.enable_improved_email_privacy
+            SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
+                t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy
             FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = \(scope)
             \(unescaped: lock ? "FOR SHARE OF t" : "")
             """, logger: logger)
-        for try await (disableAuth, allowPassword, disabledSignup, privacy) in rows.decode(
-            (Bool, Bool, Bool, Bool).self)
-        {
-            if disableAuth { throw FirebaseError.invalid("PROJECT_DISABLED") }
+        for try await row in rows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Bool).self) {
+            if row.0 { throw FirebaseError.invalid("PROJECT_DISABLED") }
             return ScopeFlags(
-                disableAuth: disableAuth, allowPasswordSignup: allowPassword, disabledUserSignup: disabledSignup,
-                emailPrivacy: privacy)
+                allowPasswordSignup: row.1, disabledUserSignup: row.2, enableAnonymousUser: row.3,
+                disabledUserDeletion: row.4, autodeleteAnonymousUsers: row.5, emailPrivacy: row.6)
         }
         throw FirebaseError.invalid("TENANT_NOT_FOUND")
     }
