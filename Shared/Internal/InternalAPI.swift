@@ -37,6 +37,26 @@ public enum OobRequestType: String, Codable, Sendable {
     case verifyEmail = "VERIFY_EMAIL"
     case verifyAndChangeEmail = "VERIFY_AND_CHANGE_EMAIL"
 
+    /// The request's `requestType`: a name, or the proto enum number Android sends (B.0).
+    /// EMAIL_SIGNIN (email-link sign-in) is not implemented yet.
+    public static func parse(_ value: JSONValue?) throws -> OobRequestType {
+        let name: String
+        switch value {
+        case .string(let text)?: name = text
+        case .int(1)?: name = "PASSWORD_RESET"
+        case .int(4)?: name = "VERIFY_EMAIL"
+        case .int(6)?: name = "EMAIL_SIGNIN"
+        case .int(7)?: name = "VERIFY_AND_CHANGE_EMAIL"
+        case nil, .null?: throw FirebaseError.invalid("MISSING_REQ_TYPE")
+        default: throw FirebaseError.invalidArgument("Invalid value at 'request_type'")
+        }
+        guard let type = OobRequestType(rawValue: name) else {
+            if name == "EMAIL_SIGNIN" { throw FirebaseError.notImplemented("Email link sign-in") }
+            throw FirebaseError.invalidArgument("Invalid value at 'request_type': \(name)")
+        }
+        return type
+    }
+
     /// The `mode` of the action link.
     public var mode: String {
         switch self {

@@ -182,3 +182,20 @@ def test_privileged_calls_on_client_paths_act_as_admin(stack, client, admin, ten
                          json={"tenantId": tenant_id, "localId": s1.local_id}, timeout=15)
     assert expect_ok(resp).get("kind") == DELETE_KIND, describe(resp)
     assert admin.lookup_users(tenant_id, [s1.local_id]) == []
+
+
+def test_privileged_send_oob_code_on_the_client_path_returns_the_link(stack, client, make_tenant):
+    import requests
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    email = f"priv-{time.time_ns()}@example.com"
+    expect_ok(client.post("/v1/accounts:signUp", {"tenantId": tenant_id, "email": email, "password": "secret12"}))
+    resp = requests.post(stack.url + "/v1/accounts:sendOobCode",
+                         headers={"Authorization": f"Bearer {stack.admin_token}"},
+                         json={"tenantId": tenant_id, "requestType": 1, "email": email, "returnOobLink": True},
+                         timeout=15)
+    data = expect_ok(resp)
+    assert data["email"] == email and data["oobCode"] and data["oobCode"] in data["oobLink"], describe(resp)
+    resp = requests.post(stack.url + "/v1/accounts:sendOobCode",
+                         headers={"Authorization": f"Bearer {stack.admin_token}"},
+                         json={"tenantId": tenant_id, "email": email}, timeout=15)
+    expect_error(resp, "MISSING_REQ_TYPE")

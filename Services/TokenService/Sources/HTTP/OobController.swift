@@ -32,31 +32,14 @@ struct OobController {
         var email: String?
     }
 
-    /// Android sends the proto enum numbers (B.0).
-    static func requestType(_ value: JSONValue?) throws -> String {
-        switch value {
-        case .string(let name)?: return name
-        case .int(1)?: return "PASSWORD_RESET"
-        case .int(4)?: return "VERIFY_EMAIL"
-        case .int(6)?: return "EMAIL_SIGNIN"
-        case .int(7)?: return "VERIFY_AND_CHANGE_EMAIL"
-        case nil, .null?: throw FirebaseError.invalid("MISSING_REQ_TYPE")
-        default: throw FirebaseError.invalidArgument("Invalid value at 'request_type'")
-        }
-    }
-
     @Sendable func sendOobCode(_ request: Request, context: TokenContext) async throws -> Response {
-        guard case .client = try Caller.identify(request, apiKey: configuration.apiKey) else {
-            throw FirebaseError.notImplemented(
-                "Privileged accounts:sendOobCode (use /v1/projects/{p}/accounts:sendOobCode)")
+        if case .privileged(let authorization) = try Caller.identify(request, apiKey: configuration.apiKey) {
+            return try await AccountsController(tokens: tokens, configuration: configuration).forwardPrivileged(
+                request, context: context, authorization: authorization, verb: "sendOobCode")
         }
         let body = try await request.decodeJSON(SendRequest.self, context: context)
-        let typeName = try Self.requestType(body.requestType)
+        let type = try OobRequestType.parse(body.requestType)
         if body.returnOobLink == true { throw FirebaseError.invalid("INSUFFICIENT_PERMISSION") }
-        guard let type = OobRequestType(rawValue: typeName) else {
-            if typeName == "EMAIL_SIGNIN" { throw FirebaseError.notImplemented("Email link sign-in") }
-            throw FirebaseError.invalidArgument("Invalid value at 'request_type': \(typeName)")
-        }
         let continueUrl = try configuration.links.checkContinueURL(body.continueUrl)
         var tenant = AccountsController.tenant(body.tenantId)
         var email: String?

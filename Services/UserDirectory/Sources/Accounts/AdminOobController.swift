@@ -17,7 +17,7 @@ struct AdminOobController<Tenants: TenantRepository> {
     }
 
     struct SendRequest: Decodable {
-        var requestType: String?
+        var requestType: JSONValue?
         var email: String?
         var newEmail: String?
         var continueUrl: String?
@@ -35,11 +35,7 @@ struct AdminOobController<Tenants: TenantRepository> {
     @Sendable func send(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<SendResponse> {
         let body = try await request.decodeJSON(SendRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
-        guard let typeName = body.requestType else { throw FirebaseError.invalid("MISSING_REQ_TYPE") }
-        guard let type = OobRequestType(rawValue: typeName) else {
-            if typeName == "EMAIL_SIGNIN" { throw FirebaseError.notImplemented("Email link sign-in") }
-            throw FirebaseError.invalidArgument("Invalid value at 'request_type': \(typeName)")
-        }
+        let type = try OobRequestType.parse(body.requestType)
         guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
         guard let email = Credentials.normalizedEmail(raw) else { throw FirebaseError.invalid("INVALID_EMAIL") }
         var newEmail: String?
