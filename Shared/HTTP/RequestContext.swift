@@ -19,12 +19,6 @@ public struct TesseraRequestContext: TesseraContext {
         self.coreContext = .init(source: source)
         self.requestID = ""
     }
-
-    public var responseEncoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return encoder
-    }
 }
 
 extension HTTPField.Name {

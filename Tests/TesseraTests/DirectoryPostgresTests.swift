@@ -136,6 +136,33 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test("a session ends when idle too long or past its absolute lifetime (A.2)")
+    func sessionLifetimes() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
+            // Idle: last used two hours ago, idle limit one hour.
+            let (idleUser, idleToken) = try await newSession(client)
+            try await client.query(
+                "UPDATE refresh_families SET last_used_at = now() - interval '2 hours' WHERE local_id = \(idleUser)",
+                logger: logger)
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.rotateRefreshToken(rotation(idleToken, "i1"), logger: logger)
+            }
+            // Absolute: recently used, but past its end.
+            let (oldUser, oldToken) = try await newSession(client)
+            try await client.query(
+                "UPDATE refresh_families SET expires_at = now() - interval '1 second' WHERE local_id = \(oldUser)",
+                logger: logger)
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.rotateRefreshToken(rotation(oldToken, "a1"), logger: logger)
+            }
+            // A fresh session within both limits rotates.
+            let (_, fresh) = try await newSession(client)
+            #expect(try await accounts.rotateRefreshToken(rotation(fresh, "f1"), logger: logger).outcome == .rotated)
+        }
+    }
+
     @Test("twenty concurrent rotations of one token produce one successor")
     func concurrentRotations() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
