@@ -51,6 +51,15 @@ public enum JWS {
         let header = try header(of: token)
         guard header.alg == "RS256" else { throw Failure.unsupportedAlgorithm }
         guard let kid = header.kid, let key = publicKey(kid) else { throw Failure.unknownKey }
+        return try verifyRS256(token, key: key)
+    }
+
+    /// Verifies an RS256 compact JWS against one given key (whatever its `kid` says) and returns
+    /// its payload bytes.
+    public static func verifyRS256(_ token: String, key: _RSA.Signing.PublicKey) throws -> Data {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, token.utf8.count <= 16 * 1024 else { throw Failure.malformed }
+        guard try header(of: token).alg == "RS256" else { throw Failure.unsupportedAlgorithm }
         guard let payload = Base64URL.decode(parts[1]), let signatureBytes = Base64URL.decode(parts[2]),
             !signatureBytes.isEmpty
         else { throw Failure.malformed }
@@ -59,6 +68,30 @@ public enum JWS {
         guard key.isValidSignature(signature, for: signingInput, padding: .insecurePKCS1v1_5) else {
             throw Failure.badSignature
         }
+        return payload
+    }
+}
+
+extension JWS {
+    /// The payload of a compact JWS without verifying anything (to read `iss` before the key is known).
+    public static func unverifiedPayload(of token: String) throws -> Data {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, token.utf8.count <= 16 * 1024, let payload = Base64URL.decode(parts[1]) else {
+            throw Failure.malformed
+        }
+        return payload
+    }
+
+    /// Verifies an ES256 compact JWS (raw `r‖s` signature, RFC 7518 §3.4) and returns its payload.
+    public static func verifyES256(_ token: String, key: P256.Signing.PublicKey) throws -> Data {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, token.utf8.count <= 16 * 1024 else { throw Failure.malformed }
+        guard try header(of: token).alg == "ES256" else { throw Failure.unsupportedAlgorithm }
+        guard let payload = Base64URL.decode(parts[1]), let signatureBytes = Base64URL.decode(parts[2]),
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes)
+        else { throw Failure.malformed }
+        let signingInput = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard key.isValidSignature(signature, for: signingInput) else { throw Failure.badSignature }
         return payload
     }
 }

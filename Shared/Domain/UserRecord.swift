@@ -23,6 +23,8 @@ public struct UserRecord: Codable, Sendable, Equatable {
     /// Every sign-in method linked: the `password` entry (derived from email + password, B.6) and
     /// federated providers.
     public var providerUserInfo: [ProviderUserInfo]
+    /// The user has signed in with a custom token (B.6 `customAuth`); nil means no.
+    public var customAuth: Bool?
 
     public init(
         tenantId: String?, localId: String, email: String? = nil, emailVerified: Bool = false,
@@ -47,9 +49,9 @@ public struct UserRecord: Codable, Sendable, Equatable {
         self.providerUserInfo = providerUserInfo
     }
 
-    /// Anonymous = no sign-in method linked (API.md A.3). An anonymous user that was given an email
-    /// without a password stays anonymous.
-    public var isAnonymous: Bool { providerUserInfo.isEmpty }
+    /// Anonymous = no sign-in method (API.md A.3): no provider linked and never signed in with a
+    /// custom token. An anonymous user that was given an email without a password stays anonymous.
+    public var isAnonymous: Bool { providerUserInfo.isEmpty && customAuth != true }
 
     public var hasPassword: Bool { passwordUpdatedAt != nil }
 }
@@ -61,11 +63,13 @@ public struct ProviderUserInfo: Codable, Sendable, Equatable {
     public var email: String?
     public var displayName: String?
     public var photoUrl: String?
+    public var screenName: String?
 
     public init(
         providerId: String, rawId: String, federatedId: String? = nil, email: String? = nil,
-        displayName: String? = nil, photoUrl: String? = nil
+        displayName: String? = nil, photoUrl: String? = nil, screenName: String? = nil
     ) {
+        self.screenName = screenName
         self.providerId = providerId
         self.rawId = rawId
         self.federatedId = federatedId
@@ -96,8 +100,10 @@ public struct UserInfoWire: Codable, Sendable {
     public var customAttributes: String?
     public var tenantId: String?
     public var providerUserInfo: [ProviderUserInfo]?
+    public var customAuth: Bool?
 
     public init(_ user: UserRecord) {
+        customAuth = user.customAuth == true ? true : nil
         localId = user.localId
         email = user.email
         emailVerified = user.emailVerified

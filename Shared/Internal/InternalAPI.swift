@@ -17,6 +17,107 @@ public enum InternalPath {
     public static let resetPassword = "/internal/v1/accounts:resetPassword"
     public static let applyOobCode = "/internal/v1/accounts:applyOobCode"
     public static let checkAdmin = "/internal/v1/admin:check"
+    public static let idpConfig = "/internal/v1/idpConfigs:get"
+    public static let signInWithIdp = "/internal/v1/accounts:signInWithIdp"
+    public static let signInWithCustomToken = "/internal/v1/accounts:signInWithCustomToken"
+}
+
+/// The configuration of one identity provider in one scope, for verifying its credentials.
+public struct IdpConfigRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var providerId: String
+
+    public init(tenantId: String?, providerId: String) {
+        self.tenantId = tenantId
+        self.providerId = providerId
+    }
+}
+
+public struct IdpConfigResponse: Codable, Sendable {
+    public var providerId: String
+    public var clientId: String
+    /// Facebook's app secret (`appsecret_proof`), Twitter's consumer secret.
+    public var clientSecret: String?
+    /// OIDC providers of a scope (`oidc.*`): the issuer whose discovery document names the JWKS.
+    public var issuer: String?
+
+    public init(providerId: String, clientId: String, clientSecret: String?, issuer: String?) {
+        self.providerId = providerId
+        self.clientId = clientId
+        self.clientSecret = clientSecret
+        self.issuer = issuer
+    }
+}
+
+/// A federated sign-in, or (with `linkTo`) the link of a provider to a signed-in user (B.5.3, B.5.4,
+/// A.4). The directory decides, in one transaction, which user it is.
+public struct SignInWithIdpRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var identity: FederatedIdentity
+    public var linkTo: String?
+    public var session: NewSession
+
+    public init(tenantId: String?, identity: FederatedIdentity, linkTo: String?, session: NewSession) {
+        self.tenantId = tenantId
+        self.identity = identity
+        self.linkTo = linkTo
+        self.session = session
+    }
+}
+
+public struct SignInWithIdpResponse: Codable, Sendable {
+    public enum Outcome: String, Codable, Sendable {
+        case signedIn
+        /// The email belongs to an account the provider may not take over (A.4): nothing changed.
+        case needConfirmation
+    }
+
+    public var outcome: Outcome
+    public var user: UserRecord?
+    public var session: SessionInfo?
+    public var isNewUser: Bool
+    /// The user had this provider with another id (a recycled provider account), now replaced.
+    public var emailRecycled: Bool
+    /// needConfirmation: the existing account's federated providers.
+    public var verifiedProvider: [String]
+
+    public init(
+        outcome: Outcome, user: UserRecord?, session: SessionInfo?, isNewUser: Bool = false,
+        emailRecycled: Bool = false, verifiedProvider: [String] = []
+    ) {
+        self.outcome = outcome
+        self.user = user
+        self.session = session
+        self.isNewUser = isNewUser
+        self.emailRecycled = emailRecycled
+        self.verifiedProvider = verifiedProvider
+    }
+}
+
+/// `signInWithCustomToken`: the directory holds the service accounts' public keys, so it verifies
+/// the token and creates the user on first use (A.2, B.4).
+public struct SignInWithCustomTokenRequest: Codable, Sendable {
+    public var tenantId: String?
+    public var token: String
+    public var session: NewSession
+
+    public init(tenantId: String?, token: String, session: NewSession) {
+        self.tenantId = tenantId
+        self.token = token
+        self.session = session
+    }
+}
+
+public struct SignInWithCustomTokenResponse: Codable, Sendable {
+    public var user: UserRecord
+    public var session: SessionInfo
+    public var isNewUser: Bool
+
+    public init(user: UserRecord, session: SessionInfo, isNewUser: Bool) {
+        self.user = user
+        self.session = session
+        self.isNewUser = isNewUser
+    }
 }
 
 /// Asks the directory whether an `Authorization` header is a valid admin credential.
@@ -275,12 +376,17 @@ public struct SessionInfo: Codable, Sendable, Equatable {
     /// `iat` of the ID token that goes with the refresh token (seconds); a grace retry re-mints the
     /// same ID token from it.
     public var tokenIssuedAt: Int64
+    /// A custom token's `claims` (a JSON object as text): part of every ID token of the session.
+    public var extraClaims: String?
 
-    public init(familyId: String, signInProvider: String, authTime: Int64, tokenIssuedAt: Int64) {
+    public init(
+        familyId: String, signInProvider: String, authTime: Int64, tokenIssuedAt: Int64, extraClaims: String? = nil
+    ) {
         self.familyId = familyId
         self.signInProvider = signInProvider
         self.authTime = authTime
         self.tokenIssuedAt = tokenIssuedAt
+        self.extraClaims = extraClaims
     }
 }
 

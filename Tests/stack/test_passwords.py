@@ -233,12 +233,15 @@ def test_clients_cannot_use_privileged_update_fields(client, password_tenant):
     expect_error(client.post("/v1/accounts:update", {"displayName": "x"}), "MISSING_ID_TOKEN")
 
 
-def test_unlinking_the_password_ends_password_sign_in(client, password_tenant):
+def test_the_last_sign_in_method_cannot_be_removed(client, password_tenant):
+    """Issue #5: a user never unlinks its last way to sign in (deleting the account is the way out);
+    removing the password or the email it depends on is refused and changes nothing."""
     address = email()
     session = expect_ok(sign_up(client, password_tenant, address))
-    data = expect_ok(update(client, password_tenant, session["idToken"], deleteProvider=["password"]))
-    assert not data.get("providerUserInfo") and "passwordHash" not in data
-    expect_error(sign_in(client, password_tenant, address), "INVALID_LOGIN_CREDENTIALS")
+    for change in ({"deleteProvider": ["password"]}, {"deleteAttribute": ["PASSWORD"]},
+                   {"deleteAttribute": ["EMAIL"]}):
+        expect_error(update(client, password_tenant, session["idToken"], **change), "OPERATION_NOT_ALLOWED")
+    expect_ok(sign_in(client, password_tenant, address))
 
 
 def admin_update(admin, tenant_id, **body):

@@ -42,6 +42,18 @@ public func buildTokenApplication(
         timeout: configuration.internalTimeout)
     let issuer = IDTokenIssuer(keys: keys, projectID: configuration.projectID)
     let tokens = SessionTokens(directory: directory, issuer: issuer, configuration: configuration)
+    // Identity providers are outside: their own client (TLS, no redirects), not the internal one.
+    var providerClientConfiguration = HTTPClient.Configuration()
+    providerClientConfiguration.redirectConfiguration = .disallow
+    providerClientConfiguration.timeout = .init(connect: .seconds(2), read: nil)
+    providerClientConfiguration.decompression = .disabled
+    let providerClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: providerClientConfiguration)
+    let providerHTTP = ProviderHTTP(
+        client: providerClient, timeout: .milliseconds(Int64(configuration.idpTimeout.timeInterval * 1000)))
+    let providers = IdentityProviders(
+        endpoints: configuration.providerEndpoints,
+        keys: JWKSCache(http: providerHTTP, refetchInterval: configuration.idpJWKSRefetchInterval), http: providerHTTP)
 
     let router = Router(context: TokenContext.self)
     router.add(middleware: FirebaseErrorMiddleware<TokenContext>())
@@ -61,6 +73,7 @@ public func buildTokenApplication(
         return JSONResponse(HealthStatus())
     }
     AccountsController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    FederatedController(tokens: tokens, providers: providers, configuration: configuration).addRoutes(to: router)
     TokenController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     OobController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     SessionCookieController(tokens: tokens, configuration: configuration).addRoutes(to: router)
@@ -72,6 +85,7 @@ public func buildTokenApplication(
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
         services: [
             HTTPClientService(client: httpClient, logger: logger),
+            HTTPClientService(client: providerClient, logger: logger),
             KeyReloadService(keys: keys, interval: configuration.keyReloadInterval, logger: logger),
         ],
         logger: logger)

@@ -24,6 +24,12 @@ public struct TokenServiceConfiguration: Sendable {
     public var actionURL: String?
     /// Hosts a `continueUrl` may point to.
     public var authorizedDomains: [String] = ActionLinks.defaultAuthorizedDomains
+    /// Built-in identity providers' endpoints (A.8; `IDP_<NAME>_ISSUER`, `_JWKS_URL`, `_USERINFO_URL`).
+    public var providerEndpoints = ProviderEndpoints.defaults
+    /// A provider token with an unknown key id refetches the provider's JWKS at most this often.
+    public var idpJWKSRefetchInterval: Duration = .seconds(30)
+    /// Time allowed for one request to an identity provider.
+    public var idpTimeout: Duration = .seconds(5)
 
     var links: ActionLinks {
         ActionLinks(actionURL: actionURL, publicURL: publicURL, apiKey: apiKey, authorizedDomains: authorizedDomains)
@@ -60,6 +66,9 @@ public struct TokenServiceConfiguration: Sendable {
         internalTimeout = try env.duration("TESSERA_INTERNAL_TIMEOUT", default: internalTimeout)
         internalConnectTimeout = try env.duration("TESSERA_INTERNAL_CONNECT_TIMEOUT", default: internalConnectTimeout)
         actionURL = env.string("TESSERA_ACTION_URL")
+        providerEndpoints = ProviderEndpoints.resolve(env)
+        idpJWKSRefetchInterval = try env.duration("TESSERA_IDP_JWKS_REFETCH_INTERVAL", default: idpJWKSRefetchInterval)
+        idpTimeout = try env.duration("TESSERA_IDP_TIMEOUT", default: idpTimeout)
         if let domains = env.string("TESSERA_AUTHORIZED_DOMAINS") {
             authorizedDomains = domains.split(separator: ",").map {
                 $0.trimmingCharacters(in: .whitespaces).lowercased()

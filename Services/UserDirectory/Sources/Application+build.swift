@@ -140,6 +140,12 @@ public func buildDirectoryApplication(
         QueryController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
         AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links).addRoutes(to: admin)
         MailTemplateController(client: client, tenants: tenants).addRoutes(to: admin)
+        IdpConfigController(store: IdpConfigStore(client: client), tenants: tenants, projectID: configuration.projectID)
+            .addRoutes(to: admin)
+        ServiceAccountController(
+            store: ServiceAccountStore(client: client, projectID: configuration.projectID), tenants: tenants,
+            projectID: configuration.projectID
+        ).addRoutes(to: admin)
     }
 
     let migrations = MigrationRunner(client: client)

@@ -27,6 +27,12 @@ public struct IDTokenIssuer: Sendable {
         {
             claims.merge(object) { _, new in new }
         }
+        // A custom token's claims win over the user's custom claims (B.3.1 step 2).
+        if let extra = session.extraClaims, let data = extra.data(using: .utf8),
+            case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
+        {
+            claims.merge(object) { _, new in new }
+        }
         var identities: [String: JSONValue] = [:]
         if let email = user.email {
             claims["email"] = .string(email)

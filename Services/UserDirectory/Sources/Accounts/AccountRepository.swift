@@ -37,6 +37,10 @@ public protocol AccountRepository: Sendable {
     func batchGet(scope: String, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser]
     func batchDelete(scope: String, localIds: [String], force: Bool, logger: Logger) async throws
         -> [(index: Int, localId: String)]
+    func idpConfig(_ request: IdpConfigRequest, logger: Logger) async throws -> IdpConfigResponse
+    func signInWithIdp(_ request: SignInWithIdpRequest, logger: Logger) async throws -> SignInWithIdpResponse
+    func signInWithCustomToken(_ request: SignInWithCustomTokenRequest, logger: Logger) async throws
+        -> SignInWithCustomTokenResponse
 }
 
 /// What an admin may change with `accounts:update` (B.2.3). Admin calls ignore the self-service
@@ -116,13 +120,15 @@ public struct PostgresAccountRepository: AccountRepository {
 
     static func createSession(
         _ connection: PostgresConnection, scope: String, localId: String, provider: String, authTime: Int64,
-        refreshTokenHash: String, expiresAt: Int64, logger: Logger
+        refreshTokenHash: String, expiresAt: Int64, extraClaims: String? = nil, logger: Logger
     ) async throws -> SessionInfo {
         let familyId = UUID()
         try await connection.query(
             """
-            INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time, expires_at)
-            VALUES (\(scope), \(familyId), \(localId), \(provider), \(authTime), to_timestamp(\(Double(expiresAt))))
+            INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time, expires_at,
+                extra_claims)
+            VALUES (\(scope), \(familyId), \(localId), \(provider), \(authTime), to_timestamp(\(Double(expiresAt))),
+                \(extraClaims))
             """, logger: logger)
         try await connection.query(
             """
@@ -131,7 +137,7 @@ public struct PostgresAccountRepository: AccountRepository {
             """, logger: logger)
         return SessionInfo(
             familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
-            tokenIssuedAt: authTime)
+            tokenIssuedAt: authTime, extraClaims: extraClaims)
     }
 
     public func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord {
@@ -243,7 +249,8 @@ public struct PostgresAccountRepository: AccountRepository {
     }
 
     typealias UserRow = (
-        String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?, Int64?, String?
+        String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?, Int64?, String?,
+        Bool
     )
 
     /// Users of one scope by id, with their provider links, in the order asked for.
@@ -255,7 +262,7 @@ public struct PostgresAccountRepository: AccountRepository {
             """
             SELECT tenant_id, local_id, email, email_verified, display_name, photo_url, disabled, custom_attributes,
                 valid_since, created_at, last_login_at, last_refresh_at,
-                CASE WHEN password_hash IS NOT NULL THEN password_updated_at END, phone_number
+                CASE WHEN password_hash IS NOT NULL THEN password_updated_at END, phone_number, custom_auth
             FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds))
             """, logger: logger)
         var byId: [String: UserRecord] = [:]
@@ -265,6 +272,7 @@ public struct PostgresAccountRepository: AccountRepository {
                 photoUrl: r.5, disabled: r.6, customAttributes: r.7, validSince: r.8, createdAt: r.9,
                 lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
             user.phoneNumber = r.13
+            user.customAuth = r.14 ? true : nil
             // The password provider entry is derived, never stored: present iff email and password (B.6).
             if let email = user.email, user.hasPassword {
                 user.providerUserInfo.append(
@@ -277,14 +285,15 @@ public struct PostgresAccountRepository: AccountRepository {
         guard !byId.isEmpty else { return [] }
         let links = try await connection.query(
             """
-            SELECT local_id, provider_id, raw_id, federated_id, email, display_name, photo_url
+            SELECT local_id, provider_id, raw_id, federated_id, email, display_name, photo_url, screen_name
             FROM provider_links WHERE tenant_id = \(scope) AND local_id = ANY(\(Array(byId.keys)))
             ORDER BY provider_id
             """, logger: logger)
-        for try await l in links.decode((String, String, String, String?, String?, String?, String?).self) {
+        for try await l in links.decode((String, String, String, String?, String?, String?, String?, String?).self) {
             byId[l.0]?.providerUserInfo.append(
                 ProviderUserInfo(
-                    providerId: l.1, rawId: l.2, federatedId: l.3, email: l.4, displayName: l.5, photoUrl: l.6))
+                    providerId: l.1, rawId: l.2, federatedId: l.3, email: l.4, displayName: l.5, photoUrl: l.6,
+                    screenName: l.7))
         }
         var seen = Set<String>()
         return localIds.compactMap { id in seen.insert(id).inserted ? byId[id] : nil }
@@ -314,14 +323,16 @@ public struct PostgresAccountRepository: AccountRepository {
                 """
                 SELECT local_id, sign_in_provider, auth_time, floor(extract(epoch FROM created_at))::bigint,
                     revoked_at IS NOT NULL, revoked_reason = 'user_deleted',
-                    now() > expires_at OR now() > last_used_at + make_interval(secs => \(Double(request.idleSeconds)))
+                    now() > expires_at OR now() > last_used_at + make_interval(secs => \(Double(request.idleSeconds))),
+                    extra_claims
                 FROM refresh_families WHERE tenant_id = \(scope) AND family_id = \(familyId) FOR UPDATE
                 """, logger: logger)
-            var family: (String, String, Int64, Int64, Bool, Bool?, Bool)?
-            for try await row in familyRows.decode((String, String, Int64, Int64, Bool, Bool?, Bool).self) {
+            var family: (String, String, Int64, Int64, Bool, Bool?, Bool, String?)?
+            for try await row in familyRows.decode((String, String, Int64, Int64, Bool, Bool?, Bool, String?).self) {
                 family = row
             }
-            guard let (localId, provider, authTime, familyCreated, revoked, userDeleted, expired) = family else {
+            guard let (localId, provider, authTime, familyCreated, revoked, userDeleted, expired, extraClaims) = family
+            else {
                 throw FirebaseError.invalid("INVALID_REFRESH_TOKEN")
             }
             if userDeleted == true { throw FirebaseError.invalid("USER_NOT_FOUND") }
@@ -362,7 +373,7 @@ public struct PostgresAccountRepository: AccountRepository {
                 }
                 let session = SessionInfo(
                     familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
-                    tokenIssuedAt: successorIssuedAt)
+                    tokenIssuedAt: successorIssuedAt, extraClaims: extraClaims)
                 return .answer(.init(outcome: .replayed, user: user, session: session, sealedSuccessor: sealed))
             }
 
@@ -388,7 +399,7 @@ public struct PostgresAccountRepository: AccountRepository {
             refreshed.lastRefreshAt = now
             let session = SessionInfo(
                 familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
-                tokenIssuedAt: now / 1000)
+                tokenIssuedAt: now / 1000, extraClaims: extraClaims)
             return .answer(.init(outcome: .rotated, user: refreshed, session: session, sealedSuccessor: nil))
         }
         switch result {

@@ -28,6 +28,33 @@ struct InternalController<Accounts: AccountRepository> {
             let body = try await request.decodeJSON(ResetPasswordRequest.self, context: context)
             return JSONResponse(try await accounts.resetPassword(body, logger: context.logger))
         }
+        group.post(RouterPath(InternalPath.idpConfig)) { request, context in
+            let body = try await request.decodeJSON(IdpConfigRequest.self, context: context)
+            return JSONResponse(try await accounts.idpConfig(body, logger: context.logger))
+        }
+        group.post(RouterPath(InternalPath.signInWithIdp)) { request, context in
+            let body = try await request.decodeJSON(SignInWithIdpRequest.self, context: context)
+            let answer = try await accounts.signInWithIdp(body, logger: context.logger)
+            context.logger.info(
+                "federated sign-in",
+                metadata: [
+                    "tenant.id": .string(scopeKey(body.tenantId)), "provider.id": .string(body.identity.providerId),
+                    "outcome": .string(answer.outcome.rawValue), "user.new": .stringConvertible(answer.isNewUser),
+                    "user.id": .string(answer.user?.localId ?? "-"), "link": .stringConvertible(body.linkTo != nil),
+                ])
+            return JSONResponse(answer)
+        }
+        group.post(RouterPath(InternalPath.signInWithCustomToken)) { request, context in
+            let body = try await request.decodeJSON(SignInWithCustomTokenRequest.self, context: context)
+            let answer = try await accounts.signInWithCustomToken(body, logger: context.logger)
+            context.logger.info(
+                "custom-token sign-in",
+                metadata: [
+                    "tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(answer.user.localId),
+                    "user.new": .stringConvertible(answer.isNewUser),
+                ])
+            return JSONResponse(answer)
+        }
         group.post(RouterPath(InternalPath.applyOobCode)) { request, context in
             let body = try await request.decodeJSON(ApplyOobCodeRequest.self, context: context)
             return JSONResponse(try await accounts.applyOobCode(body, logger: context.logger))

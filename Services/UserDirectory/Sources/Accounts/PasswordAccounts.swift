@@ -282,9 +282,9 @@ extension PostgresAccountRepository {
                 // for anonymous cleanup.
                 try await connection.query(
                     """
-                    UPDATE users u SET is_anonymous = u.password_hash IS NULL AND NOT EXISTS (
+                    UPDATE users u SET is_anonymous = u.password_hash IS NULL AND NOT u.custom_auth AND NOT EXISTS (
                             SELECT 1 FROM provider_links l WHERE l.tenant_id = u.tenant_id AND l.local_id = u.local_id),
-                        anonymous_due_at = CASE WHEN u.password_hash IS NULL AND NOT EXISTS (
+                        anonymous_due_at = CASE WHEN u.password_hash IS NULL AND NOT u.custom_auth AND NOT EXISTS (
                             SELECT 1 FROM provider_links l WHERE l.tenant_id = u.tenant_id AND l.local_id = u.local_id)
                             THEN u.anonymous_due_at END
                     WHERE u.tenant_id = \(scope) AND u.local_id = \(request.localId)
@@ -304,6 +304,12 @@ extension PostgresAccountRepository {
                         connection, scope: scope, localIds: [request.localId], logger: logger
                     ).first
                 else { throw FirebaseError.internal }
+                // A user never removes its last way to sign in; deleting the account is the way out.
+                if !before.isAnonymous, user.isAnonymous {
+                    throw FirebaseError.invalid(
+                        "OPERATION_NOT_ALLOWED",
+                        "This would remove the account's last sign-in method; delete the account instead.")
+                }
                 return UpdateAccountResponse(user: user, session: session)
             }
         } catch let error as PSQLError where error.sqlState == "23505" {

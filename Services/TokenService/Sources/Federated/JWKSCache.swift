@@ -1,0 +1,184 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import TesseraShared
+import _CryptoExtras
+
+/// A key an identity provider signs its ID tokens with.
+enum ProviderKey: Sendable {
+    case rsa(_RSA.Signing.PublicKey)
+    case p256(P256.Signing.PublicKey)
+}
+
+/// GETs to identity providers: bounded time and size, no redirects. A provider that cannot be
+/// reached is a dependency that is down (503); an answer it gives is the caller's to judge.
+struct ProviderHTTP: Sendable {
+    let client: HTTPClient
+    let timeout: TimeAmount
+
+    struct Answer {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: Data
+    }
+
+    func get(_ url: String, headers: [(String, String)] = [], logger: Logger) async throws -> Answer {
+        var request = HTTPClientRequest(url: url)
+        request.method = .GET
+        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "Tessera")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            let body = try await response.body.collect(upTo: 1 << 20)
+            return Answer(
+                status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
+        } catch {
+            // The URL may carry a token (Facebook's access_token): log only where it points.
+            let host = URL(string: url)?.host ?? "?"
+            logger.warning(
+                "identity provider unreachable", metadata: ["idp.host": .string(host), "error": "\(type(of: error))"])
+            throw FirebaseError.unavailable("The identity provider could not be reached; retry shortly.")
+        }
+    }
+
+    /// `max-age` of a `Cache-Control` header, if any.
+    static func maxAge(_ headers: HTTPHeaders) -> Int? {
+        for value in headers["Cache-Control"] {
+            for directive in value.split(separator: ",") {
+                let parts = directive.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].lowercased() == "max-age", let seconds = Int(parts[1]) { return seconds }
+            }
+        }
+        return nil
+    }
+}
+
+/// Provider key sets, cached per URL for the time their `Cache-Control: max-age` allows (an hour
+/// when they do not say; at most a day). A `kid` the cached set lacks triggers one refetch — at most
+/// one per `refetchInterval` per URL, so forged tokens cannot turn Tessera into a request pump.
+/// Concurrent fetches of one URL are coalesced. OIDC discovery documents are cached the same way.
+actor JWKSCache {
+    struct Entry {
+        var keys: [String: ProviderKey]
+        var fetchedAt: ContinuousClock.Instant
+        var expiresAt: ContinuousClock.Instant
+    }
+
+    let http: ProviderHTTP
+    let refetchInterval: Duration
+    let clock = ContinuousClock()
+    var entries: [String: Entry] = [:]
+    var inFlight: [String: Task<Entry, any Error>] = [:]
+    var discovery: [String: (jwksURL: String, expiresAt: ContinuousClock.Instant)] = [:]
+    /// How many times each URL was fetched (for logs and tests).
+    private(set) var fetches: [String: Int] = [:]
+
+    static let defaultLifetime: Duration = .seconds(3600)
+    static let maximumLifetime: Duration = .seconds(86400)
+
+    init(http: ProviderHTTP, refetchInterval: Duration) {
+        self.http = http
+        self.refetchInterval = refetchInterval
+    }
+
+    /// The key `kid` of the set at `url`, fetching or refetching the set as needed; nil if the
+    /// provider does not publish it.
+    func key(url: String, kid: String, logger: Logger) async throws -> ProviderKey? {
+        let now = clock.now
+        if let entry = entries[url], entry.expiresAt > now {
+            if let key = entry.keys[kid] { return key }
+            guard entry.fetchedAt + refetchInterval <= now else { return nil }
+        }
+        return try await fetch(url, logger: logger).keys[kid]
+    }
+
+    private func fetch(_ url: String, logger: Logger) async throws -> Entry {
+        if let task = inFlight[url] { return try await task.value }
+        let http = self.http
+        let clock = self.clock
+        let task = Task { () throws -> Entry in
+            let answer = try await http.get(url, logger: logger)
+            guard answer.status == 200 else {
+                logger.warning("identity provider JWKS fetch failed", metadata: ["http.status": "\(answer.status)"])
+                throw FirebaseError.unavailable("The identity provider's keys could not be fetched; retry shortly.")
+            }
+            let keys = try Self.parse(answer.body)
+            let lifetime = ProviderHTTP.maxAge(answer.headers).map { Duration.seconds($0) } ?? Self.defaultLifetime
+            let fetchedAt = clock.now
+            return Entry(keys: keys, fetchedAt: fetchedAt, expiresAt: fetchedAt + min(lifetime, Self.maximumLifetime))
+        }
+        inFlight[url] = task
+        defer { inFlight[url] = nil }
+        let entry = try await task.value
+        entries[url] = entry
+        fetches[url, default: 0] += 1
+        logger.info("identity provider keys fetched", metadata: ["jwks.keys": "\(entry.keys.count)"])
+        return entry
+    }
+
+    /// The `jwks_uri` of an OIDC issuer's discovery document.
+    func jwksURL(issuer: String, logger: Logger) async throws -> String {
+        if let cached = discovery[issuer], cached.expiresAt > clock.now { return cached.jwksURL }
+        let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        let answer = try await http.get(base + "/.well-known/openid-configuration", logger: logger)
+        struct Document: Decodable {
+            var issuer: String?
+            var jwks_uri: String?
+        }
+        guard answer.status == 200, let document = try? JSONDecoder().decode(Document.self, from: answer.body),
+            let jwksURL = document.jwks_uri, URL(string: jwksURL)?.host != nil
+        else {
+            logger.warning("OIDC discovery failed", metadata: ["http.status": "\(answer.status)"])
+            throw FirebaseError.unavailable("The identity provider's discovery document could not be read.")
+        }
+        let lifetime = ProviderHTTP.maxAge(answer.headers).map { Duration.seconds($0) } ?? Self.defaultLifetime
+        discovery[issuer] = (jwksURL, clock.now + min(lifetime, Self.maximumLifetime))
+        return jwksURL
+    }
+
+    struct JWK: Decodable {
+        var kty: String
+        var kid: String?
+        var use: String?
+        var n: String?
+        var e: String?
+        var crv: String?
+        var x: String?
+        var y: String?
+    }
+
+    struct JWKSet: Decodable {
+        var keys: [JWK]
+    }
+
+    /// RSA and P-256 signing keys of a JWKS; other keys are skipped.
+    static func parse(_ data: Data) throws -> [String: ProviderKey] {
+        guard let set = try? JSONDecoder().decode(JWKSet.self, from: data) else {
+            throw FirebaseError.unavailable("The identity provider published an unreadable key set.")
+        }
+        var keys: [String: ProviderKey] = [:]
+        for jwk in set.keys where jwk.use == nil || jwk.use == "sig" {
+            guard let kid = jwk.kid else { continue }
+            switch jwk.kty {
+            case "RSA":
+                if let n = jwk.n.flatMap(Base64URL.decode), let e = jwk.e.flatMap(Base64URL.decode),
+                    let key = try? _RSA.Signing.PublicKey(n: n, e: e)
+                {
+                    keys[kid] = .rsa(key)
+                }
+            case "EC" where jwk.crv == "P-256":
+                if let x = jwk.x.flatMap(Base64URL.decode), let y = jwk.y.flatMap(Base64URL.decode), x.count == 32,
+                    y.count == 32, let key = try? P256.Signing.PublicKey(rawRepresentation: x + y)
+                {
+                    keys[kid] = .p256(key)
+                }
+            default: continue
+            }
+        }
+        return keys
+    }
+}

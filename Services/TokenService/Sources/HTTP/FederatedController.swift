@@ -1,0 +1,180 @@
+import Foundation
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// `accounts:signInWithIdp` (B.2.1, B.5.3, B.5.4, A.4, A.8) and `accounts:signInWithCustomToken`
+/// (B.4, A.2).
+struct FederatedController {
+    let tokens: SessionTokens
+    let providers: IdentityProviders
+    let configuration: TokenServiceConfiguration
+
+    func addRoutes(to router: Router<TokenContext>) {
+        for prefix in identityToolkitPrefixes {
+            router.post("\(prefix)/v1/accounts:signInWithIdp", use: signInWithIdp)
+            router.post("\(prefix)/v1/accounts:signInWithCustomToken", use: signInWithCustomToken)
+        }
+    }
+
+    struct IdpRequest: Decodable {
+        var requestUri: String?
+        var postBody: String?
+        var idToken: String?
+        var tenantId: String?
+        var returnIdpCredential: Bool?
+        var returnSecureToken: Bool?
+        var returnRefreshToken: Bool?
+        var pendingIdToken: String?
+        var sessionId: String?
+    }
+
+    struct VerifyAssertionResponse: Encodable, Sendable {
+        var kind = "identitytoolkit#VerifyAssertionResponse"
+        var providerId: String
+        var localId: String?
+        var email: String?
+        var emailVerified: Bool?
+        var displayName: String?
+        var fullName: String?
+        var firstName: String?
+        var lastName: String?
+        var photoUrl: String?
+        var screenName: String?
+        var federatedId: String
+        var rawUserInfo: String?
+        var oauthIdToken: String?
+        var oauthAccessToken: String?
+        var oauthTokenSecret: String?
+        var isNewUser: Bool?
+        var emailRecycled: Bool?
+        var needConfirmation: Bool?
+        var verifiedProvider: [String]?
+        var errorMessage: String?
+        var tenantId: String?
+        var idToken: String?
+        var refreshToken: String?
+        var expiresIn: String?
+    }
+
+    /// The provider's side of the answer, shared by every outcome.
+    static func answer(_ profile: ProviderProfile, credential: ProviderCredential, tenant: String?)
+        -> VerifyAssertionResponse
+    {
+        let identity = profile.identity
+        let federatedId =
+            identity.providerId == "google.com" ? "https://accounts.google.com/\(identity.rawId)" : identity.rawId
+        return VerifyAssertionResponse(
+            providerId: identity.providerId, email: identity.email, emailVerified: identity.emailVerified ?? false,
+            displayName: identity.displayName, fullName: identity.displayName, firstName: profile.firstName,
+            lastName: profile.lastName, photoUrl: identity.photoUrl, screenName: identity.screenName,
+            federatedId: federatedId, rawUserInfo: profile.rawUserInfo, oauthIdToken: credential.idToken,
+            oauthAccessToken: credential.accessToken, oauthTokenSecret: credential.tokenSecret, tenantId: tenant)
+    }
+
+    @Sendable func signInWithIdp(_ request: Request, context: TokenContext) async throws
+        -> JSONResponse<VerifyAssertionResponse>
+    {
+        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+        let body = try await request.decodeJSON(IdpRequest.self, context: context)
+        if body.pendingIdToken != nil || body.returnRefreshToken == true {
+            throw FirebaseError.notImplemented("signInWithIdp with pendingIdToken or returnRefreshToken")
+        }
+        guard let requestUri = body.requestUri, !requestUri.isEmpty else {
+            throw FirebaseError.invalid("MISSING_REQUEST_URI")
+        }
+        guard let url = URL(string: requestUri), url.scheme != nil, url.host != nil else {
+            throw FirebaseError.invalid("INVALID_REQUEST_URI")
+        }
+        guard let postBody = body.postBody, !postBody.isEmpty else {
+            throw FirebaseError.invalid("INVALID_IDP_RESPONSE", "postBody is required.")
+        }
+        let credential = try ProviderCredential(postBody: postBody)
+        if credential.providerId.hasPrefix("saml.") || credential.samlResponse != nil {
+            throw FirebaseError.notImplemented("SAML sign-in")
+        }
+        guard FederatedProviders.kind(of: credential.providerId) != nil else {
+            throw FirebaseError.invalid("INVALID_PROVIDER_ID")
+        }
+        var tenant = AccountsController.tenant(body.tenantId)
+        var linkTo: String?
+        if let idToken = body.idToken {
+            let (verified, user) = try await tokens.verify(
+                idToken: idToken, requestedTenant: tenant, requestID: context.requestID, logger: context.logger)
+            linkTo = user.localId
+            tenant = verified.tenantId
+        }
+        let config = try await tokens.directory.call(
+            InternalPath.idpConfig, IdpConfigRequest(tenantId: tenant, providerId: credential.providerId),
+            as: IdpConfigResponse.self, requestID: context.requestID, logger: context.logger)
+        let profile = try await providers.verify(credential, config: config, logger: context.logger)
+        var response = Self.answer(profile, credential: credential, tenant: tenant)
+
+        let (refreshToken, session) = tokens.newSession()
+        let outcome: SignInWithIdpResponse
+        do {
+            outcome = try await tokens.directory.call(
+                InternalPath.signInWithIdp,
+                SignInWithIdpRequest(tenantId: tenant, identity: profile.identity, linkTo: linkTo, session: session),
+                as: SignInWithIdpResponse.self, requestID: context.requestID, logger: context.logger)
+        } catch let error as FirebaseError
+            where body.returnIdpCredential == true
+            && ["FEDERATED_USER_ID_ALREADY_LINKED", "EMAIL_EXISTS"].contains(error.code)
+        {
+            // With returnIdpCredential the SDK builds credential-already-in-use from a 200 (B.5.3).
+            response.errorMessage = error.code
+            return JSONResponse(response)
+        }
+        switch outcome.outcome {
+        case .needConfirmation:
+            response.needConfirmation = true
+            response.verifiedProvider = outcome.verifiedProvider
+            return JSONResponse(response)
+        case .signedIn:
+            guard let user = outcome.user, let newSession = outcome.session else { throw FirebaseError.internal }
+            response.localId = user.localId
+            response.isNewUser = outcome.isNewUser
+            response.emailRecycled = outcome.emailRecycled ? true : nil
+            response.idToken = try tokens.issuer.mint(user: user, session: newSession)
+            response.refreshToken = refreshToken
+            response.expiresIn = String(IDTokenIssuer.lifetime)
+            return JSONResponse(response)
+        }
+    }
+
+    struct CustomTokenRequest: Decodable {
+        var token: String?
+        var tenantId: String?
+        var returnSecureToken: Bool?
+    }
+
+    struct CustomTokenResponse: Encodable, Sendable {
+        var kind = "identitytoolkit#VerifyCustomTokenResponse"
+        var isNewUser: Bool
+        var idToken: String
+        var refreshToken: String
+        var expiresIn = String(IDTokenIssuer.lifetime)
+    }
+
+    @Sendable func signInWithCustomToken(_ request: Request, context: TokenContext) async throws
+        -> JSONResponse<CustomTokenResponse>
+    {
+        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+        let body = try await request.decodeJSON(CustomTokenRequest.self, context: context)
+        guard let token = body.token, !token.isEmpty else { throw FirebaseError.invalid("MISSING_CUSTOM_TOKEN") }
+        guard token.utf8.count <= 16 * 1024 else {
+            throw FirebaseError.invalid("INVALID_CUSTOM_TOKEN", "The custom token is too large.")
+        }
+        let (refreshToken, session) = tokens.newSession()
+        let answer = try await tokens.directory.call(
+            InternalPath.signInWithCustomToken,
+            SignInWithCustomTokenRequest(
+                tenantId: AccountsController.tenant(body.tenantId), token: token, session: session),
+            as: SignInWithCustomTokenResponse.self, requestID: context.requestID, logger: context.logger)
+        return JSONResponse(
+            CustomTokenResponse(
+                isNewUser: answer.isNewUser,
+                idToken: try tokens.issuer.mint(user: answer.user, session: answer.session),
+                refreshToken: refreshToken))
+    }
+}

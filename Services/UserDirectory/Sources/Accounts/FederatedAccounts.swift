@@ -1,0 +1,264 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// Federated sign-in and linking (API.md A.3, A.4, B.5.3, B.5.4). The token service has verified
+/// the provider's credential; this decides, in one transaction, which account it opens.
+extension PostgresAccountRepository {
+    /// The configuration the token service verifies a credential with: unknown providers are
+    /// `INVALID_PROVIDER_ID`, ones the scope has not enabled `OPERATION_NOT_ALLOWED`.
+    public func idpConfig(_ request: IdpConfigRequest, logger: Logger) async throws -> IdpConfigResponse {
+        guard FederatedProviders.kind(of: request.providerId) != nil else {
+            throw FirebaseError.invalid("INVALID_PROVIDER_ID")
+        }
+        let scope = scopeKey(request.tenantId)
+        return try await client.withConnection { connection in
+            _ = try await ScopeFlags.read(connection, scope: scope, lock: false, logger: logger)
+            guard
+                let config = try await IdpConfigStore.get(
+                    connection, scope: scope, providerId: request.providerId, logger: logger),
+                config.enabled
+            else {
+                throw FirebaseError.invalid(
+                    "OPERATION_NOT_ALLOWED", "The identity provider \(request.providerId) is not enabled.")
+            }
+            return IdpConfigResponse(
+                providerId: config.providerId, clientId: config.clientId, clientSecret: config.clientSecret,
+                issuer: config.issuer)
+        }
+    }
+
+    public func signInWithIdp(_ request: SignInWithIdpRequest, logger: Logger) async throws -> SignInWithIdpResponse {
+        let scope = scopeKey(request.tenantId)
+        // Two first sign-ins of one new identity (or two providers with one new email) race on the
+        // unique keys; the loser runs again and finds what the winner wrote.
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await client.transaction(logger: logger) { connection in
+                    try await Self.federatedSignIn(connection, scope: scope, request: request, logger: logger)
+                }
+            } catch let error as PSQLError where error.sqlState == "23505" && attempt < 3 {
+                logger.debug("federated sign-in raced another; retrying")
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                _ = error
+                throw FirebaseError.invalid("EMAIL_EXISTS")
+            }
+        }
+    }
+
+    static func federatedSignIn(
+        _ connection: PostgresConnection, scope: String, request: SignInWithIdpRequest, logger: Logger
+    ) async throws -> SignInWithIdpResponse {
+        let identity = request.identity
+        let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
+        guard
+            let config = try await IdpConfigStore.get(
+                connection, scope: scope, providerId: identity.providerId, logger: logger),
+            config.enabled
+        else { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+        let oneAccountPerEmail = !(try await allowDuplicateEmails(connection, logger: logger))
+        let trusted =
+            identity.email.map {
+                FederatedProviders.isTrusted(
+                    providerId: identity.providerId, email: $0, providerSaysVerified: identity.emailVerified,
+                    configuredDomains: config.trustedEmailDomains)
+            } ?? false
+        let linkedTo = try await linkOwner(connection, scope: scope, identity: identity, logger: logger)
+        let now = nowMillis()
+
+        func signedIn(_ localId: String, isNewUser: Bool, recycled: Bool) async throws -> SignInWithIdpResponse {
+            let session = try await createSession(
+                connection, scope: scope, localId: localId, provider: identity.providerId, authTime: now / 1000,
+                refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
+                logger: logger)
+            guard let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+            else { throw FirebaseError.internal }
+            return SignInWithIdpResponse(
+                outcome: .signedIn, user: user, session: session, isNewUser: isNewUser, emailRecycled: recycled)
+        }
+
+        // The user links a provider to its own account (B.5.3).
+        if let localId = request.linkTo {
+            if linkedTo != nil { throw FirebaseError.invalid("FEDERATED_USER_ID_ALREADY_LINKED") }
+            guard try await lockUser(connection, scope: scope, localId: localId, logger: logger),
+                let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+            else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+            if oneAccountPerEmail, let email = identity.email, email != user.email,
+                try await emailOwner(connection, scope: scope, email: email, logger: logger) != nil
+            {
+                throw FirebaseError.invalid("EMAIL_EXISTS")
+            }
+            let recycled = try await link(
+                connection, scope: scope, localId: localId, identity: identity, logger: logger)
+            if user.email == nil, oneAccountPerEmail, let email = identity.email {
+                try await connection.query(
+                    """
+                    UPDATE users SET email = \(email), email_verified = \(trusted)
+                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    """, logger: logger)
+            } else if trusted, user.email == identity.email {
+                try await markEmailVerified(connection, scope: scope, localId: localId, logger: logger)
+            }
+            try await fillProfile(
+                connection, scope: scope, localId: localId, identity: identity, now: now, logger: logger)
+            return try await signedIn(localId, isNewUser: false, recycled: recycled)
+        }
+
+        // A returning identity (B.5.4, first case).
+        if let localId = linkedTo {
+            guard try await lockUser(connection, scope: scope, localId: localId, logger: logger),
+                let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+            else { throw FirebaseError.internal }
+            if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+            try await connection.query(
+                """
+                UPDATE provider_links SET email = \(identity.email), display_name = \(identity.displayName),
+                    photo_url = \(identity.photoUrl), screen_name = \(identity.screenName)
+                WHERE tenant_id = \(scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
+                """, logger: logger)
+            if trusted, user.email == identity.email, !user.emailVerified {
+                try await markEmailVerified(connection, scope: scope, localId: localId, logger: logger)
+            }
+            try await fillProfile(
+                connection, scope: scope, localId: localId, identity: identity, now: now, logger: logger)
+            return try await signedIn(localId, isNewUser: false, recycled: false)
+        }
+
+        // The email belongs to an account: the four cases of A.4.
+        if oneAccountPerEmail, let email = identity.email,
+            let localId = try await emailOwner(connection, scope: scope, email: email, logger: logger)
+        {
+            guard try await lockUser(connection, scope: scope, localId: localId, logger: logger),
+                let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+            else { throw FirebaseError.internal }
+            guard trusted else {
+                // An untrusted provider never joins an existing account by email: the user must sign
+                // in with a method it has and link this one.
+                return SignInWithIdpResponse(
+                    outcome: .needConfirmation, user: nil, session: nil,
+                    verifiedProvider: user.providerUserInfo.map(\.providerId).filter {
+                        $0 != "password" && $0 != "phone"
+                    })
+            }
+            if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+            if !user.emailVerified {
+                // A trusted provider takes over an account whose email nobody proved: whoever set
+                // the password or linked the untrusted providers may not own the address.
+                try await connection.query(
+                    """
+                    UPDATE users SET password_algorithm = NULL, password_params = NULL, password_salt = NULL,
+                        password_hash = NULL, password_updated_at = NULL, valid_since = \(now / 1000)
+                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    """, logger: logger)
+                try await connection.query(
+                    "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)", logger: logger)
+                try await revokeSessions(
+                    connection, scope: scope, localId: localId, reason: "account_takeover", logger: logger)
+                logger.notice(
+                    "trusted provider took over an account with an unverified email",
+                    metadata: [
+                        "tenant.id": .string(scope), "user.id": .string(localId),
+                        "provider.id": .string(identity.providerId),
+                    ])
+            }
+            let recycled = try await link(
+                connection, scope: scope, localId: localId, identity: identity, logger: logger)
+            try await markEmailVerified(connection, scope: scope, localId: localId, logger: logger)
+            try await fillProfile(
+                connection, scope: scope, localId: localId, identity: identity, now: now, logger: logger)
+            return try await signedIn(localId, isNewUser: false, recycled: recycled)
+        }
+
+        // A new user, its profile from the provider (A.3). With duplicate emails allowed the email
+        // stays on the provider entry only (B.5.4).
+        if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+        let localId = Secrets.randomAlphanumeric(28)
+        let email = oneAccountPerEmail ? identity.email : nil
+        try await connection.query(
+            """
+            INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, valid_since,
+                created_at, last_login_at, last_refresh_at)
+            VALUES (\(scope), \(localId), \(email), \(email != nil && trusted), \(identity.displayName),
+                \(identity.photoUrl), \(now / 1000), \(now), \(now), \(now))
+            """, logger: logger)
+        _ = try await link(connection, scope: scope, localId: localId, identity: identity, logger: logger)
+        return try await signedIn(localId, isNewUser: true, recycled: false)
+    }
+
+    static func allowDuplicateEmails(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        let rows = try await connection.query("SELECT allow_duplicate_emails FROM project_config", logger: logger)
+        for try await value in rows.decode(Bool.self) { return value }
+        return false
+    }
+
+    /// The user a (provider, raw id) is linked to.
+    static func linkOwner(
+        _ connection: PostgresConnection, scope: String, identity: FederatedIdentity, logger: Logger
+    ) async throws -> String? {
+        let rows = try await connection.query(
+            """
+            SELECT local_id FROM provider_links
+            WHERE tenant_id = \(scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
+            """, logger: logger)
+        for try await localId in rows.decode(String.self) { return localId }
+        return nil
+    }
+
+    static func emailOwner(_ connection: PostgresConnection, scope: String, email: String, logger: Logger)
+        async throws -> String?
+    {
+        let rows = try await connection.query(
+            "SELECT local_id FROM users WHERE tenant_id = \(scope) AND email = \(email)", logger: logger)
+        for try await localId in rows.decode(String.self) { return localId }
+        return nil
+    }
+
+    /// Links the identity to the user, replacing a link of the same provider (at most one per
+    /// provider, B.6); true when a different account of that provider was replaced.
+    static func link(
+        _ connection: PostgresConnection, scope: String, localId: String, identity: FederatedIdentity, logger: Logger
+    ) async throws -> Bool {
+        let removed = try await connection.query(
+            """
+            DELETE FROM provider_links
+            WHERE tenant_id = \(scope) AND local_id = \(localId) AND provider_id = \(identity.providerId)
+            RETURNING raw_id
+            """, logger: logger)
+        var recycled = false
+        for try await rawId in removed.decode(String.self) where rawId != identity.rawId { recycled = true }
+        try await connection.query(
+            """
+            INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email, display_name,
+                photo_url, screen_name)
+            VALUES (\(scope), \(identity.providerId), \(identity.rawId), \(localId), \(identity.rawId), \(identity.email),
+                \(identity.displayName), \(identity.photoUrl), \(identity.screenName))
+            """, logger: logger)
+        return recycled
+    }
+
+    /// Fills the profile fields that are still empty (never overwrites, A.3), records the sign-in,
+    /// and ends anonymity: a user with a linked provider is permanent.
+    static func fillProfile(
+        _ connection: PostgresConnection, scope: String, localId: String, identity: FederatedIdentity, now: Int64,
+        logger: Logger
+    ) async throws {
+        try await connection.query(
+            """
+            UPDATE users SET display_name = coalesce(display_name, \(identity.displayName)),
+                photo_url = coalesce(photo_url, \(identity.photoUrl)), last_login_at = \(now),
+                is_anonymous = false, anonymous_due_at = NULL
+            WHERE tenant_id = \(scope) AND local_id = \(localId)
+            """, logger: logger)
+    }
+
+    static func markEmailVerified(_ connection: PostgresConnection, scope: String, localId: String, logger: Logger)
+        async throws
+    {
+        try await connection.query(
+            "UPDATE users SET email_verified = true WHERE tenant_id = \(scope) AND local_id = \(localId)",
+            logger: logger)
+    }
+}

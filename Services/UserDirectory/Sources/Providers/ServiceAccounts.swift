@@ -1,0 +1,343 @@
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+import TesseraShared
+import _CryptoExtras
+
+/// A service account that signs custom tokens (A.2, A.10): its public key only.
+struct ServiceAccount: Sendable {
+    var accountId: String
+    /// nil: project-wide (may sign for any scope).
+    var tenantId: String?
+    var displayName: String
+    var clientEmail: String
+    var clientId: String
+    var privateKeyId: String
+    var publicKeyPem: String
+    var createTime: Date
+}
+
+struct ServiceAccountStore: Sendable {
+    let client: PostgresClient
+    let projectID: String
+
+    static let columns =
+        "account_id, tenant_id, display_name, client_email, client_id, private_key_id, public_key_pem, created_at"
+    typealias Row = (String, String?, String, String, String, String, String, Date)
+
+    static func account(_ r: Row) -> ServiceAccount {
+        ServiceAccount(
+            accountId: r.0, tenantId: r.1, displayName: r.2, clientEmail: r.3, clientId: r.4, privateKeyId: r.5,
+            publicKeyPem: r.6, createTime: r.7)
+    }
+
+    /// Registers a public key under a new account; the caller keeps (or was just given) the private key.
+    func create(tenant: String?, displayName: String, publicKeyPem: String, logger: Logger) async throws
+        -> ServiceAccount
+    {
+        let accountId = "sa-" + Secrets.randomAlphanumeric(16).lowercased()
+        let keyId = Secrets.randomBytes(20).map { String(format: "%02x", $0) }.joined()
+        let clientId = "1" + (0..<20).map { _ in String(Int.random(in: 0...9)) }.joined()
+        let email = "\(accountId)@\(projectID).iam.tessera.local"
+        let rows = try await client.query(
+            """
+            INSERT INTO service_accounts (account_id, tenant_id, display_name, client_email, client_id, private_key_id,
+                public_key_pem)
+            VALUES (\(accountId), \(tenant), \(displayName), \(email), \(clientId), \(keyId), \(publicKeyPem))
+            RETURNING \(unescaped: Self.columns)
+            """, logger: logger)
+        for try await row in rows.decode(Row.self) { return Self.account(row) }
+        throw FirebaseError.internal
+    }
+
+    func list(tenant: String?, logger: Logger) async throws -> [ServiceAccount] {
+        let rows = try await client.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM service_accounts
+            WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL ORDER BY created_at, account_id
+            """, logger: logger)
+        var result: [ServiceAccount] = []
+        for try await row in rows.decode(Row.self) { result.append(Self.account(row)) }
+        return result
+    }
+
+    func revoke(accountId: String, tenant: String?, logger: Logger) async throws -> Bool {
+        let rows = try await client.query(
+            """
+            UPDATE service_accounts SET revoked_at = now()
+            WHERE account_id = \(accountId) AND tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL
+            RETURNING account_id
+            """, logger: logger)
+        for try await _ in rows.decode(String.self) { return true }
+        return false
+    }
+
+    /// The live account whose key signed a token: by `kid` (= `private_key_id`), or by `iss` (=
+    /// `client_email`) for tokens signed without a key id.
+    func signer(keyId: String?, issuer: String?, logger: Logger) async throws -> ServiceAccount? {
+        let rows: PostgresRowSequence
+        if let keyId {
+            rows = try await client.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM service_accounts
+                WHERE private_key_id = \(keyId) AND revoked_at IS NULL
+                """, logger: logger)
+        } else if let issuer {
+            rows = try await client.query(
+                """
+                SELECT \(unescaped: Self.columns) FROM service_accounts
+                WHERE client_email = \(issuer) AND revoked_at IS NULL
+                """, logger: logger)
+        } else {
+            return nil
+        }
+        for try await row in rows.decode(Row.self) { return Self.account(row) }
+        return nil
+    }
+}
+
+/// `…/serviceAccounts` (A.10).
+struct ServiceAccountController<Tenants: TenantRepository> {
+    let store: ServiceAccountStore
+    let tenants: Tenants
+    let projectID: String
+
+    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+        for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
+            group.post("\(scope)/serviceAccounts", use: create)
+            group.get("\(scope)/serviceAccounts", use: list)
+            group.delete("\(scope)/serviceAccounts/{account}", use: revoke)
+        }
+    }
+
+    /// The Google service-account JSON (what `credentials.Certificate` reads) plus Tessera's own
+    /// fields. `private_key` only in the answer that generated it.
+    struct AccountWire: Encodable, Sendable {
+        var type = "service_account"
+        var project_id: String
+        var private_key_id: String
+        var private_key: String?
+        var client_email: String
+        var client_id: String
+        /// Required by Google's client libraries; Tessera does not exchange service-account
+        /// assertions for access tokens, so it names Google's endpoint as the format has it.
+        var token_uri = "https://oauth2.googleapis.com/token"
+        var name: String
+        var accountId: String
+        var displayName: String
+        var tenantId: String?
+    }
+
+    struct ListedAccount: Encodable, Sendable {
+        var name: String
+        var accountId: String
+        var displayName: String
+        var clientEmail: String
+        var clientId: String
+        var privateKeyId: String
+        var publicKeyPem: String
+        var tenantId: String?
+        var createTime: String
+    }
+
+    func name(_ account: ServiceAccount) -> String {
+        let scope = account.tenantId.map { "projects/\(projectID)/tenants/\($0)" } ?? "projects/\(projectID)"
+        return "\(scope)/serviceAccounts/\(account.accountId)"
+    }
+
+    func tenant(_ context: DirectoryContext) async throws -> String? {
+        wireTenantID(try await tenants.scope(of: context))
+    }
+
+    struct CreateRequest: Decodable {
+        var displayName: String?
+        var publicKeyPem: String?
+    }
+
+    @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<AccountWire> {
+        let body = try await request.decodeJSON(CreateRequest.self, context: context)
+        let tenant = try await tenant(context)
+        let publicKeyPem: String
+        var privateKeyPem: String?
+        if let pem = body.publicKeyPem {
+            guard let key = try? _RSA.Signing.PublicKey(pemRepresentation: pem) else {
+                throw FirebaseError.invalid(
+                    "INVALID_CONFIG", "publicKeyPem must be a PEM RSA public key of at least 2048 bits.")
+            }
+            publicKeyPem = key.pemRepresentation
+        } else {
+            let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            privateKeyPem = key.pkcs8PEMRepresentation
+            publicKeyPem = key.publicKey.pemRepresentation
+        }
+        let account = try await store.create(
+            tenant: tenant, displayName: body.displayName ?? "", publicKeyPem: publicKeyPem, logger: context.logger)
+        context.logger.info(
+            "service account created",
+            metadata: [
+                "account.id": .string(account.accountId), "key.generated": .stringConvertible(privateKeyPem != nil),
+            ])
+        return JSONResponse(
+            AccountWire(
+                project_id: projectID, private_key_id: account.privateKeyId,
+                private_key: privateKeyPem.map { $0 + "\n" },
+                client_email: account.clientEmail, client_id: account.clientId, name: name(account),
+                accountId: account.accountId, displayName: account.displayName, tenantId: account.tenantId))
+    }
+
+    struct ListResponse: Encodable, Sendable {
+        var serviceAccounts: [ListedAccount]
+    }
+
+    @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
+        let accounts = try await store.list(tenant: try await tenant(context), logger: context.logger)
+        return JSONResponse(
+            ListResponse(
+                serviceAccounts: accounts.map {
+                    ListedAccount(
+                        name: name($0), accountId: $0.accountId, displayName: $0.displayName,
+                        clientEmail: $0.clientEmail, clientId: $0.clientId, privateKeyId: $0.privateKeyId,
+                        publicKeyPem: $0.publicKeyPem, tenantId: $0.tenantId, createTime: RFC3339.seconds($0.createTime)
+                    )
+                }))
+    }
+
+    @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
+        let id = try context.parameters.require("account")
+        guard try await store.revoke(accountId: id, tenant: try await tenant(context), logger: context.logger) else {
+            throw FirebaseError.configurationNotFound
+        }
+        context.logger.info("service account revoked", metadata: ["account.id": .string(id)])
+        return JSONResponse(EmptyObject())
+    }
+}
+
+/// Custom-token verification (A.2, B.4): every rule, with the answers Firebase gives.
+enum CustomTokens {
+    static let audience = "https://identitytoolkit.googleapis.com/google.identity.identitytoolkit.v1.IdentityToolkit"
+    static let maximumLifetime: Int64 = 3600
+    static let clockSkew: Int64 = 300
+
+    struct Payload: Decodable {
+        var iss: String?
+        var sub: String?
+        var aud: JSONValue?
+        var iat: JSONValue?
+        var exp: JSONValue?
+        var uid: JSONValue?
+        var claims: JSONValue?
+        var tenant_id: String?
+    }
+
+    struct Verified: Sendable {
+        var uid: String
+        /// Validated claims text, nil when none.
+        var claims: String?
+    }
+
+    static func invalid(_ detail: String) -> FirebaseError {
+        FirebaseError.invalid("INVALID_CUSTOM_TOKEN", detail)
+    }
+
+    static func verify(
+        _ token: String, scope: String, accounts: ServiceAccountStore, now: Date = Date(), logger: Logger
+    ) async throws -> Verified {
+        guard let header = try? JWS.header(of: token), let unverified = try? JWS.unverifiedPayload(of: token) else {
+            throw invalid("The custom token format is incorrect. Please check the documentation.")
+        }
+        guard header.alg == "RS256" else { throw invalid("Custom tokens must be signed with RS256.") }
+        let claimedIssuer = (try? JSONDecoder().decode(Payload.self, from: unverified))?.iss
+        guard let account = try await accounts.signer(keyId: header.kid, issuer: claimedIssuer, logger: logger),
+            let key = try? _RSA.Signing.PublicKey(pemRepresentation: account.publicKeyPem)
+        else { throw invalid("The custom token is not signed by a registered service account.") }
+        guard let data = try? JWS.verifyRS256(token, key: key) else {
+            throw invalid("The custom token's signature is invalid.")
+        }
+        guard let payload = try? JSONDecoder().decode(Payload.self, from: data) else {
+            throw invalid("The custom token's payload is not a JSON object.")
+        }
+        guard payload.aud?.stringValue == audience else { throw invalid("Invalid aud (audience) claim.") }
+        guard payload.iss == account.clientEmail, payload.sub == account.clientEmail else {
+            throw invalid("iss and sub must be the service account's client_email.")
+        }
+        guard let iat = payload.iat?.intValue, let exp = payload.exp?.intValue else {
+            throw invalid("iat and exp are required.")
+        }
+        let nowSeconds = Int64(now.timeIntervalSince1970)
+        guard exp > nowSeconds else { throw invalid("The custom token has expired.") }
+        guard exp > iat, exp - iat <= maximumLifetime else {
+            throw invalid("The custom token's lifetime (exp - iat) must not exceed one hour.")
+        }
+        guard iat <= nowSeconds + clockSkew else { throw invalid("The custom token was issued in the future.") }
+        if (payload.tenant_id ?? "") != scope { throw FirebaseError.invalid("TENANT_ID_MISMATCH") }
+        if let own = account.tenantId, own != scope { throw FirebaseError.invalid("CREDENTIAL_MISMATCH") }
+        guard let uid = payload.uid?.stringValue, !uid.isEmpty else {
+            throw FirebaseError.invalid("MISSING_IDENTIFIER")
+        }
+        guard uid.count <= 128 else { throw invalid("uid must be at most 128 characters.") }
+        var claims: String?
+        switch payload.claims {
+        case nil, .null?: claims = nil
+        case .object?:
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            claims = try CustomClaims.validate(String(decoding: try encoder.encode(payload.claims), as: UTF8.self))
+        default: throw FirebaseError.invalid("INVALID_CLAIMS")
+        }
+        return Verified(uid: uid, claims: claims)
+    }
+}
+
+extension PostgresAccountRepository {
+    /// `signInWithCustomToken` (B.4): verifies the token, creates the user on first use
+    /// (`disabledUserSignup` applies) and starts a session that carries the token's claims.
+    public func signInWithCustomToken(_ request: SignInWithCustomTokenRequest, logger: Logger) async throws
+        -> SignInWithCustomTokenResponse
+    {
+        let scope = scopeKey(request.tenantId)
+        _ = try await flags(scope, logger: logger)
+        let verified = try await CustomTokens.verify(
+            request.token, scope: scope, accounts: ServiceAccountStore(client: client, projectID: ""), logger: logger)
+        return try await client.transaction(logger: logger) { connection in
+            let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
+            let now = Self.nowMillis()
+            var isNewUser = false
+            if !(try await Self.lockUser(connection, scope: scope, localId: verified.uid, logger: logger)) {
+                if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+                let inserted = try await connection.query(
+                    """
+                    INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,
+                        custom_auth)
+                    VALUES (\(scope), \(verified.uid), \(now / 1000), \(now), \(now), \(now), true)
+                    ON CONFLICT (tenant_id, local_id) DO NOTHING RETURNING local_id
+                    """, logger: logger)
+                for try await _ in inserted.decode(String.self) { isNewUser = true }
+                _ = try await Self.lockUser(connection, scope: scope, localId: verified.uid, logger: logger)
+            }
+            guard
+                let before = try await Self.fetchUsers(
+                    connection, scope: scope, localIds: [verified.uid], logger: logger
+                ).first
+            else { throw FirebaseError.internal }
+            if before.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+            if !isNewUser {
+                try await connection.query(
+                    """
+                    UPDATE users SET last_login_at = \(now), custom_auth = true, is_anonymous = false,
+                        anonymous_due_at = NULL
+                    WHERE tenant_id = \(scope) AND local_id = \(verified.uid)
+                    """, logger: logger)
+            }
+            let session = try await Self.createSession(
+                connection, scope: scope, localId: verified.uid, provider: "custom", authTime: now / 1000,
+                refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
+                extraClaims: verified.claims, logger: logger)
+            guard
+                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [verified.uid], logger: logger)
+                    .first
+            else { throw FirebaseError.internal }
+            return SignInWithCustomTokenResponse(user: user, session: session, isNewUser: isNewUser)
+        }
+    }
+}
