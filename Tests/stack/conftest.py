@@ -761,3 +761,30 @@ def mail_sink(stack: Stack):
     sink.start()
     yield sink
     sink.stop()
+
+
+# --------------------------------------------------------------------------------------
+# Fake identity provider (federated sign-in tests; owned by test_federated.py's author).
+# The stack's IDP_* variables point at IDP_FAKE_URL; see fake_idp.py for what it serves.
+# --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def fake_idp(stack: Stack):
+    """The fake IdP (fake_idp.FakeIdp) listening on IDP_FAKE_URL for the whole session."""
+    from fake_idp import OIDC_BUILT_INS, FakeIdp
+    base = stack.env.get("IDP_FAKE_URL")
+    assert base, (f"IDP_FAKE_URL missing from {stack.env_file}: the test stack must point its IDP_* "
+                  f"variables at the fake identity provider")
+    idp = FakeIdp(base)
+    expected = {f"IDP_{short.upper()}_{suffix}": url for short in OIDC_BUILT_INS
+                for suffix, url in (("ISSUER", idp.issuer(short)), ("JWKS_URL", idp.jwks_url(short)))}
+    expected.update({"IDP_FACEBOOK_USERINFO_URL": idp.base_url + "/facebook/me",
+                     "IDP_GITHUB_USERINFO_URL": idp.base_url + "/github/user",
+                     "IDP_TWITTER_USERINFO_URL": idp.base_url + "/twitter/verify_credentials.json"})
+    for name, url in expected.items():
+        value = stack.env.get(name)
+        assert value is None or value.rstrip("/") == url, \
+            f"{name}={value} in {stack.env_file}, but the fake serves {url}"
+    idp.start()
+    yield idp
+    idp.stop()
