@@ -20,6 +20,131 @@ public enum InternalPath {
     public static let idpConfig = "/internal/v1/idpConfigs:get"
     public static let signInWithIdp = "/internal/v1/accounts:signInWithIdp"
     public static let signInWithCustomToken = "/internal/v1/accounts:signInWithCustomToken"
+    public static let cleanupLease = "/internal/v1/cleanup:lease"
+    public static let cleanupDue = "/internal/v1/cleanup:due"
+    public static let cleanupDelete = "/internal/v1/cleanup:delete"
+    public static let cleanupHousekeeping = "/internal/v1/cleanup:housekeeping"
+    public static let cleanupFinish = "/internal/v1/cleanup:finish"
+}
+
+/// The sweep lease a worker holds (A.6): one sweep at a time across every replica. `token` fences a
+/// worker that lost it and is the sweep's id.
+public struct CleanupLease: Codable, Sendable, Equatable {
+    public var holder: String
+    public var token: Int64
+
+    public init(holder: String, token: Int64) {
+        self.holder = holder
+        self.token = token
+    }
+}
+
+public struct CleanupLeaseRequest: Codable, Sendable {
+    public var holder: String
+    public var ttlSeconds: Double
+
+    public init(holder: String, ttlSeconds: Double) {
+        self.holder = holder
+        self.ttlSeconds = ttlSeconds
+    }
+}
+
+public struct CleanupLeaseResponse: Codable, Sendable {
+    public var lease: CleanupLease
+    /// Scopes with anonymous accounts due now ("" is the default scope).
+    public var tenants: [String]
+
+    public init(lease: CleanupLease, tenants: [String]) {
+        self.lease = lease
+        self.tenants = tenants
+    }
+}
+
+/// The next due accounts of one scope; also extends the lease by `ttlSeconds`.
+public struct CleanupDueRequest: Codable, Sendable {
+    public var lease: CleanupLease
+    public var ttlSeconds: Double
+    public var tenantId: String
+    public var limit: Int
+
+    public init(lease: CleanupLease, ttlSeconds: Double, tenantId: String, limit: Int) {
+        self.lease = lease
+        self.ttlSeconds = ttlSeconds
+        self.tenantId = tenantId
+        self.limit = limit
+    }
+}
+
+public struct CleanupDueResponse: Codable, Sendable {
+    public var localIds: [String]
+    public init(localIds: [String]) { self.localIds = localIds }
+}
+
+/// Deletes those of `localIds` that are still anonymous and still due, in one transaction.
+public struct CleanupDeleteRequest: Codable, Sendable {
+    public var lease: CleanupLease
+    public var tenantId: String
+    public var localIds: [String]
+
+    public init(lease: CleanupLease, tenantId: String, localIds: [String]) {
+        self.lease = lease
+        self.tenantId = tenantId
+        self.localIds = localIds
+    }
+}
+
+public struct CleanupDeleteResponse: Codable, Sendable {
+    public var deleted: Int
+    public init(deleted: Int) { self.deleted = deleted }
+}
+
+/// Prunes what has outlived its use: ended sessions, used or expired codes, delivered mail.
+public struct HousekeepingRequest: Codable, Sendable {
+    public var lease: CleanupLease
+    /// Each batch extends the lease by this much.
+    public var ttlSeconds: Double
+    /// A session unused this long has ended (the token service's `TESSERA_REFRESH_IDLE_TTL`).
+    public var refreshIdleSeconds: Double
+    /// How long ended sessions, used or expired codes and delivered mail are kept.
+    public var sessionRetentionSeconds: Double
+    public var codeRetentionSeconds: Double
+    public var mailRetentionSeconds: Double
+    public var batchSize: Int
+
+    public init(
+        lease: CleanupLease, ttlSeconds: Double, refreshIdleSeconds: Double, sessionRetentionSeconds: Double,
+        codeRetentionSeconds: Double, mailRetentionSeconds: Double, batchSize: Int
+    ) {
+        self.lease = lease
+        self.ttlSeconds = ttlSeconds
+        self.refreshIdleSeconds = refreshIdleSeconds
+        self.sessionRetentionSeconds = sessionRetentionSeconds
+        self.codeRetentionSeconds = codeRetentionSeconds
+        self.mailRetentionSeconds = mailRetentionSeconds
+        self.batchSize = batchSize
+    }
+}
+
+public struct HousekeepingResponse: Codable, Sendable, Equatable {
+    public var sessions: Int
+    public var codes: Int
+    public var mails: Int
+
+    public init(sessions: Int = 0, codes: Int = 0, mails: Int = 0) {
+        self.sessions = sessions
+        self.codes = codes
+        self.mails = mails
+    }
+}
+
+public struct CleanupFinishRequest: Codable, Sendable {
+    public var lease: CleanupLease
+    public var deleted: Int
+
+    public init(lease: CleanupLease, deleted: Int) {
+        self.lease = lease
+        self.deleted = deleted
+    }
 }
 
 /// The configuration of one identity provider in one scope, for verifying its credentials.

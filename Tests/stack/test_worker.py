@@ -24,7 +24,8 @@ def test_worker_run_once_sweeps_and_exits_zero(stack: Stack):
         [str(stack_script()), "worker-run-once"], env=stack_command_env(stack),
         capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    assert "sweep finished" in done.stdout, done.stdout
+    # "skipped" when another worker (the stack's loop) holds the sweep lease at that moment.
+    assert "sweep finished" in done.stdout or "sweep skipped" in done.stdout, done.stdout
 
 
 def test_internal_api_refuses_calls_without_the_internal_secret(stack: Stack):

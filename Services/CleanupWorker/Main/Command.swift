@@ -1,5 +1,6 @@
 import ArgumentParser
 import CleanupWorker
+import Foundation
 import Hummingbird
 import Logging
 import TesseraShared
@@ -36,8 +37,12 @@ struct RunOnce: AsyncParsableCommand {
     func run() async throws {
         LogSetup.bootstrap(level: logLevel)
         let logger = Logger(label: "cleanup-worker")
-        let status = try await runOnce(
+        let report = try await runOnce(
             configuration: try CleanupWorkerConfiguration(environment: ConfigReader()), logger: logger)
-        print("sweep finished: directory schema version \(status.schemaVersion)")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        print(
+            "sweep \(report.skipped ? "skipped" : "finished"): "
+                + String(decoding: try encoder.encode(report), as: UTF8.self))
     }
 }

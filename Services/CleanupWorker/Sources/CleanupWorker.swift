@@ -2,6 +2,8 @@ import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
+import Prometheus
 import ServiceLifecycle
 import TesseraShared
 
@@ -10,7 +12,25 @@ public struct CleanupWorkerConfiguration: Sendable {
     public var port: Int = 8083
     public var directoryURL: String = "http://127.0.0.1:8082"
     public var internalSecret: String
+    /// Pause between two sweeps of the loop.
     public var interval: Duration = .seconds(60)
+    /// Accounts listed and deleted per batch (one transaction each).
+    public var batchSize = 500
+    /// Pause after each batch, to spread the load of a large sweep.
+    public var batchPause: Duration = .zero
+    /// The sweep lease lasts this long and every batch renews it; a worker that dies mid-sweep
+    /// blocks others at most this long.
+    public var leaseTTL: Duration = .seconds(60)
+    /// The token service's idle lifetime of a session (the same key); longer-idle sessions are ended.
+    public var refreshIdleTTL: Duration = .seconds(30 * 86400)
+    /// How long ended sessions, used or expired codes and delivered mail are kept before pruning.
+    public var sessionRetention: Duration = .seconds(7 * 86400)
+    public var codeRetention: Duration = .seconds(86400)
+    public var mailRetention: Duration = .seconds(7 * 86400)
+    /// Who holds the lease: host, process and a random suffix.
+    public var holder =
+        "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/"
+        + Secrets.randomAlphanumeric(6)
 
     public init(internalSecret: String) {
         self.internalSecret = internalSecret
@@ -23,23 +43,169 @@ public struct CleanupWorkerConfiguration: Sendable {
         port = try env.int("TESSERA_HTTP_PORT", default: port)
         directoryURL = env.string("TESSERA_DIRECTORY_URL", default: directoryURL)
         interval = try env.duration("CLEANUP_INTERVAL", default: interval)
+        batchSize = try env.int("CLEANUP_BATCH_SIZE", default: batchSize)
+        guard (1...10_000).contains(batchSize) else {
+            throw ConfigError.invalid("CLEANUP_BATCH_SIZE", "must be 1...10000")
+        }
+        batchPause = try env.duration("CLEANUP_BATCH_PAUSE", default: batchPause)
+        leaseTTL = try env.duration("CLEANUP_LEASE_TTL", default: leaseTTL)
+        refreshIdleTTL = try env.duration("TESSERA_REFRESH_IDLE_TTL", default: refreshIdleTTL)
+        sessionRetention = try env.duration("CLEANUP_SESSION_RETENTION", default: sessionRetention)
+        codeRetention = try env.duration("CLEANUP_CODE_RETENTION", default: codeRetention)
+        mailRetention = try env.duration("CLEANUP_MAIL_RETENTION", default: mailRetention)
     }
 }
 
-/// One sweep. For now a sweep only proves the directory answers over the authenticated internal
-/// API; the anonymous-account cleanup and housekeeping are issue #6.
-public struct Sweeper: Sendable {
-    let directory: DirectoryClient
+/// What one sweep did.
+public struct SweepReport: Codable, Sendable {
+    /// Another worker held the lease: this one did nothing.
+    public var skipped = false
+    public var sweepId: Int64?
+    public var deleted = 0
+    /// Deletions per scope ("" is the default scope); scopes without deletions are absent.
+    public var deletedByTenant: [String: Int] = [:]
+    public var housekeeping = HousekeepingResponse()
+    public var seconds = 0.0
+}
 
-    public init(directory: DirectoryClient) {
-        self.directory = directory
+/// The worker's Prometheus metrics (`GET /metrics`).
+public struct WorkerMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    let completed: Counter
+    let skipped: Counter
+    let failed: Counter
+    let deleted: Counter
+    let pruned: [String: Counter]
+    let lastSweep: Gauge
+    let lastDuration: Gauge
+
+    public init() {
+        let sweeps = "tessera_cleanup_sweeps_total"
+        let help = "Sweeps by outcome."
+        completed = registry.makeCounter(name: sweeps, labels: [("outcome", "completed")], help: help)
+        skipped = registry.makeCounter(name: sweeps, labels: [("outcome", "skipped")], help: help)
+        failed = registry.makeCounter(name: sweeps, labels: [("outcome", "failed")], help: help)
+        deleted = registry.makeCounter(
+            name: "tessera_cleanup_anonymous_deleted_total", help: "Anonymous accounts deleted by sweeps.")
+        var pruned: [String: Counter] = [:]
+        for kind in ["sessions", "codes", "mails"] {
+            pruned[kind] = registry.makeCounter(
+                name: "tessera_cleanup_pruned_total", labels: [("kind", kind)],
+                help: "Ended sessions, used or expired codes and delivered mail pruned.")
+        }
+        self.pruned = pruned
+        lastSweep = registry.makeGauge(
+            name: "tessera_cleanup_last_sweep_timestamp_seconds", help: "When the last completed sweep ended.")
+        lastDuration = registry.makeGauge(
+            name: "tessera_cleanup_last_sweep_duration_seconds", help: "How long the last completed sweep took.")
     }
 
-    public func sweep(logger: Logger) async throws -> DirectoryStatus {
-        let status = try await directory.get(
-            InternalPath.status, as: DirectoryStatus.self, requestID: Secrets.randomAlphanumeric(20), logger: logger)
-        logger.info("sweep finished", metadata: ["directory.schemaVersion": "\(status.schemaVersion)"])
-        return status
+    func record(_ report: SweepReport) {
+        if report.skipped {
+            skipped.increment()
+            return
+        }
+        completed.increment()
+        deleted.increment(by: Int64(report.deleted))
+        pruned["sessions"]?.increment(by: Int64(report.housekeeping.sessions))
+        pruned["codes"]?.increment(by: Int64(report.housekeeping.codes))
+        pruned["mails"]?.increment(by: Int64(report.housekeeping.mails))
+        lastSweep.set(Date().timeIntervalSince1970)
+        lastDuration.set(report.seconds)
+    }
+}
+
+/// One sweep (API.md A.6): take the lease, walk the scopes with due anonymous accounts and delete
+/// them batch by batch (list, then a conditional delete), prune, finish. Every batch is its own
+/// transaction, so a worker killed mid-sweep loses nothing: the next sweep finds what is left.
+public struct Sweeper: Sendable {
+    let directory: DirectoryClient
+    let configuration: CleanupWorkerConfiguration
+    let metrics: WorkerMetrics
+
+    public init(directory: DirectoryClient, configuration: CleanupWorkerConfiguration, metrics: WorkerMetrics) {
+        self.directory = directory
+        self.configuration = configuration
+        self.metrics = metrics
+    }
+
+    public func sweep(logger: Logger) async throws -> SweepReport {
+        do {
+            let report = try await run(logger: logger)
+            metrics.record(report)
+            return report
+        } catch {
+            metrics.failed.increment()
+            throw error
+        }
+    }
+
+    func run(logger: Logger) async throws -> SweepReport {
+        let started = ContinuousClock.now
+        let requestID = Secrets.randomAlphanumeric(20)
+        var logger = logger
+        logger[metadataKey: "request.id"] = .string(requestID)
+        var report = SweepReport()
+        let ttl = configuration.leaseTTL.timeInterval
+        let granted: CleanupLeaseResponse
+        do {
+            granted = try await directory.call(
+                InternalPath.cleanupLease, CleanupLeaseRequest(holder: configuration.holder, ttlSeconds: ttl),
+                as: CleanupLeaseResponse.self, requestID: requestID, logger: logger)
+        } catch let error as FirebaseError where error.code == "LEASE_HELD" {
+            logger.info("sweep skipped: another worker holds the lease")
+            report.skipped = true
+            return report
+        }
+        let lease = granted.lease
+        report.sweepId = lease.token
+        logger[metadataKey: "sweep.id"] = "\(lease.token)"
+        for tenant in granted.tenants {
+            var deletedHere = 0
+            while true {
+                let due = try await directory.call(
+                    InternalPath.cleanupDue,
+                    CleanupDueRequest(lease: lease, ttlSeconds: ttl, tenantId: tenant, limit: configuration.batchSize),
+                    as: CleanupDueResponse.self, requestID: requestID, logger: logger)
+                guard !due.localIds.isEmpty else { break }
+                let answer = try await directory.call(
+                    InternalPath.cleanupDelete,
+                    CleanupDeleteRequest(lease: lease, tenantId: tenant, localIds: due.localIds),
+                    as: CleanupDeleteResponse.self, requestID: requestID, logger: logger)
+                deletedHere += answer.deleted
+                report.deleted += answer.deleted
+                if configuration.batchPause > .zero { try await Task.sleep(for: configuration.batchPause) }
+                if due.localIds.count < configuration.batchSize { break }
+            }
+            if deletedHere > 0 {
+                report.deletedByTenant[tenant] = deletedHere
+                logger.info(
+                    "anonymous accounts deleted",
+                    metadata: ["tenant.id": .string(tenant), "cleanup.deleted": "\(deletedHere)"])
+            }
+        }
+        report.housekeeping = try await directory.call(
+            InternalPath.cleanupHousekeeping,
+            HousekeepingRequest(
+                lease: lease, ttlSeconds: ttl, refreshIdleSeconds: configuration.refreshIdleTTL.timeInterval,
+                sessionRetentionSeconds: configuration.sessionRetention.timeInterval,
+                codeRetentionSeconds: configuration.codeRetention.timeInterval,
+                mailRetentionSeconds: configuration.mailRetention.timeInterval, batchSize: configuration.batchSize),
+            as: HousekeepingResponse.self, requestID: requestID, logger: logger)
+        _ = try await directory.call(
+            InternalPath.cleanupFinish, CleanupFinishRequest(lease: lease, deleted: report.deleted),
+            as: EmptyObject.self, requestID: requestID, logger: logger)
+        let elapsed = ContinuousClock.now - started
+        report.seconds = elapsed.timeInterval
+        logger.info(
+            "sweep finished",
+            metadata: [
+                "cleanup.deleted": "\(report.deleted)", "cleanup.tenants": "\(report.deletedByTenant.count)",
+                "pruned.sessions": "\(report.housekeeping.sessions)", "pruned.codes": "\(report.housekeeping.codes)",
+                "pruned.mails": "\(report.housekeeping.mails)",
+                "sweep.seconds": .string(String(format: "%.3f", report.seconds)),
+            ])
+        return report
     }
 }
 
@@ -75,10 +241,16 @@ public func buildCleanupWorker(
     let httpClient = InternalHTTPClient.make()
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret)
-    let sweeper = Sweeper(directory: directory)
+    let metrics = WorkerMetrics()
+    let sweeper = Sweeper(directory: directory, configuration: configuration, metrics: metrics)
     let router = Router(context: TesseraRequestContext.self)
     router.add(middleware: FirebaseErrorMiddleware<TesseraRequestContext>())
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
+    router.get("/metrics") { _, _ in
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+    }
     router.get("/readyz") { _, context in
         _ = try await directory.get(
             InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)
@@ -95,12 +267,13 @@ public func buildCleanupWorker(
 }
 
 /// `run-once`: one sweep, then exit (non-zero when the sweep failed).
-public func runOnce(configuration: CleanupWorkerConfiguration, logger: Logger) async throws -> DirectoryStatus {
+public func runOnce(configuration: CleanupWorkerConfiguration, logger: Logger) async throws -> SweepReport {
     let httpClient = InternalHTTPClient.make()
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret)
     do {
-        let status = try await Sweeper(directory: directory).sweep(logger: logger)
+        let status = try await Sweeper(directory: directory, configuration: configuration, metrics: WorkerMetrics())
+            .sweep(logger: logger)
         try await httpClient.shutdown()
         return status
     } catch {

@@ -109,6 +109,8 @@ public func buildDirectoryApplication(
 
     let internalGroup = router.group().add(middleware: InternalAuthMiddleware(secret: configuration.internalSecret))
     InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
+    let cleanup = CleanupStore(client: client, anonymousRetention: configuration.anonymousRetention)
+    CleanupInternalController(store: cleanup).addRoutes(to: internalGroup)
     // The token service's privileged endpoints (createSessionCookie) authenticate admins here.
     let checker = AdminCredentialStore(client: client, bootstrapSecret: configuration.adminToken)
     internalGroup.post(RouterPath(InternalPath.checkAdmin)) { request, context in
@@ -140,6 +142,7 @@ public func buildDirectoryApplication(
         QueryController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
         AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links).addRoutes(to: admin)
         MailTemplateController(client: client, tenants: tenants).addRoutes(to: admin)
+        CleanupController(store: cleanup, tenants: tenants).addRoutes(to: admin)
         IdpConfigController(store: IdpConfigStore(client: client), tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)
         ServiceAccountController(

@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import TesseraShared
+@testable import UserDirectory
+
+@Suite("anonymous cleanup and housekeeping on a real PostgreSQL", .enabled(if: PostgresSupport.available))
+struct CleanupPostgresTests {
+    let logger = PostgresSupport.logger
+    static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
+
+    /// A tenant with auto-cleanup on and `count` anonymous users already due.
+    func dueUsers(_ client: PostgresClient, count: Int) async throws -> (PostgresAccountRepository, [String]) {
+        let tenants = PostgresTenantRepository(client: client, anonymousRetention: .zero)
+        _ = try await tenants.create(
+            ScopeSettings(
+                tenantId: "t1", displayName: "t1", allowPasswordSignup: true, enableAnonymousUser: true,
+                autodeleteAnonymousUsers: true), logger: logger)
+        let accounts = PostgresAccountRepository(client: client, anonymousRetention: .zero, hasher: Self.hasher)
+        var ids: [String] = []
+        for _ in 0..<count {
+            let (user, _) = try await accounts.signUpAnonymous(
+                scope: "t1", refreshTokenHash: UUID().uuidString,
+                sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600, logger: logger)
+            ids.append(user.localId)
+        }
+        return (accounts, ids)
+    }
+
+    @Test("a deletion racing with an upgrade never removes the upgraded account")
+    func upgradeWinsTheRace() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (accounts, ids) = try await dueUsers(client, count: 3)
+            let store = CleanupStore(client: client, anonymousRetention: .zero)
+            let granted = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 30), logger: logger)
+            #expect(granted.tenants == ["t1"])
+            let due = try await store.due(
+                CleanupDueRequest(lease: granted.lease, ttlSeconds: 30, tenantId: "t1", limit: 10), logger: logger)
+            #expect(Set(due.localIds) == Set(ids))
+            // Between the listing and the delete, one account becomes permanent.
+            _ = try await accounts.signUpPassword(
+                SignUpPasswordRequest(
+                    tenantId: "t1", email: "upgraded@example.com", password: "correct horse", displayName: nil,
+                    localId: ids[0], session: NewSession(refreshTokenHash: UUID().uuidString, expiresAt: 4_000_000_000)),
+                logger: logger)
+            let answer = try await store.delete(
+                CleanupDeleteRequest(lease: granted.lease, tenantId: "t1", localIds: due.localIds), requestID: "r",
+                logger: logger)
+            #expect(answer.deleted == 2)
+            let left = try await accounts.adminLookup(
+                scope: "t1", localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
+            #expect(left.map(\.localId) == [ids[0]])
+            try await store.finish(CleanupFinishRequest(lease: granted.lease, deleted: 2), logger: logger)
+            let state = try await store.status(scope: "t1", logger: logger)
+            #expect(state.totalDeleted == 2 && state.lastSweepDeleted == 2 && state.lastSweepTime != nil)
+        }
+    }
+
+    @Test("one lease at a time; a lost lease fences its holder out")
+    func leaseFencing() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (_, ids) = try await dueUsers(client, count: 2)
+            let store = CleanupStore(client: client, anonymousRetention: .zero)
+            let first = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 0.2), logger: logger)
+            await expectFirebaseError("LEASE_HELD") {
+                _ = try await store.acquire(CleanupLeaseRequest(holder: "w2", ttlSeconds: 30), logger: logger)
+            }
+            try await Task.sleep(for: .milliseconds(400))
+            let second = try await store.acquire(CleanupLeaseRequest(holder: "w2", ttlSeconds: 30), logger: logger)
+            #expect(second.lease.token == first.lease.token + 1)
+            // The first worker wakes up and tries to go on: refused, nothing deleted.
+            await expectFirebaseError("LEASE_LOST") {
+                _ = try await store.delete(
+                    CleanupDeleteRequest(lease: first.lease, tenantId: "t1", localIds: ids), requestID: "r",
+                    logger: logger)
+            }
+            let answer = try await store.delete(
+                CleanupDeleteRequest(lease: second.lease, tenantId: "t1", localIds: ids), requestID: "r",
+                logger: logger)
+            #expect(answer.deleted == 2)
+        }
+    }
+
+    @Test("housekeeping prunes ended sessions, old codes and delivered mail, and keeps the rest")
+    func housekeeping() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            _ = try await dueUsers(client, count: 0)
+            for (id, sql) in [
+                ("live", "now() + interval '1 day', now(), NULL"),
+                ("revoked-old", "now() + interval '1 day', now(), now() - interval '8 days'"),
+                ("revoked-new", "now() + interval '1 day', now(), now() - interval '1 day'"),
+                ("expired-old", "now() - interval '8 days', now() - interval '9 days', NULL"),
+                ("idle-old", "now() + interval '100 days', now() - interval '40 days', NULL"),
+            ] {
+                try await client.query(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                                expires_at, last_used_at, revoked_at)
+                            VALUES ('t1', gen_random_uuid(), '\(id)', 'anonymous', 0, \(sql))
+                            """), logger: logger)
+            }
+            try await client.query(
+                """
+                INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, expires_at, used_at) VALUES
+                    ('fresh', 't1', 'u', 'VERIFY_EMAIL', 'a@b.c', now() + interval '1 hour', NULL),
+                    ('used-old', 't1', 'u', 'VERIFY_EMAIL', 'a@b.c', now() + interval '1 hour', now() - interval '2 days'),
+                    ('expired-old', 't1', 'u', 'VERIFY_EMAIL', 'a@b.c', now() - interval '2 days', NULL)
+                """, logger: logger)
+            try await client.query(
+                """
+                INSERT INTO mail_outbox (tenant_id, recipient, subject, body, delivered_at) VALUES
+                    ('t1', 'a@b.c', 's', NULL, now() - interval '8 days'),
+                    ('t1', 'a@b.c', 's', NULL, now() - interval '1 day'),
+                    ('t1', 'a@b.c', 's', 'queued', NULL)
+                """, logger: logger)
+            let store = CleanupStore(client: client, anonymousRetention: .zero)
+            let granted = try await store.acquire(CleanupLeaseRequest(holder: "w", ttlSeconds: 30), logger: logger)
+            let pruned = try await store.housekeeping(
+                HousekeepingRequest(
+                    lease: granted.lease, ttlSeconds: 30, refreshIdleSeconds: 30 * 86400,
+                    sessionRetentionSeconds: 7 * 86400, codeRetentionSeconds: 86400, mailRetentionSeconds: 7 * 86400,
+                    batchSize: 1), logger: logger)
+            #expect(pruned == HousekeepingResponse(sessions: 3, codes: 2, mails: 1))
+            let families = try await client.query(
+                "SELECT local_id FROM refresh_families WHERE tenant_id = 't1' ORDER BY local_id", logger: logger)
+            var kept: [String] = []
+            for try await id in families.decode(String.self) { kept.append(id) }
+            #expect(kept == ["live", "revoked-new"])
+        }
+    }
+}
