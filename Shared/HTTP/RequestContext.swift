@@ -30,11 +30,18 @@ extension HTTPField.Name {
 /// Sets the request id, logs each request once, and turns every error into the Firebase error
 /// shape. Unknown errors are logged with the request id and become a generic 500: each one is a bug.
 public struct FirebaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
-    public init() {}
+    let metrics: ServiceMetrics?
+
+    /// With `metrics`, every answer is counted by route template, status and error code.
+    public init(metrics: ServiceMetrics? = nil) {
+        self.metrics = metrics
+    }
 
     public func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
+        let started = ContinuousClock.now
+        var errorCode: String?
         var context = context
         let incoming = request.headers[.requestID].flatMap { $0.count <= 128 && !$0.isEmpty ? $0 : nil }
         context.requestID = incoming ?? Secrets.randomAlphanumeric(20)
@@ -45,8 +52,13 @@ public struct FirebaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware
             response = try await next(request, context)
         } catch {
             let firebaseError = Self.firebaseError(for: error, context: context)
+            errorCode = firebaseError.code
             response = try firebaseError.response(from: request, context: context)
         }
+        metrics?.recordRequest(
+            method: request.method.rawValue, route: context.endpointPath ?? "NotFound",
+            status: Int(response.status.code), errorCode: errorCode.map(Self.metricLabel),
+            duration: ContinuousClock.now - started)
         response.headers[.requestID] = context.requestID
         let level: Logger.Level = response.status.code >= 500 ? .error : .debug
         context.logger.log(
@@ -57,6 +69,12 @@ public struct FirebaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware
                 "http.status": .stringConvertible(response.status.code),
             ])
         return response
+    }
+
+    /// An error code as a metric label: codes are upper-case words; anything else (a free-text
+    /// message) is folded into one value so labels stay bounded.
+    static func metricLabel(_ code: String) -> String {
+        code.count <= 64 && code.allSatisfy({ $0.isUppercase || $0 == "_" || $0.isNumber }) ? code : "OTHER"
     }
 
     static func firebaseError(for error: any Error, context: Context) -> FirebaseError {

@@ -13,8 +13,13 @@ public struct DirectoryClient: Sendable {
     public let baseURL: String
     let secret: String
     let timeout: TimeAmount
+    let metrics: ServiceMetrics?
 
-    public init(httpClient: HTTPClient, baseURL: String, secret: String, timeout: Duration = .seconds(5)) {
+    public init(
+        httpClient: HTTPClient, baseURL: String, secret: String, timeout: Duration = .seconds(5),
+        metrics: ServiceMetrics? = nil
+    ) {
+        self.metrics = metrics
         self.httpClient = httpClient
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.secret = secret
@@ -68,11 +73,18 @@ public struct DirectoryClient: Sendable {
         request.headers = headers
         request.headers.add(name: "X-Request-ID", value: requestID)
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let started = ContinuousClock.now
+        // Admin paths forwarded verbatim carry ids: one label for all of them.
+        let label = path.hasPrefix("/internal/") ? path : "forwarded-admin-call"
         do {
             let response = try await httpClient.execute(request, timeout: timeout)
             let buffer = try await response.body.collect(upTo: 16 << 20)
+            metrics?.recordInternalCall(
+                path: label, outcome: response.status.code < 500 ? "answered" : "server_error",
+                duration: ContinuousClock.now - started)
             return (Int(response.status.code), Data(buffer.readableBytesView))
         } catch {
+            metrics?.recordInternalCall(path: label, outcome: "unreachable", duration: ContinuousClock.now - started)
             logger.warning(
                 "user-directory unreachable",
                 metadata: ["internal.path": .string(path), "error": .string(String(describing: error))])

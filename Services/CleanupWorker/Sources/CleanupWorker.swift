@@ -68,9 +68,9 @@ public struct SweepReport: Codable, Sendable {
     public var seconds = 0.0
 }
 
-/// The worker's Prometheus metrics (`GET /metrics`).
+/// The worker's Prometheus metrics (`GET /metrics`), beside the HTTP ones every service has.
 public struct WorkerMetrics: Sendable {
-    public let registry = PrometheusCollectorRegistry()
+    public let service = ServiceMetrics()
     let completed: Counter
     let skipped: Counter
     let failed: Counter
@@ -80,24 +80,22 @@ public struct WorkerMetrics: Sendable {
     let lastDuration: Gauge
 
     public init() {
-        let sweeps = "tessera_cleanup_sweeps_total"
         let help = "Sweeps by outcome."
-        completed = registry.makeCounter(name: sweeps, labels: [("outcome", "completed")], help: help)
-        skipped = registry.makeCounter(name: sweeps, labels: [("outcome", "skipped")], help: help)
-        failed = registry.makeCounter(name: sweeps, labels: [("outcome", "failed")], help: help)
-        deleted = registry.makeCounter(
-            name: "tessera_cleanup_anonymous_deleted_total", help: "Anonymous accounts deleted by sweeps.")
+        completed = service.counter("cleanup_sweeps", labels: [("outcome", "completed")], help: help)
+        skipped = service.counter("cleanup_sweeps", labels: [("outcome", "skipped")], help: help)
+        failed = service.counter("cleanup_sweeps", labels: [("outcome", "failed")], help: help)
+        deleted = service.counter("cleanup_anonymous_deleted", help: "Anonymous accounts deleted by sweeps.")
         var pruned: [String: Counter] = [:]
         for kind in ["sessions", "codes", "mails"] {
-            pruned[kind] = registry.makeCounter(
-                name: "tessera_cleanup_pruned_total", labels: [("kind", kind)],
+            pruned[kind] = service.counter(
+                "cleanup_pruned", labels: [("kind", kind)],
                 help: "Ended sessions, used or expired codes and delivered mail pruned.")
         }
         self.pruned = pruned
-        lastSweep = registry.makeGauge(
-            name: "tessera_cleanup_last_sweep_timestamp_seconds", help: "When the last completed sweep ended.")
-        lastDuration = registry.makeGauge(
-            name: "tessera_cleanup_last_sweep_duration_seconds", help: "How long the last completed sweep took.")
+        lastSweep = service.gauge(
+            "cleanup_last_sweep_timestamp", unit: "seconds", help: "When the last completed sweep ended.")
+        lastDuration = service.gauge(
+            "cleanup_last_sweep_duration", unit: "seconds", help: "How long the last completed sweep took.")
     }
 
     func record(_ report: SweepReport) {
@@ -239,18 +237,15 @@ public func buildCleanupWorker(
     configuration: CleanupWorkerConfiguration, logger: Logger
 ) -> some ApplicationProtocol {
     let httpClient = InternalHTTPClient.make()
-    let directory = DirectoryClient(
-        httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret)
     let metrics = WorkerMetrics()
+    let directory = DirectoryClient(
+        httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
+        metrics: metrics.service)
     let sweeper = Sweeper(directory: directory, configuration: configuration, metrics: metrics)
     let router = Router(context: TesseraRequestContext.self)
-    router.add(middleware: FirebaseErrorMiddleware<TesseraRequestContext>())
+    router.add(middleware: FirebaseErrorMiddleware<TesseraRequestContext>(metrics: metrics.service))
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
-    router.get("/metrics") { _, _ in
-        Response(
-            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
-    }
+    metrics.service.addRoute(to: router)
     router.get("/readyz") { _, context in
         _ = try await directory.get(
             InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)

@@ -36,11 +36,12 @@ public func buildTokenApplication(
         metadata: [
             "keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))",
         ])
+    let metrics = ServiceMetrics()
     let httpClient = InternalHTTPClient.make(connectTimeout: configuration.internalConnectTimeout)
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
-        timeout: configuration.internalTimeout)
-    let issuer = IDTokenIssuer(keys: keys, projectID: configuration.projectID)
+        timeout: configuration.internalTimeout, metrics: metrics)
+    let issuer = IDTokenIssuer(keys: keys, projectID: configuration.projectID, metrics: metrics)
     let tokens = SessionTokens(directory: directory, issuer: issuer, configuration: configuration)
     // Identity providers are outside: their own client (TLS, no redirects), not the internal one.
     var providerClientConfiguration = HTTPClient.Configuration()
@@ -56,7 +57,7 @@ public func buildTokenApplication(
         keys: JWKSCache(http: providerHTTP, refetchInterval: configuration.idpJWKSRefetchInterval), http: providerHTTP)
 
     let router = Router(context: TokenContext.self)
-    router.add(middleware: FirebaseErrorMiddleware<TokenContext>())
+    router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
     router.add(
         middleware: CORSMiddleware(
             allowOrigin: .originBased,
@@ -67,6 +68,7 @@ public func buildTokenApplication(
             allowMethods: [.get, .post, .options]))
 
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
+    metrics.addRoute(to: router)
     router.get("/readyz") { _, context in
         _ = try await directory.get(
             InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)

@@ -88,16 +88,19 @@ public func buildDirectoryApplication(
 ) async throws -> some ApplicationProtocol {
     let client = PostgresClient(configuration: configuration.database, backgroundLogger: logger)
     let tenants = PostgresTenantRepository(client: client, anonymousRetention: configuration.anonymousRetention)
-    let hashing = HashingPool(threads: configuration.hashThreads, queueLength: configuration.hashQueue)
+    let metrics = ServiceMetrics()
+    let hashing = HashingPool(
+        threads: configuration.hashThreads, queueLength: configuration.hashQueue, metrics: metrics)
     let hasher = PasswordHasher(
         pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
     let accounts = PostgresAccountRepository(
         client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
         oobCodeTTL: configuration.oobCodeTTL)
     let router = Router(context: DirectoryContext.self)
-    router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>())
+    router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>(metrics: metrics))
 
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
+    metrics.addRoute(to: router)
     router.get("/readyz") { _, context in
         do {
             try await client.query("SELECT 1", logger: context.logger)

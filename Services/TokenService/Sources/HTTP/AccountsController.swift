@@ -254,6 +254,7 @@ struct AccountsController {
         var response = SetAccountInfoResponse(user: answer.user)
         if let newSession = answer.session {
             response.idToken = try tokens.issuer.mint(user: answer.user, session: newSession)
+            tokens.issuer.countIssued("refresh_token", provider: newSession.signInProvider)
             response.refreshToken = refreshToken
             response.expiresIn = String(IDTokenIssuer.lifetime)
         }

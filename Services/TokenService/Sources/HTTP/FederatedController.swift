@@ -136,6 +136,7 @@ struct FederatedController {
             response.isNewUser = outcome.isNewUser
             response.emailRecycled = outcome.emailRecycled ? true : nil
             response.idToken = try tokens.issuer.mint(user: user, session: newSession)
+            tokens.issuer.countIssued("refresh_token", provider: newSession.signInProvider)
             response.refreshToken = refreshToken
             response.expiresIn = String(IDTokenIssuer.lifetime)
             return JSONResponse(response)
@@ -166,6 +167,7 @@ struct FederatedController {
             throw FirebaseError.invalid("INVALID_CUSTOM_TOKEN", "The custom token is too large.")
         }
         let (refreshToken, session) = tokens.newSession()
+        defer { tokens.issuer.countIssued("refresh_token", provider: "custom") }
         let answer = try await tokens.directory.call(
             InternalPath.signInWithCustomToken,
             SignInWithCustomTokenRequest(

@@ -64,6 +64,7 @@ struct SessionCookieController {
         claims["iss"] = .string(tokens.issuer.sessionIssuer)
         claims["exp"] = .int(now + duration)
         let cookie = try tokens.issuer.sign(claims)
+        tokens.issuer.countIssued("session_cookie", provider: verified.signInProvider)
         context.logger.info("session cookie created", metadata: ["user.id": .string(user.localId)])
         return JSONResponse(CreateResponse(sessionCookie: cookie))
     }

@@ -29,6 +29,7 @@ struct SessionTokens: Sendable {
         let created = try await directory.call(
             path, body(session), as: SessionCreatedResponse.self, requestID: requestID, logger: logger)
         let idToken = try issuer.mint(user: created.user, session: created.session)
+        issuer.countIssued("refresh_token", provider: created.session.signInProvider)
         return Issued(user: created.user, idToken: idToken, refreshToken: refreshToken)
     }
 
@@ -69,6 +70,7 @@ struct SessionTokens: Sendable {
             newToken = try RefreshTokens.open(sealed, with: token)
         }
         let idToken = try issuer.mint(user: answer.user, session: answer.session)
+        issuer.countIssued("refresh_token", provider: answer.session.signInProvider)
         return Issued(user: answer.user, idToken: idToken, refreshToken: newToken)
     }
 

@@ -7,10 +7,19 @@ public struct IDTokenIssuer: Sendable {
     public static let lifetime: Int64 = 3600
     let keys: KeyStore
     let projectID: String
+    let metrics: ServiceMetrics?
 
-    public init(keys: KeyStore, projectID: String) {
+    public init(keys: KeyStore, projectID: String, metrics: ServiceMetrics? = nil) {
         self.keys = keys
         self.projectID = projectID
+        self.metrics = metrics
+    }
+
+    /// Counts a token handed out (`id_token`, `refresh_token`, `session_cookie`) by sign-in provider.
+    func countIssued(_ type: String, provider: String) {
+        metrics?.increment(
+            "tokens_issued", labels: [("type", type), ("provider", provider)],
+            help: "Tokens issued, by type and sign-in provider.")
     }
 
     public var issuer: String { "https://securetoken.google.com/\(projectID)" }
@@ -65,7 +74,9 @@ public struct IDTokenIssuer: Sendable {
     public var sessionIssuer: String { "https://session.firebase.google.com/\(projectID)" }
 
     public func mint(user: UserRecord, session: SessionInfo) throws -> String {
-        try sign(claims(user: user, session: session))
+        let token = try sign(claims(user: user, session: session))
+        countIssued("id_token", provider: session.signInProvider)
+        return token
     }
 
     /// Signs a claim set with the current signing key (keys sorted: same claims, same token).

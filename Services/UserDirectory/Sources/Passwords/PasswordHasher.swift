@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOPosix
+import Prometheus
 import ServiceLifecycle
 import Synchronization
 import TesseraShared
@@ -12,21 +13,41 @@ public final class HashingPool: Sendable {
     let pool: NIOThreadPool
     let capacity: Int
     private let inFlight = Atomic<Int>(0)
+    let depthGauge: Gauge?
+    let waitTime: DurationHistogram?
+    let refused: Counter?
 
-    public init(threads: Int, queueLength: Int) {
+    public init(threads: Int, queueLength: Int, metrics: ServiceMetrics? = nil) {
         pool = NIOThreadPool(numberOfThreads: max(1, threads))
         pool.start()
         capacity = max(1, threads) + max(0, queueLength)
+        depthGauge = metrics?.gauge(
+            "password_hash_queue_depth", unit: "operations", help: "Password hashes running or waiting.")
+        waitTime = metrics?.latency(
+            "password_hash_wait", help: "Time a password hash waits for a hashing thread.")
+        refused = metrics?.counter(
+            "password_hash_refused", help: "Password operations refused with 503 because the queue was full.")
     }
 
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let admitted = inFlight.add(1, ordering: .relaxed).newValue
-        defer { inFlight.subtract(1, ordering: .relaxed) }
+        depthGauge?.set(Double(admitted))
+        defer {
+            // Not inside `depthGauge?.set(…)`: optional chaining would skip the subtraction without a gauge.
+            let remaining = inFlight.subtract(1, ordering: .relaxed).newValue
+            depthGauge?.set(Double(remaining))
+        }
         guard admitted <= capacity else {
+            refused?.increment()
             throw FirebaseError.unavailable(
                 "Too many password operations in progress; retry shortly.", retryAfterSeconds: 1)
         }
-        return try await pool.runIfActive(body)
+        let queued = ContinuousClock.now
+        let waitTime = self.waitTime
+        return try await pool.runIfActive {
+            waitTime?.record(ContinuousClock.now - queued)
+            return try body()
+        }
     }
 
     public var depth: Int { inFlight.load(ordering: .relaxed) }

@@ -1,0 +1,78 @@
+import Foundation
+import Hummingbird
+import Prometheus
+
+/// A service's Prometheus metrics, served at `GET /metrics` on the service's own port (the ingress
+/// does not route it). Labels are bounded: route templates, methods, status codes, error codes,
+/// providers — never ids or tenants.
+public final class ServiceMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+
+    public init() {}
+
+    /// Latency buckets from half a millisecond to five seconds.
+    public static let latencyBuckets: [Duration] = [
+        .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .seconds(2), .seconds(5),
+    ]
+
+    /// `tessera_<name>_<unit>`.
+    static func descriptor(_ name: String, unit: String, help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "tessera", metricName: name, unitName: unit, helpText: help)
+    }
+
+    public func counter(_ name: String, labels: [(String, String)] = [], help: String) -> Counter {
+        registry.makeCounter(descriptor: Self.descriptor(name, unit: "total", help: help), labels: labels)
+    }
+
+    /// Adds one to a counter (for callers that do not import Prometheus).
+    public func increment(_ name: String, labels: [(String, String)] = [], help: String) {
+        counter(name, labels: labels, help: help).increment()
+    }
+
+    public func gauge(_ name: String, unit: String, labels: [(String, String)] = [], help: String) -> Gauge {
+        registry.makeGauge(descriptor: Self.descriptor(name, unit: unit, help: help), labels: labels)
+    }
+
+    public func latency(_ name: String, labels: [(String, String)] = [], help: String) -> DurationHistogram {
+        registry.makeDurationHistogram(
+            descriptor: Self.descriptor(name, unit: "seconds", help: help), labels: labels,
+            buckets: Self.latencyBuckets)
+    }
+
+    /// One answered HTTP request, by route template (`NotFound` for unknown paths).
+    public func recordRequest(method: String, route: String, status: Int, errorCode: String?, duration: Duration) {
+        counter(
+            "http_requests", labels: [("method", method), ("route", route), ("status", String(status))],
+            help: "HTTP requests answered, by route template and status."
+        ).increment()
+        latency(
+            "http_request_duration", labels: [("method", method), ("route", route)],
+            help: "Time to answer an HTTP request."
+        ).record(duration)
+        if let errorCode {
+            counter(
+                "http_errors", labels: [("route", route), ("code", errorCode)],
+                help: "Error answers by route and Firebase error code (sign-in failures by reason among them)."
+            ).increment()
+        }
+    }
+
+    /// One call to another Tessera service over the internal API.
+    public func recordInternalCall(path: String, outcome: String, duration: Duration) {
+        latency(
+            "internal_call_duration", labels: [("path", path), ("outcome", outcome)],
+            help: "Latency of internal calls between the services, by path and outcome."
+        ).record(duration)
+    }
+
+    /// The `/metrics` route.
+    public func addRoute<Context: RequestContext>(to router: Router<Context>) {
+        router.get("/metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: self.registry.emitToBuffer())))
+        }
+    }
+}
