@@ -1,0 +1,43 @@
+"""Structured logs (issue #7, observability): every service writes one JSON object per line, and a
+request's id travels with it from the ingress through the token service to the directory."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from conftest import Stack, wait_until
+
+
+def log_lines(stack: Stack, service: str) -> list[dict]:
+    """The JSON lines of a service's log (lines scripts/stack writes itself start with '---')."""
+    assert stack.stack_dir is not None
+    path = stack.stack_dir / "logs" / f"{service}.log"
+    entries = []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.strip() or line.startswith("--- "):
+            continue
+        entry = json.loads(line)  # a line that is not JSON fails the test
+        entries.append(entry)
+    return entries
+
+
+def test_every_service_logs_json_lines_with_the_standard_fields(stack):
+    for service in ("token-service", "user-directory", "cleanup-worker"):
+        entries = log_lines(stack, service)
+        assert entries, f"{service} logged nothing"
+        for entry in entries:
+            assert {"time", "level", "service", "message"} <= entry.keys(), entry
+            assert entry["service"] == service, entry
+
+
+def test_a_request_id_is_carried_across_services(stack, client, tenant_id):
+    request_id = "trace-" + uuid.uuid4().hex
+    resp = client.sign_up_raw(tenant_id, headers={"X-Request-ID": request_id})
+    assert resp.status_code == 200, resp.text
+    assert resp.headers.get("X-Request-ID") == request_id
+
+    def logged() -> bool:
+        return any(e.get("request.id") == request_id and e["message"] == "anonymous user created"
+                   for e in log_lines(stack, "user-directory"))
+    assert wait_until(logged, timeout=5), "the directory's log line does not carry the caller's request id"
