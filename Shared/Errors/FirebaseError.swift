@@ -38,6 +38,13 @@ public struct FirebaseError: Error, Sendable, Equatable {
             reason: "invalid")
     }
 
+    /// A rate limit was reached (issue #7): a business error, with `Retry-After`.
+    public static func tooManyAttempts(retryAfterSeconds: Int) -> FirebaseError {
+        FirebaseError(
+            status: .badRequest, message: "TOO_MANY_ATTEMPTS_TRY_LATER", grpcStatus: nil, reason: "invalid",
+            retryAfterSeconds: retryAfterSeconds)
+    }
+
     public static func invalidJSON(_ detail: String = "") -> FirebaseError {
         FirebaseError(
             status: .badRequest,

@@ -14,15 +14,19 @@ public protocol TesseraContext: RequestContext {
 public struct TesseraRequestContext: TesseraContext {
     public var coreContext: CoreRequestContextStorage
     public var requestID: String
+    /// The peer's address (the ingress, behind one); see `ClientAddress` for the end user's.
+    public var remoteAddress: String?
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.requestID = ""
+        self.remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 }
 
 extension HTTPField.Name {
     public static let requestID = HTTPField.Name("X-Request-ID")!
+    public static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
     public static let internalSecret = HTTPField.Name("X-Tessera-Internal")!
     public static let googAPIKey = HTTPField.Name("x-goog-api-key")!
 }

@@ -34,9 +34,10 @@ public struct DirectoryClient: Sendable {
         var headers = HTTPHeaders()
         headers.add(name: "X-Tessera-Internal", value: secret)
         headers.add(name: "Content-Type", value: "application/json")
-        let (status, bytes) = try await send(
+        let (status, bytes, retryAfter) = try await send(
             method: .POST, path: path, headers: headers, body: data, requestID: requestID, logger: logger)
-        return try decodeAnswer(Answer.self, status: status, bytes: bytes, path: path, logger: logger)
+        return try decodeAnswer(
+            Answer.self, status: status, bytes: bytes, retryAfter: retryAfter, path: path, logger: logger)
     }
 
     /// GETs an internal path and decodes the answer.
@@ -45,9 +46,10 @@ public struct DirectoryClient: Sendable {
     ) async throws -> Answer {
         var headers = HTTPHeaders()
         headers.add(name: "X-Tessera-Internal", value: secret)
-        let (status, bytes) = try await send(
+        let (status, bytes, retryAfter) = try await send(
             method: .GET, path: path, headers: headers, body: nil, requestID: requestID, logger: logger)
-        return try decodeAnswer(Answer.self, status: status, bytes: bytes, path: path, logger: logger)
+        return try decodeAnswer(
+            Answer.self, status: status, bytes: bytes, retryAfter: retryAfter, path: path, logger: logger)
     }
 
     /// POSTs a request body to the directory as it came, with the caller's `Authorization`, and
@@ -60,14 +62,14 @@ public struct DirectoryClient: Sendable {
         var headers = HTTPHeaders()
         if let authorization { headers.add(name: "Authorization", value: authorization) }
         headers.add(name: "Content-Type", value: "application/json")
-        let (status, bytes) = try await send(
+        let (status, bytes, _) = try await send(
             method: .POST, path: pathAndQuery, headers: headers, body: body, requestID: requestID, logger: logger)
         return (status, bytes)
     }
 
     private func send(
         method: HTTPMethod, path: String, headers: HTTPHeaders, body: Data?, requestID: String, logger: Logger
-    ) async throws -> (Int, Data) {
+    ) async throws -> (Int, Data, Int?) {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         request.headers = headers
@@ -82,7 +84,8 @@ public struct DirectoryClient: Sendable {
             metrics?.recordInternalCall(
                 path: label, outcome: response.status.code < 500 ? "answered" : "server_error",
                 duration: ContinuousClock.now - started)
-            return (Int(response.status.code), Data(buffer.readableBytesView))
+            let retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0) }
+            return (Int(response.status.code), Data(buffer.readableBytesView), retryAfter)
         } catch {
             metrics?.recordInternalCall(path: label, outcome: "unreachable", duration: ContinuousClock.now - started)
             logger.warning(
@@ -93,7 +96,7 @@ public struct DirectoryClient: Sendable {
     }
 
     private func decodeAnswer<Answer: Decodable>(
-        _ type: Answer.Type, status: Int, bytes: Data, path: String, logger: Logger
+        _ type: Answer.Type, status: Int, bytes: Data, retryAfter: Int?, path: String, logger: Logger
     ) throws -> Answer {
         if (200..<300).contains(status) {
             do {
@@ -104,7 +107,10 @@ public struct DirectoryClient: Sendable {
             }
         }
         if let body = try? JSONDecoder().decode(FirebaseErrorBody.self, from: bytes) {
-            throw body.firebaseError
+            // The directory's Retry-After (rate limits, a full hashing queue) reaches the client too.
+            var error = body.firebaseError
+            error.retryAfterSeconds = retryAfter
+            throw error
         }
         logger.error(
             "unexpected internal answer",

@@ -177,6 +177,8 @@ public struct IdpConfigResponse: Codable, Sendable {
 /// A federated sign-in, or (with `linkTo`) the link of a provider to a signed-in user (B.5.3, B.5.4,
 /// A.4). The directory decides, in one transaction, which user it is.
 public struct SignInWithIdpRequest: Codable, Sendable {
+    /// The end user's IP address (behind trusted proxies), for the rate limits.
+    public var clientIP: String?
     public var tenantId: String?
     public var identity: FederatedIdentity
     public var linkTo: String?
@@ -222,6 +224,8 @@ public struct SignInWithIdpResponse: Codable, Sendable {
 /// `signInWithCustomToken`: the directory holds the service accounts' public keys, so it verifies
 /// the token and creates the user on first use (A.2, B.4).
 public struct SignInWithCustomTokenRequest: Codable, Sendable {
+    /// The end user's IP address (behind trusted proxies), for the rate limits.
+    public var clientIP: String?
     public var tenantId: String?
     public var token: String
     public var session: NewSession
@@ -296,6 +300,8 @@ public enum OobRequestType: String, Codable, Sendable {
 /// Creates a code and queues its mail in one transaction. `PASSWORD_RESET` names the user by
 /// `email`; the others by `localId` (from a verified ID token).
 public struct SendOobCodeRequest: Codable, Sendable {
+    /// The end user's IP address (behind trusted proxies), for the rate limits.
+    public var clientIP: String?
     public var tenantId: String?
     public var requestType: OobRequestType
     public var email: String?
@@ -388,6 +394,8 @@ public struct NewSession: Codable, Sendable {
 /// Email/password sign-up: a new user, or (with `localId`) an existing user, anonymous or not,
 /// gaining an email and password and keeping its id.
 public struct SignUpPasswordRequest: Codable, Sendable {
+    /// The end user's IP address (behind trusted proxies), for the rate limits.
+    public var clientIP: String?
     public var tenantId: String?
     /// Normalised (lower-case).
     public var email: String
@@ -409,6 +417,8 @@ public struct SignUpPasswordRequest: Codable, Sendable {
 }
 
 public struct SignInWithPasswordRequest: Codable, Sendable {
+    /// The end user's IP address (behind trusted proxies), for the rate limits.
+    public var clientIP: String?
     public var tenantId: String?
     public var email: String
     public var password: String
@@ -516,6 +526,8 @@ public struct SessionInfo: Codable, Sendable, Equatable {
 }
 
 public struct SignUpAnonymousRequest: Codable, Sendable {
+    /// The end user's IP address (behind trusted proxies), for the rate limits.
+    public var clientIP: String?
     public var tenantId: String?
     /// Hash of the first refresh token of the new session (`Secrets.tokenHash`).
     public var refreshTokenHash: String

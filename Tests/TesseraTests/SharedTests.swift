@@ -89,3 +89,22 @@ struct SharedTests {
         #expect(user.isAnonymous)
     }
 }
+
+@Suite("client address behind trusted proxies")
+struct ClientAddressTests {
+    @Test("X-Forwarded-For is read from the right, only behind trusted proxies")
+    func resolution() throws {
+        let proxies = try ClientAddress(parsing: "127.0.0.1/32, 10.0.0.0/8, ::1")
+        #expect(proxies.resolve(peer: "127.0.0.1", forwardedFor: "203.0.113.9") == "203.0.113.9")
+        // A client-written entry sits left of what the proxies appended.
+        #expect(proxies.resolve(peer: "127.0.0.1", forwardedFor: "1.2.3.4, 203.0.113.9, 10.1.2.3") == "203.0.113.9")
+        // An untrusted peer's header is ignored.
+        #expect(proxies.resolve(peer: "198.51.100.1", forwardedFor: "1.2.3.4") == "198.51.100.1")
+        #expect(proxies.resolve(peer: "127.0.0.1", forwardedFor: nil) == "127.0.0.1")
+        #expect(proxies.resolve(peer: "127.0.0.1", forwardedFor: "not-an-ip") == "127.0.0.1")
+        #expect(proxies.resolve(peer: "::1", forwardedFor: "2001:db8::7") == "2001:db8::7")
+        #expect(proxies.isTrusted("::ffff:10.9.8.7"))
+        #expect(!proxies.isTrusted("11.0.0.1"))
+        #expect(throws: ConfigError.self) { try ClientAddress(parsing: "10.0.0.0/33") }
+    }
+}

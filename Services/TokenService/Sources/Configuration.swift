@@ -28,6 +28,8 @@ public struct TokenServiceConfiguration: Sendable {
     public var providerEndpoints = ProviderEndpoints.defaults
     /// A provider token with an unknown key id refetches the provider's JWKS at most this often.
     public var idpJWKSRefetchInterval: Duration = .seconds(30)
+    /// Proxies whose `X-Forwarded-For` is believed when finding the end user's address (rate limits).
+    public var clientAddress = ClientAddress.loopback
     /// Time allowed for one request to an identity provider.
     public var idpTimeout: Duration = .seconds(5)
 
@@ -69,6 +71,9 @@ public struct TokenServiceConfiguration: Sendable {
         providerEndpoints = ProviderEndpoints.resolve(env)
         idpJWKSRefetchInterval = try env.duration("TESSERA_IDP_JWKS_REFETCH_INTERVAL", default: idpJWKSRefetchInterval)
         idpTimeout = try env.duration("TESSERA_IDP_TIMEOUT", default: idpTimeout)
+        if let proxies = env.string("TESSERA_TRUSTED_PROXIES") {
+            clientAddress = try ClientAddress(parsing: proxies)
+        }
         if let domains = env.string("TESSERA_AUTHORIZED_DOMAINS") {
             authorizedDomains = domains.split(separator: ",").map {
                 $0.trimmingCharacters(in: .whitespaces).lowercased()

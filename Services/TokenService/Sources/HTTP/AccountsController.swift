@@ -52,7 +52,8 @@ struct AccountsController {
         let issued: SessionTokens.Issued
         if body.email == nil, body.password == nil, body.idToken == nil {
             issued = try await tokens.signUpAnonymous(
-                tenantId: tenant, requestID: context.requestID, logger: context.logger)
+                tenantId: tenant, clientIP: tokens.clientIP(request, context), requestID: context.requestID,
+                logger: context.logger)
         } else {
             // `{"email":"","password":""}` is not anonymous: INVALID_EMAIL (B.5.1).
             guard let rawEmail = body.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
@@ -73,12 +74,15 @@ struct AccountsController {
                 localId = user.localId
                 scope = verified.tenantId
             }
+            let clientIP = tokens.clientIP(request, context)
             issued = try await tokens.startSession(
                 InternalPath.signUpPassword, requestID: context.requestID, logger: context.logger
             ) { session in
-                SignUpPasswordRequest(
+                var body = SignUpPasswordRequest(
                     tenantId: scope, email: email, password: password, displayName: body.displayName, localId: localId,
                     session: session)
+                body.clientIP = clientIP
+                return body
             }
         }
         return JSONResponse(
@@ -119,10 +123,13 @@ struct AccountsController {
         guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid("INVALID_EMAIL") }
         guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid("MISSING_PASSWORD") }
         let tenant = Self.tenant(body.tenantId)
+        let clientIP = tokens.clientIP(request, context)
         let issued = try await tokens.startSession(
             InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
         ) { session in
-            SignInWithPasswordRequest(tenantId: tenant, email: email, password: password, session: session)
+            var body = SignInWithPasswordRequest(tenantId: tenant, email: email, password: password, session: session)
+            body.clientIP = clientIP
+            return body
         }
         return JSONResponse(
             PasswordSignInResponse(

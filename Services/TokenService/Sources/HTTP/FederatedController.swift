@@ -111,11 +111,13 @@ struct FederatedController {
         var response = Self.answer(profile, credential: credential, tenant: tenant)
 
         let (refreshToken, session) = tokens.newSession()
+        var signIn = SignInWithIdpRequest(
+            tenantId: tenant, identity: profile.identity, linkTo: linkTo, session: session)
+        signIn.clientIP = tokens.clientIP(request, context)
         let outcome: SignInWithIdpResponse
         do {
             outcome = try await tokens.directory.call(
-                InternalPath.signInWithIdp,
-                SignInWithIdpRequest(tenantId: tenant, identity: profile.identity, linkTo: linkTo, session: session),
+                InternalPath.signInWithIdp, signIn,
                 as: SignInWithIdpResponse.self, requestID: context.requestID, logger: context.logger)
         } catch let error as FirebaseError
             where body.returnIdpCredential == true
@@ -167,12 +169,13 @@ struct FederatedController {
             throw FirebaseError.invalid("INVALID_CUSTOM_TOKEN", "The custom token is too large.")
         }
         let (refreshToken, session) = tokens.newSession()
-        defer { tokens.issuer.countIssued("refresh_token", provider: "custom") }
+        var signIn = SignInWithCustomTokenRequest(
+            tenantId: AccountsController.tenant(body.tenantId), token: token, session: session)
+        signIn.clientIP = tokens.clientIP(request, context)
         let answer = try await tokens.directory.call(
-            InternalPath.signInWithCustomToken,
-            SignInWithCustomTokenRequest(
-                tenantId: AccountsController.tenant(body.tenantId), token: token, session: session),
-            as: SignInWithCustomTokenResponse.self, requestID: context.requestID, logger: context.logger)
+            InternalPath.signInWithCustomToken, signIn, as: SignInWithCustomTokenResponse.self,
+            requestID: context.requestID, logger: context.logger)
+        tokens.issuer.countIssued("refresh_token", provider: "custom")
         return JSONResponse(
             CustomTokenResponse(
                 isNewUser: answer.isNewUser,

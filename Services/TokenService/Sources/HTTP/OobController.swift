@@ -67,13 +67,14 @@ struct OobController {
             localId = user.localId
             tenant = verified.tenantId
         }
+        var send = SendOobCodeRequest(
+            tenantId: tenant, requestType: type, email: email, localId: localId, newEmail: newEmail,
+            linkPrefix: configuration.links.prefix(mode: type.mode, tenant: tenant, request: request),
+            continueUrl: continueUrl)
+        send.clientIP = tokens.clientIP(request, context)
         let answer = try await tokens.directory.call(
-            InternalPath.sendOobCode,
-            SendOobCodeRequest(
-                tenantId: tenant, requestType: type, email: email, localId: localId, newEmail: newEmail,
-                linkPrefix: configuration.links.prefix(mode: type.mode, tenant: tenant, request: request),
-                continueUrl: continueUrl),
-            as: SendOobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+            InternalPath.sendOobCode, send, as: SendOobCodeResponse.self, requestID: context.requestID,
+            logger: context.logger)
         return try JSONResponse(SendResponse(email: answer.email ?? email)).response(from: request, context: context)
     }
 

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
 import Logging
 import TesseraShared
 
@@ -12,6 +14,12 @@ struct SessionTokens: Sendable {
         var user: UserRecord
         var idToken: String
         var refreshToken: String
+    }
+
+    /// The end user's address: the peer, or what trusted proxies say it is.
+    func clientIP(_ request: Request, _ context: TokenContext) -> String? {
+        configuration.clientAddress.resolve(
+            peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor].joined(separator: ","))
     }
 
     /// A new refresh token and what the directory stores of it.
@@ -33,10 +41,14 @@ struct SessionTokens: Sendable {
         return Issued(user: created.user, idToken: idToken, refreshToken: refreshToken)
     }
 
-    func signUpAnonymous(tenantId: String?, requestID: String, logger: Logger) async throws -> Issued {
+    func signUpAnonymous(tenantId: String?, clientIP: String?, requestID: String, logger: Logger) async throws
+        -> Issued
+    {
         try await startSession(InternalPath.signUpAnonymous, requestID: requestID, logger: logger) { session in
-            SignUpAnonymousRequest(
+            var body = SignUpAnonymousRequest(
                 tenantId: tenantId, refreshTokenHash: session.refreshTokenHash, sessionExpiresAt: session.expiresAt)
+            body.clientIP = clientIP
+            return body
         }
     }
 

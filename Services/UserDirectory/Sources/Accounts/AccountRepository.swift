@@ -8,7 +8,7 @@ import TesseraShared
 public protocol AccountRepository: Sendable {
     /// Creates an anonymous user and its first session, after checking the scope's switches.
     func signUpAnonymous(
-        scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, logger: Logger
+        scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String?, logger: Logger
     ) async throws -> (UserRecord, SessionInfo)
     /// A user for an end-user call: checks that the scope exists and is enabled.
     func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord
@@ -88,7 +88,7 @@ public struct PostgresAccountRepository: AccountRepository {
     static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 
     public func signUpAnonymous(
-        scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, logger: Logger
+        scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String? = nil, logger: Logger
     ) async throws -> (UserRecord, SessionInfo) {
         let retentionSeconds = anonymousRetention.timeInterval
         return try await client.transaction(logger: logger) { connection in
@@ -96,6 +96,9 @@ public struct PostgresAccountRepository: AccountRepository {
             if flags.disabledUserSignup || !flags.enableAnonymousUser {
                 throw FirebaseError.invalid("ADMIN_ONLY_OPERATION")
             }
+            try await RateLimiter.hit(
+                connection, scope: scope, bucket: "sign_up", key: clientIP, limit: flags.rateLimits.signUpsPerIpPerHour,
+                logger: logger)
             let autodelete = flags.autodeleteAnonymousUsers
 
             let now = Self.nowMillis()

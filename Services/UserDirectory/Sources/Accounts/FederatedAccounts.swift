@@ -175,6 +175,9 @@ extension PostgresAccountRepository {
         // A new user, its profile from the provider (A.3). With duplicate emails allowed the email
         // stays on the provider entry only (B.5.4).
         if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+        try await RateLimiter.hit(
+            connection, scope: scope, bucket: "sign_up", key: request.clientIP,
+            limit: flags.rateLimits.signUpsPerIpPerHour, logger: logger)
         let localId = Secrets.randomAlphanumeric(28)
         let email = oneAccountPerEmail ? identity.email : nil
         try await connection.query(

@@ -107,7 +107,7 @@ struct InternalController<Accounts: AccountRepository> {
         let body = try await request.decodeJSON(SignUpAnonymousRequest.self, context: context)
         let (user, session) = try await accounts.signUpAnonymous(
             scope: scopeKey(body.tenantId), refreshTokenHash: body.refreshTokenHash,
-            sessionExpiresAt: body.sessionExpiresAt, logger: context.logger)
+            sessionExpiresAt: body.sessionExpiresAt, clientIP: body.clientIP, logger: context.logger)
         context.logger.info(
             "anonymous user created",
             metadata: ["tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(user.localId)])

@@ -34,6 +34,12 @@ extension PostgresAccountRepository {
                 let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first
             else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+            // Mails per account are limited for end users; an admin asking for the link is not.
+            if !request.returnLink {
+                try await RateLimiter.hit(
+                    connection, scope: scope, bucket: "oob_email", key: localId,
+                    limit: flags.rateLimits.oobEmailsPerAccountPerHour, logger: logger)
+            }
             let recipient: String
             switch request.requestType {
             case .passwordReset, .verifyEmail:

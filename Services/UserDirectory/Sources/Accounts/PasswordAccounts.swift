@@ -37,6 +37,7 @@ struct ScopeFlags {
     var disabledUserDeletion: Bool
     var autodeleteAnonymousUsers: Bool
     var emailPrivacy: Bool
+    var rateLimits: RateLimitSettings
 
     /// `lock` takes a share lock on the tenant row for the rest of the transaction, so the switches
     /// cannot change under the operation.
@@ -46,15 +47,16 @@ struct ScopeFlags {
         let rows = try await connection.query(
             """
             SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
-                t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy
+                t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits
             FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = \(scope)
             \(unescaped: lock ? "FOR SHARE OF t" : "")
             """, logger: logger)
-        for try await row in rows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Bool).self) {
+        for try await row in rows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?).self) {
             if row.0 { throw FirebaseError.invalid("PROJECT_DISABLED") }
             return ScopeFlags(
                 allowPasswordSignup: row.1, disabledUserSignup: row.2, enableAnonymousUser: row.3,
-                disabledUserDeletion: row.4, autodeleteAnonymousUsers: row.5, emailPrivacy: row.6)
+                disabledUserDeletion: row.4, autodeleteAnonymousUsers: row.5, emailPrivacy: row.6,
+                rateLimits: RateLimitSettings.decode(row.7))
         }
         throw FirebaseError.invalid("TENANT_NOT_FOUND")
     }
@@ -101,6 +103,9 @@ extension PostgresAccountRepository {
                         connection, scope: scope, localId: localId, reason: "credential_change", logger: logger)
                 } else {
                     if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+                    try await RateLimiter.hit(
+                        connection, scope: scope, bucket: "sign_up", key: request.clientIP,
+                        limit: flags.rateLimits.signUpsPerIpPerHour, logger: logger)
                     localId = Secrets.randomAlphanumeric(28)
                     try await connection.query(
                         """
@@ -134,6 +139,16 @@ extension PostgresAccountRepository {
         let scope = scopeKey(request.tenantId)
         let flags = try await flags(scope, logger: logger)
         if !flags.allowPasswordSignup { throw FirebaseError.invalid("PASSWORD_LOGIN_DISABLED") }
+        // Attempts are counted before any hashing, per account and per address, so guessing costs
+        // the guesser, not the hashing threads.
+        try await client.transaction(logger: logger) { connection in
+            try await RateLimiter.hit(
+                connection, scope: scope, bucket: "password_account", key: request.email,
+                limit: flags.rateLimits.passwordSignInsPerAccountPerHour, logger: logger)
+            try await RateLimiter.hit(
+                connection, scope: scope, bucket: "password_ip", key: request.clientIP,
+                limit: flags.rateLimits.passwordSignInsPerIpPerHour, logger: logger)
+        }
         let key = try await hashKey.get(client, logger: logger)
         let rows = try await client.query(
             """

@@ -198,6 +198,13 @@ struct CleanupStore: Sendable {
                     LIMIT \(limit))
                 RETURNING 1
                 """, logger: logger))
+        // Rate-limit windows are an hour long; a day later nobody needs them.
+        try await connection.query(
+            """
+            DELETE FROM rate_counters WHERE (tenant_id, bucket, key, window_start) IN (
+                SELECT tenant_id, bucket, key, window_start FROM rate_counters
+                WHERE tenant_id = \(tenant) AND window_start < now() - interval '1 day' LIMIT \(limit))
+            """, logger: logger)
         return HousekeepingResponse(sessions: sessions, codes: codes, mails: mails)
     }
 

@@ -12,6 +12,7 @@ public struct ScopeSettings: Sendable, Equatable {
     public var disabledUserSignup: Bool
     public var disabledUserDeletion: Bool
     public var autodeleteAnonymousUsers: Bool
+    public var rateLimits: RateLimitSettings = .defaults
 
     public static let defaultScopeID = ""
 

@@ -32,17 +32,19 @@ public struct PostgresTenantRepository: TenantRepository {
         self.anonymousRetention = anonymousRetention
     }
 
-    typealias Row = (String, String, Bool, Bool, Bool, Bool, Bool, Bool, Bool)
+    typealias Row = (String, String, Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?)
     static let columns = """
         tenant_id, display_name, allow_password_signup, enable_email_link_signin, enable_anonymous_user,
-        disable_auth, disabled_user_signup, disabled_user_deletion, autodelete_anonymous_users
+        disable_auth, disabled_user_signup, disabled_user_deletion, autodelete_anonymous_users, rate_limits
         """
 
     static func settings(_ row: Row) -> ScopeSettings {
-        ScopeSettings(
+        var settings = ScopeSettings(
             tenantId: row.0, displayName: row.1, allowPasswordSignup: row.2, enableEmailLinkSignin: row.3,
             enableAnonymousUser: row.4, disableAuth: row.5, disabledUserSignup: row.6, disabledUserDeletion: row.7,
             autodeleteAnonymousUsers: row.8)
+        settings.rateLimits = RateLimitSettings.decode(row.9)
+        return settings
     }
 
     public func create(_ settings: ScopeSettings, logger: Logger) async throws -> ScopeSettings {
@@ -51,10 +53,11 @@ public struct PostgresTenantRepository: TenantRepository {
             """
             INSERT INTO tenants (tenant_id, display_name, allow_password_signup, enable_email_link_signin,
                 enable_anonymous_user, disable_auth, disabled_user_signup, disabled_user_deletion,
-                autodelete_anonymous_users, autodelete_enabled_at)
+                autodelete_anonymous_users, autodelete_enabled_at, rate_limits)
             VALUES (\(s.tenantId), \(s.displayName), \(s.allowPasswordSignup), \(s.enableEmailLinkSignin),
                 \(s.enableAnonymousUser), \(s.disableAuth), \(s.disabledUserSignup), \(s.disabledUserDeletion),
-                \(s.autodeleteAnonymousUsers), CASE WHEN \(s.autodeleteAnonymousUsers) THEN now() END)
+                \(s.autodeleteAnonymousUsers), CASE WHEN \(s.autodeleteAnonymousUsers) THEN now() END,
+                \(s.rateLimits.encoded))
             """, logger: logger)
         return settings
     }
@@ -113,7 +116,7 @@ public struct PostgresTenantRepository: TenantRepository {
                 disabled_user_deletion = \(s.disabledUserDeletion),
                 autodelete_anonymous_users = \(s.autodeleteAnonymousUsers),
                 autodelete_enabled_at = CASE WHEN \(enabling) THEN now() ELSE autodelete_enabled_at END,
-                updated_at = now()
+                rate_limits = \(s.rateLimits.encoded), updated_at = now()
             WHERE tenant_id = \(s.tenantId)
             """, logger: logger)
         if enabling {

@@ -10,6 +10,42 @@ struct ClientWire: Codable, Sendable {
     var permissions: PermissionsWire?
 }
 
+/// Tessera's per-scope abuse limits (issue #7); absent fields keep their current value on create.
+struct RateLimitsWire: Codable, Sendable {
+    var signUpsPerIpPerHour: Int?
+    var passwordSignInsPerAccountPerHour: Int?
+    var passwordSignInsPerIpPerHour: Int?
+    var oobEmailsPerAccountPerHour: Int?
+
+    init(_ s: RateLimitSettings) {
+        signUpsPerIpPerHour = s.signUpsPerIpPerHour
+        passwordSignInsPerAccountPerHour = s.passwordSignInsPerAccountPerHour
+        passwordSignInsPerIpPerHour = s.passwordSignInsPerIpPerHour
+        oobEmailsPerAccountPerHour = s.oobEmailsPerAccountPerHour
+    }
+
+    typealias Apply = @Sendable (inout RateLimitSettings, RateLimitsWire?) -> Void
+
+    /// Mask paths under `rateLimits.`; a listed path absent from the body goes back to its default.
+    static let fields: [String: Apply] = [
+        "signUpsPerIpPerHour": { s, w in
+            s.signUpsPerIpPerHour = w?.signUpsPerIpPerHour ?? RateLimitSettings.defaults.signUpsPerIpPerHour
+        },
+        "passwordSignInsPerAccountPerHour": { s, w in
+            s.passwordSignInsPerAccountPerHour =
+                w?.passwordSignInsPerAccountPerHour ?? RateLimitSettings.defaults.passwordSignInsPerAccountPerHour
+        },
+        "passwordSignInsPerIpPerHour": { s, w in
+            s.passwordSignInsPerIpPerHour =
+                w?.passwordSignInsPerIpPerHour ?? RateLimitSettings.defaults.passwordSignInsPerIpPerHour
+        },
+        "oobEmailsPerAccountPerHour": { s, w in
+            s.oobEmailsPerAccountPerHour =
+                w?.oobEmailsPerAccountPerHour ?? RateLimitSettings.defaults.oobEmailsPerAccountPerHour
+        },
+    ]
+}
+
 struct MFAConfigWire: Codable, Sendable {
     var state: String
     var enabledProviders: [String]
@@ -27,6 +63,7 @@ struct TenantWire: Codable, Sendable {
     var autodeleteAnonymousUsers: Bool?
     var client: ClientWire?
     var mfaConfig: MFAConfigWire?
+    var rateLimits: RateLimitsWire?
     /// Read-only, for project admins: what this tenant's exported hashes need (B.7.1).
     var hashConfig: ProjectConfigWire.HashConfigWire?
 
@@ -43,11 +80,20 @@ struct TenantWire: Codable, Sendable {
             permissions: PermissionsWire(
                 disabledUserSignup: settings.disabledUserSignup, disabledUserDeletion: settings.disabledUserDeletion))
         mfaConfig = MFAConfigWire(state: "DISABLED", enabledProviders: [])
+        rateLimits = RateLimitsWire(settings.rateLimits)
     }
 
     /// The update-mask paths a Tenant understands, and how each is copied from the input. A path
     /// listed in a mask but absent from the body is reset to its default (AIP-134).
-    static let fields: [String: @Sendable (inout ScopeSettings, TenantWire) -> Void] = [
+    typealias Apply = @Sendable (inout ScopeSettings, TenantWire) -> Void
+
+    static let fields: [String: Apply] = baseFields.merging(
+        RateLimitsWire.fields.map { key, apply in
+            let copy: Apply = { s, w in apply(&s.rateLimits, w.rateLimits) }
+            return ("rateLimits.\(key)", copy)
+        }, uniquingKeysWith: { first, _ in first })
+
+    static let baseFields: [String: Apply] = [
         "displayName": { s, w in if let v = w.displayName { s.displayName = v } },
         "allowPasswordSignup": { s, w in s.allowPasswordSignup = w.allowPasswordSignup ?? false },
         "enableEmailLinkSignin": { s, w in s.enableEmailLinkSignin = w.enableEmailLinkSignin ?? false },
@@ -100,8 +146,10 @@ struct ProjectConfigWire: Codable, Sendable {
     var autodeleteAnonymousUsers: Bool?
     var enableAnonymousUser: Bool?
     var allowPasswordSignup: Bool?
+    var rateLimits: RateLimitsWire?
 
     init(scope: ScopeSettings, project: ProjectSettings, projectID: String, hashConfig: HashConfigWire?) {
+        rateLimits = RateLimitsWire(scope.rateLimits)
         name = "projects/\(projectID)/config"
         signIn = SignInWire(
             email: EmailWire(enabled: scope.allowPasswordSignup, passwordRequired: true),
@@ -118,7 +166,13 @@ struct ProjectConfigWire: Codable, Sendable {
 
     typealias Apply = @Sendable (inout ScopeSettings, inout ProjectSettings, ProjectConfigWire) -> Void
 
-    static let fields: [String: Apply] = [
+    static let fields: [String: Apply] = baseFields.merging(
+        RateLimitsWire.fields.map { key, apply in
+            let copy: Apply = { s, _, w in apply(&s.rateLimits, w.rateLimits) }
+            return ("rateLimits.\(key)", copy)
+        }, uniquingKeysWith: { first, _ in first })
+
+    static let baseFields: [String: Apply] = [
         "signIn.email.enabled": { s, _, w in
             s.allowPasswordSignup = w.signIn?.email?.enabled ?? w.allowPasswordSignup ?? false
         },

@@ -1,0 +1,63 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// Per-scope abuse limits (issue #7), counted in PostgreSQL so every replica shares them. Fixed
+/// one-hour windows; 0 switches a limit off. The defaults start from Firebase's published account
+/// creation limit (100 per IP per hour); the others are Tessera's.
+public struct RateLimitSettings: Codable, Sendable, Equatable {
+    /// New accounts (anonymous, email/password, first federated or custom-token sign-in) per client IP.
+    public var signUpsPerIpPerHour: Int
+    /// Password sign-in attempts per account (email), successful or not.
+    public var passwordSignInsPerAccountPerHour: Int
+    /// Password sign-in attempts per client IP.
+    public var passwordSignInsPerIpPerHour: Int
+    /// Verification, reset and email-change mails per account.
+    public var oobEmailsPerAccountPerHour: Int
+
+    public static let defaults = RateLimitSettings(
+        signUpsPerIpPerHour: 100, passwordSignInsPerAccountPerHour: 30, passwordSignInsPerIpPerHour: 300,
+        oobEmailsPerAccountPerHour: 10)
+
+    /// The stored JSON (nil or unreadable: the defaults).
+    static func decode(_ text: String?) -> RateLimitSettings {
+        guard let text, let data = text.data(using: .utf8),
+            let value = try? JSONDecoder().decode(RateLimitSettings.self, from: data)
+        else { return .defaults }
+        return value
+    }
+
+    var encoded: String? {
+        guard self != .defaults, let data = try? JSONEncoder().encode(self) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+enum RateLimiter {
+    static let window: Int64 = 3600
+
+    /// Counts one event against `limit` in the current window of (`scope`, `bucket`, `key`); past the
+    /// limit, `TOO_MANY_ATTEMPTS_TRY_LATER` with `Retry-After` = the rest of the window. Keys are
+    /// stored hashed (they are addresses and emails). Inside a transaction that later fails, the
+    /// count is rolled back with it.
+    static func hit(
+        _ connection: PostgresConnection, scope: String, bucket: String, key: String?, limit: Int, logger: Logger
+    ) async throws {
+        guard limit > 0, let key, !key.isEmpty else { return }
+        let hashed = String(Secrets.tokenHash(key).prefix(32))
+        let rows = try await connection.query(
+            """
+            INSERT INTO rate_counters (tenant_id, bucket, key, window_start, count)
+            VALUES (\(scope), \(bucket), \(hashed), to_timestamp(floor(extract(epoch FROM now()) / \(window)) * \(window)), 1)
+            ON CONFLICT (tenant_id, bucket, key, window_start) DO UPDATE SET count = rate_counters.count + 1
+            RETURNING count, ceil(extract(epoch FROM window_start) + \(window) - extract(epoch FROM now()))::bigint
+            """, logger: logger)
+        for try await (count, remaining) in rows.decode((Int, Int64).self) where count > limit {
+            logger.notice(
+                "rate limit reached",
+                metadata: ["tenant.id": .string(scope), "rate.bucket": .string(bucket), "rate.limit": "\(limit)"])
+            throw FirebaseError.tooManyAttempts(retryAfterSeconds: Int(max(1, remaining)))
+        }
+    }
+}

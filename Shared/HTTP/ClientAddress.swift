@@ -1,0 +1,80 @@
+import Foundation
+
+/// The end user's IP address behind trusted proxies (issue #7): the peer address, unless the peer is
+/// a trusted proxy, in which case `X-Forwarded-For` is read from the right, skipping trusted hops —
+/// the first untrusted address is the client. Addresses a client writes into the header itself sit
+/// left of what the proxies appended and are never reached while a proxy is trusted.
+public struct ClientAddress: Sendable {
+    public let trusted: [CIDR]
+
+    public init(trusted: [CIDR]) {
+        self.trusted = trusted
+    }
+
+    /// `TESSERA_TRUSTED_PROXIES`: comma-separated addresses or CIDR blocks.
+    public init(parsing list: String) throws {
+        trusted = try list.split(separator: ",").map { item in
+            let text = item.trimmingCharacters(in: .whitespaces)
+            guard let cidr = CIDR(text) else { throw ConfigError.invalid("TESSERA_TRUSTED_PROXIES", text) }
+            return cidr
+        }
+    }
+
+    public static let loopback = ClientAddress(trusted: [CIDR("127.0.0.0/8")!, CIDR("::1/128")!])
+
+    public func isTrusted(_ address: String) -> Bool {
+        guard let bytes = CIDR.bytes(address) else { return false }
+        return trusted.contains { $0.contains(bytes) }
+    }
+
+    public func resolve(peer: String?, forwardedFor: String?) -> String? {
+        guard let peer else { return nil }
+        guard isTrusted(peer), let forwardedFor else { return peer }
+        let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for hop in hops.reversed() {
+            guard CIDR.bytes(hop) != nil else { return peer }  // junk: trust nothing beyond the peer
+            if !isTrusted(hop) { return hop }
+        }
+        return hops.first ?? peer
+    }
+}
+
+/// An IPv4 or IPv6 block.
+public struct CIDR: Sendable, Equatable {
+    let network: [UInt8]
+    let prefix: Int
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1)
+        guard let address = Self.bytes(String(parts[0])) else { return nil }
+        let bits = address.count * 8
+        let prefix = parts.count == 2 ? Int(parts[1]) : bits
+        guard let prefix, (0...bits).contains(prefix) else { return nil }
+        network = address
+        self.prefix = prefix
+    }
+
+    func contains(_ address: [UInt8]) -> Bool {
+        guard address.count == network.count else { return false }
+        var remaining = prefix
+        for (a, n) in zip(address, network) where remaining > 0 {
+            let mask: UInt8 = remaining >= 8 ? 0xFF : ~(0xFF >> UInt8(remaining))
+            if a & mask != n & mask { return false }
+            remaining -= 8
+        }
+        return true
+    }
+
+    /// The 4 or 16 bytes of an address (IPv4-mapped IPv6 addresses count as IPv4).
+    static func bytes(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        let raw = withUnsafeBytes(of: &v6) { Array($0) }
+        if raw.prefix(10).allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF { return Array(raw.suffix(4)) }
+        return raw
+    }
+}
