@@ -1,0 +1,168 @@
+"""Container and orchestration files (issue #7), checked here since no container engine or cluster
+runs on the build machines: the Kubernetes manifests validate against the Kubernetes API schemas;
+the kustomization lists every manifest; the nginx config and the Ingress route the same paths to
+the same services, and those services really serve them (asked directly on their own ports);
+compose and Kubernetes run the same commands on the same ports with the same probes, and every
+setting they pass is a documented configuration key."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import requests
+import yaml
+
+from conftest import HTTP_TIMEOUT, REPO_ROOT
+
+BASE = REPO_ROOT / "deploy" / "k8s" / "base"
+NGINX = REPO_ROOT / "deploy" / "nginx" / "tessera.conf.template"
+COMPOSE_NGINX = REPO_ROOT / "deploy" / "nginx" / "compose.conf"
+COMPOSE = REPO_ROOT / "deploy" / "compose.yaml"
+KUBERNETES_VERSION = "1.30.0"
+SERVICES = {"token-service": 8081, "user-directory": 8082, "cleanup-worker": 8083}
+
+
+def manifests() -> list[dict]:
+    docs = []
+    for path in sorted(BASE.glob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        docs += [(path.name, doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return docs
+
+
+def test_manifests_validate_against_the_kubernetes_schemas():
+    docs = manifests()
+    assert {d["kind"] for _, d in docs} >= {"Deployment", "Service", "PodDisruptionBudget",
+                                              "HorizontalPodAutoscaler", "Job", "Ingress", "ConfigMap", "Secret"}
+    for name, doc in docs:
+        try:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            pytest.fail(f"{name} {doc['kind']}/{doc['metadata']['name']}: {error}")
+
+
+def test_the_kustomization_lists_every_manifest():
+    kustomization = yaml.safe_load((BASE / "kustomization.yaml").read_text())
+    files = {p.name for p in BASE.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(kustomization["resources"]) == files
+    assert [i["name"] for i in kustomization["images"]] == ["tessera"]
+
+
+def deployments() -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for _, d in manifests() if d["kind"] == "Deployment"}
+
+
+def test_every_service_has_probes_resources_a_budget_and_the_http_services_an_autoscaler():
+    docs = manifests()
+    kinds = {(d["kind"], d["metadata"]["name"]) for _, d in docs}
+    for name, port in SERVICES.items():
+        [container] = deployments()[name]["spec"]["template"]["spec"]["containers"]
+        assert container["command"] == [name, "serve"]
+        assert container["ports"][0]["containerPort"] == port
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+        assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
+        assert container["resources"]["requests"] and container["resources"]["limits"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["TESSERA_HTTP_PORT"] == str(port)
+        assert ("PodDisruptionBudget", name) in kinds and ("Service", name) in kinds
+    for name in ("token-service", "user-directory"):
+        assert ("HorizontalPodAutoscaler", name) in kinds
+    job = next(d for _, d in docs if d["kind"] == "Job")
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["user-directory", "migrate"]
+
+
+def nginx_routes(path: Path) -> list[tuple[str, str]]:
+    """(regex or prefix, upstream service) in the order of the config."""
+    text = path.read_text()
+    routes = []
+    for match in re.finditer(r'location\s+(~\s+"([^"]+)"|/)\s*\{\s*proxy_pass\s+http://(\w+);', text):
+        pattern = match.group(2) or "/"
+        routes.append((pattern, match.group(3).replace("_", "-")))
+    return routes
+
+
+def ingress_routes() -> list[tuple[str, str]]:
+    ingress = next(d for _, d in manifests() if d["kind"] == "Ingress")
+    return [(p["path"], p["backend"]["service"]["name"]) for p in ingress["spec"]["rules"][0]["http"]["paths"]]
+
+
+def test_nginx_configs_and_the_ingress_have_the_same_route_table():
+    local, compose, ingress = nginx_routes(NGINX), nginx_routes(COMPOSE_NGINX), ingress_routes()
+    assert local == compose, "deploy/nginx/tessera.conf.template and compose.conf differ"
+    assert local == ingress, f"nginx {local} != Ingress {ingress}"
+    assert "location = /metrics" in NGINX.read_text() and "location = /metrics" in COMPOSE_NGINX.read_text()
+    assert "location = /metrics" in yaml.safe_dump(next(d for _, d in manifests() if d["kind"] == "Ingress"))
+
+
+def route(path: str) -> str:
+    """The service the ingress routes `path` to (first matching rule, as nginx does)."""
+    for pattern, service in nginx_routes(NGINX):
+        if pattern == "/" or re.search(pattern, path):
+            return service
+    raise AssertionError(f"no route for {path}")
+
+
+# One request per kind of route each service serves; the expected owner answers anything but
+# Not Found on its own port, and the other service does not know the route at all.
+SAMPLES = [
+    ("POST", "/v1/accounts:signUp", "token-service"),
+    ("POST", "/identitytoolkit.googleapis.com/v1/accounts:signInWithIdp", "token-service"),
+    ("POST", "/v1/accounts:signInWithCustomToken", "token-service"),
+    ("POST", "/v1/token", "token-service"),
+    ("POST", "/securetoken.googleapis.com/v1/token", "token-service"),
+    ("GET", "/.well-known/jwks.json", "token-service"),
+    ("GET", "/robot/v1/metadata/x509/securetoken@system.gserviceaccount.com", "token-service"),
+    ("POST", "/v1/projects/{p}:createSessionCookie", "token-service"),
+    ("POST", "/v1/projects/{p}/accounts:lookup", "user-directory"),
+    ("POST", "/identitytoolkit.googleapis.com/v1/projects/{p}/tenants/t1/accounts:batchCreate", "user-directory"),
+    ("GET", "/v2/projects/{p}/tenants", "user-directory"),
+    ("GET", "/v2/projects/{p}/config", "user-directory"),
+    ("GET", "/v2/projects/{p}/oauthIdpConfigs", "user-directory"),
+    ("GET", "/v2/projects/{p}/tenants/t1/defaultSupportedIdpConfigs", "user-directory"),
+    ("GET", "/v2/defaultSupportedIdps", "user-directory"),
+    ("POST", "/v2/projects/{p}/serviceAccounts", "user-directory"),
+    ("GET", "/v2/projects/{p}/anonymousCleanup:preview", "user-directory"),
+    ("GET", "/v2/projects/{p}/auditLog", "user-directory"),
+]
+
+
+@pytest.mark.parametrize("method,path,owner", SAMPLES)
+def test_routes_reach_the_service_that_serves_them(stack, method, path, owner):
+    path = path.replace("{p}", stack.project_id)
+    assert route(path) == owner
+    urls = {"token-service": stack.token_service_url, "user-directory": stack.directory_url}
+    for service, base in urls.items():
+        resp = requests.request(method, base + path, timeout=HTTP_TIMEOUT)
+        served = not (resp.status_code == 404 and resp.json().get("error", {}).get("message") == "Not Found")
+        assert served == (service == owner), f"{method} {path} on {service}: {resp.status_code} {resp.text[:200]}"
+
+
+def documented_keys() -> set[str]:
+    text = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    return set(re.findall(r"`([A-Z][A-Z0-9_]+)`", text))
+
+
+def test_compose_and_kubernetes_run_the_same_services_with_documented_keys():
+    compose = yaml.safe_load(COMPOSE.read_text())
+    documented = documented_keys()
+    for name, port in SERVICES.items():
+        service = compose["services"][name]
+        assert service["command"] == [name, "serve"]
+        assert service["environment"]["TESSERA_HTTP_PORT"] == str(port)
+        assert f"http://127.0.0.1:{port}/readyz" in " ".join(service["healthcheck"]["test"])
+        k8s_env = {e["name"] for e in deployments()[name]["spec"]["template"]["spec"]["containers"][0]["env"]}
+        compose_env = set(service["environment"])
+        for key in (k8s_env | compose_env) - {"POSTGRES_PASSWORD"}:
+            assert key in documented, f"{name}: {key} is not in docs/configuration.md"
+        # Every secret compose gives a service, Kubernetes gives it too.
+        secrets = {"TESSERA_INTERNAL_SECRET", "TESSERA_ADMIN_TOKEN", "TESSERA_API_KEY", "DATABASE_URL"}
+        assert compose_env & secrets == k8s_env & secrets, name
+    config = next(d for _, d in manifests() if d["kind"] == "ConfigMap")
+    for key in config["data"]:
+        assert key in documented, f"ConfigMap key {key} is not in docs/configuration.md"
+    assert compose["services"]["migrate"]["command"] == ["user-directory", "migrate"]
