@@ -98,6 +98,7 @@ public func buildDirectoryApplication(
         oobCodeTTL: configuration.oobCodeTTL)
     let router = Router(context: DirectoryContext.self)
     router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>(metrics: metrics))
+    router.add(middleware: DatabaseErrorMiddleware<DirectoryContext>())
 
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
     metrics.addRoute(to: router)

@@ -1,0 +1,35 @@
+import Hummingbird
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// A PostgreSQL that is down, restarting or refusing connections is a dependency outage: clients get
+/// `503 UNAVAILABLE` with `Retry-After`, never a 500 (API.md A.1). Inside the error middleware, so the
+/// answer has the Firebase shape and the request id.
+struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as PSQLError where Self.isOutage(error) {
+            context.logger.warning(
+                "PostgreSQL unavailable", metadata: ["psql.code": .string(error.code.description)])
+            throw FirebaseError.unavailable("The database is unavailable; retry shortly.")
+        }
+    }
+
+    /// Connection failures, and the server's "connection exception" (08…) and "operator
+    /// intervention" (57P…: shutting down, crashed, starting up) states.
+    static func isOutage(_ error: PSQLError) -> Bool {
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
+            return true
+        case .server:
+            let state = error.serverInfo?[.sqlState] ?? ""
+            return state.hasPrefix("08") || state.hasPrefix("57P")
+        default:
+            return false
+        }
+    }
+}
