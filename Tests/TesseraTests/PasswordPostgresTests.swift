@@ -146,6 +146,15 @@ struct PasswordPostgresTests {
                         tokenHash: anonymousHash, newTokenHash: "n", sealedSuccessor: "s",
                         graceSeconds: 10, idleSeconds: 3600), logger: logger)
             }
+            // The new session starts by the clock validSince was written with, never "before" it (the
+            // database's now() can lag the directory's clock across a second boundary).
+            let started = try await client.query(
+                """
+                SELECT floor(extract(epoch FROM created_at))::bigint FROM refresh_families
+                WHERE tenant_id = 't1' AND family_id = \(UUID(uuidString: session.familyId)!)
+                """, logger: logger
+            ).decode(Int64.self).first { _ in true }
+            #expect(started == upgraded.validSince)
         }
     }
 

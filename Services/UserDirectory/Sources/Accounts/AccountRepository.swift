@@ -121,6 +121,9 @@ public struct PostgresAccountRepository: AccountRepository {
         }
     }
 
+    /// The session starts at `authTime` by the directory's clock — the clock `validSince` is written
+    /// with in the same transaction, so a session started together with a credential change is never
+    /// taken for an older one (the database's `now()` may lag the directory's clock across a second).
     static func createSession(
         _ connection: PostgresConnection, scope: String, localId: String, provider: String, authTime: Int64,
         refreshTokenHash: String, expiresAt: Int64, extraClaims: String? = nil, logger: Logger
@@ -129,9 +132,9 @@ public struct PostgresAccountRepository: AccountRepository {
         try await connection.query(
             """
             INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time, expires_at,
-                extra_claims)
+                extra_claims, created_at)
             VALUES (\(scope), \(familyId), \(localId), \(provider), \(authTime), to_timestamp(\(Double(expiresAt))),
-                \(extraClaims))
+                \(extraClaims), to_timestamp(\(Double(authTime))))
             """, logger: logger)
         try await connection.query(
             """
