@@ -58,7 +58,7 @@ struct ProviderHTTP: Sendable {
 }
 
 /// Provider key sets, cached per URL for the time their `Cache-Control: max-age` allows (an hour
-/// when they do not say; at most a day). A `kid` the cached set lacks triggers one refetch — at most
+/// when they do not say; at most a day; past that, still used while a refresh fails). A `kid` the cached set lacks triggers one refetch — at most
 /// one per `refetchInterval` per URL, so forged tokens cannot turn Tessera into a request pump.
 /// Concurrent fetches of one URL are coalesced. OIDC discovery documents are cached the same way.
 actor JWKSCache {
@@ -93,7 +93,16 @@ actor JWKSCache {
             if let key = entry.keys[kid] { return key }
             guard entry.fetchedAt + refetchInterval <= now else { return nil }
         }
-        return try await fetch(url, logger: logger).keys[kid]
+        do {
+            return try await fetch(url, logger: logger).keys[kid]
+        } catch {
+            // A provider whose key endpoint is down keeps working with the keys it last published.
+            if let stale = entries[url]?.keys[kid] {
+                logger.warning("identity provider keys could not be refreshed; using the last ones fetched")
+                return stale
+            }
+            throw error
+        }
     }
 
     private func fetch(_ url: String, logger: Logger) async throws -> Entry {
