@@ -91,6 +91,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Services/TokenService/Sources",
+            resources: [.copy("Resources/openapi.yaml")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -14,6 +14,11 @@ struct KeysController {
 
     static let serviceAccount = "securetoken@system.gserviceaccount.com"
 
+    /// The bundled OpenAPI document; nil only if the resource bundle was not shipped with the binary.
+    static let apiDescription: Data? = Bundle.module.url(forResource: "openapi", withExtension: "yaml").flatMap {
+        try? Data(contentsOf: $0)
+    }
+
     func addRoutes(to router: Router<TokenContext>) {
         router.get("/.well-known/jwks.json", use: jwks)
         for prefix in googleAPIsPrefixes {
@@ -27,6 +32,14 @@ struct KeysController {
         router.get("/www.googleapis.com/identitytoolkit/v3/relyingparty/publicKeys", use: x509)
         router.get("/identitytoolkit/v3/relyingparty/publicKeys", use: x509)
         router.get("/.well-known/openid-configuration", use: discovery)
+        // The API description (OpenAPI 3.1), as checked in at Services/TokenService/Sources/Resources.
+        let description = Self.apiDescription
+        router.get("/openapi.yaml") { _, _ in
+            guard let description else { throw FirebaseError.notFound }
+            return Response(
+                status: .ok, headers: [.contentType: "application/yaml; charset=UTF-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: description)))
+        }
         router.get("/securetoken.google.com/{project}/.well-known/openid-configuration", use: discovery)
     }
 

@@ -4,8 +4,8 @@ import PostgresNIO
 import TesseraShared
 
 /// A PostgreSQL that is down, restarting or refusing connections is a dependency outage: clients get
-/// `503 UNAVAILABLE` with `Retry-After`, never a 500 (API.md A.1). Inside the error middleware, so the
-/// answer has the Firebase shape and the request id.
+/// `503 UNAVAILABLE` with `Retry-After`, never a 500 (API.md A.1); text it cannot store is a 400.
+/// Inside the error middleware, so the answer has the Firebase shape and the request id.
 struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
@@ -16,7 +16,16 @@ struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
             context.logger.warning(
                 "PostgreSQL unavailable", metadata: ["psql.code": .string(error.code.description)])
             throw FirebaseError.unavailable("The database is unavailable; retry shortly.")
+        } catch let error as PSQLError where Self.isUnstorableText(error) {
+            // Text PostgreSQL cannot store (a NUL character) is the caller's input, not a fault.
+            throw FirebaseError.invalidArgument("Invalid value: text must not contain NUL characters.")
         }
+    }
+
+    /// 22021 (a NUL or an invalid byte sequence) and 22P05 (an untranslatable character).
+    static func isUnstorableText(_ error: PSQLError) -> Bool {
+        guard error.code == .server, let state = error.serverInfo?[.sqlState] else { return false }
+        return state == "22021" || state == "22P05"
     }
 
     /// Connection failures, and the server's "connection exception" (08…) and "operator
