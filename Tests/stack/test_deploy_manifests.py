@@ -166,3 +166,34 @@ def test_compose_and_kubernetes_run_the_same_services_with_documented_keys():
     for key in config["data"]:
         assert key in documented, f"ConfigMap key {key} is not in docs/configuration.md"
     assert compose["services"]["migrate"]["command"] == ["user-directory", "migrate"]
+
+
+def test_the_dockerfile_builds_every_product_and_runs_them_as_the_stack_does():
+    """The Dockerfile, read with a Dockerfile parser: a Swift 6.3 build stage with a static stdlib
+    release build of the whole package, a runtime stage that runs as a non-root user with crash
+    backtraces on, exposes the three service ports, ships the binaries and their resource bundles
+    (the OpenAPI document), and defaults to a command compose and Kubernetes also use."""
+    from dockerfile_parse import DockerfileParser
+
+    parser = DockerfileParser(path=str(REPO_ROOT / "deploy" / "Dockerfile"))
+    instructions = parser.structure
+    stages = [i["value"] for i in instructions if i["instruction"] == "FROM"]
+    assert len(stages) == 2 and stages[0].endswith("AS build"), stages
+    args = {i["value"].split("=", 1)[0]: i["value"].split("=", 1)[1] for i in instructions
+            if i["instruction"] == "ARG" and "=" in i["value"]}
+    assert args["SWIFT_IMAGE"].startswith("swift:6.3"), args
+    runs = " ".join(i["value"] for i in instructions if i["instruction"] == "RUN")
+    assert "swift build -c release --static-swift-stdlib" in runs
+    for product in SERVICES:
+        assert f'"$bin/{product}"' in runs, f"{product} is not copied out of the build stage"
+    assert "*.resources" in runs, "resource bundles (the OpenAPI document) must ship with the binaries"
+    froms = [n for n, i in enumerate(instructions) if i["instruction"] == "FROM"]
+    runtime = instructions[froms[1]:]
+    user = [i["value"] for i in runtime if i["instruction"] == "USER"]
+    assert user and not user[-1].startswith(("root", "0")), user
+    exposed = {int(p) for i in runtime if i["instruction"] == "EXPOSE" for p in i["value"].split()}
+    assert exposed == set(SERVICES.values())
+    env = " ".join(i["value"] for i in runtime if i["instruction"] == "ENV")
+    assert "SWIFT_BACKTRACE=enable=yes" in env
+    cmd = [i["value"] for i in runtime if i["instruction"] == "CMD"][-1]
+    assert cmd == '["token-service", "serve"]'
