@@ -112,6 +112,9 @@ class OidcState:
     keys: list[SigningKey] = field(default_factory=list)  # the last one signs
     jwks_fetches: int = 0
     discovery_fetches: int = 0
+    max_age: int = JWKS_MAX_AGE  # the JWKS answer's Cache-Control max-age
+    failing: bool = False  # the JWKS endpoint answers 503 (a provider outage)
+    failed_fetches: int = 0
 
     @property
     def current(self) -> SigningKey:
@@ -308,6 +311,19 @@ class FakeIdp:
         with self._lock:
             return {"keys": [k.jwk() for k in self._state(provider).keys]}
 
+    def set_jwks(self, provider: str, *, max_age: int | None = None, failing: bool | None = None) -> None:
+        """How the provider's JWKS endpoint answers: its cache lifetime, or an outage (503)."""
+        with self._lock:
+            state = self._state(provider)
+            if max_age is not None:
+                state.max_age = max_age
+            if failing is not None:
+                state.failing = failing
+
+    def failed_jwks_fetches(self, provider: str) -> int:
+        with self._lock:
+            return self._state(provider).failed_fetches
+
     def jwks_fetches(self, provider: str) -> int:
         with self._lock:
             return self._state(provider).jwks_fetches
@@ -479,9 +495,17 @@ class _Handler(BaseHTTPRequestHandler):
         if state is None:
             return self._send_json(record, 404, {"error": "bad provider name"}, refusal="bad name")
         with self.idp._lock:
-            state.jwks_fetches += 1
-            body = {"keys": [k.jwk() for k in state.keys]}
-        self._send_json(record, 200, body, headers={"Cache-Control": f"public, max-age={JWKS_MAX_AGE}"})
+            if state.failing:
+                state.failed_fetches += 1
+                failing = True
+            else:
+                state.jwks_fetches += 1
+                failing = False
+                body = {"keys": [k.jwk() for k in state.keys]}
+                max_age = state.max_age
+        if failing:
+            return self._send_json(record, 503, {"error": "outage"}, refusal="JWKS outage (set_jwks)")
+        self._send_json(record, 200, body, headers={"Cache-Control": f"public, max-age={max_age}"})
 
     def _discovery(self, record: RecordedRequest, name: str, issuer: str | None, oidc: bool = False) -> None:
         state = self.idp._state_for_path(name) if oidc else self.idp._state(name)

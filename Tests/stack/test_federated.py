@@ -525,6 +525,25 @@ def test_oidc_jwks_is_cached_and_refetched_for_a_new_kid(client, admin, make_ten
     assert fake_idp.jwks_fetches(provider_id) == 2
 
 
+def test_expired_provider_keys_keep_working_while_the_provider_is_down(client, admin, make_tenant, fake_idp):
+    """A provider whose key endpoint fails after the cache expired: tokens under the keys last
+    fetched still verify; a key Tessera never saw cannot, and that is a retryable 503."""
+    provider_id = f"oidc.stale{uuid.uuid4().hex[:8]}"
+    fake_idp.set_jwks(provider_id, max_age=1)
+    tenant_id = idp_tenant(make_tenant, admin, fake_idp, provider_id)
+    signed_in(oidc_sign_in(client, fake_idp, provider_id, tenant_id, new_sub(), address()))
+    fake_idp.set_jwks(provider_id, failing=True)
+    time.sleep(1.5)  # the cached key set has expired
+    signed_in(oidc_sign_in(client, fake_idp, provider_id, tenant_id, new_sub(), address()))
+    assert fake_idp.failed_jwks_fetches(provider_id) >= 1, "the expired set was not refreshed at all"
+
+    fake_idp.rotate_key(provider_id, retire_old=True)
+    resp = oidc_sign_in(client, fake_idp, provider_id, tenant_id, new_sub(), address())
+    assert resp.status_code == 503 and resp.headers.get("Retry-After"), describe(resp)
+    fake_idp.set_jwks(provider_id, failing=False)
+    signed_in(oidc_sign_in(client, fake_idp, provider_id, tenant_id, new_sub(), address()))
+
+
 def test_builtin_jwks_refetched_once_after_key_rotation(client, admin, make_tenant, fake_idp):
     tenant_id = idp_tenant(make_tenant, admin, fake_idp, "google.com")
     signed_in(oidc_sign_in(client, fake_idp, "google.com", tenant_id, new_sub(), address()))  # warm the cache
