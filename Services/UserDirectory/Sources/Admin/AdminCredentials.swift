@@ -144,11 +144,6 @@ struct AdminCredentialController<Tenants: TenantRepository> {
             createTime: RFC3339.seconds(credential.createTime), secret: secret)
     }
 
-    /// nil for project-wide credentials and the project's own audit entries.
-    func tenant(_ context: DirectoryContext) async throws -> String? {
-        wireTenantID(try await tenants.scope(of: context))
-    }
-
     struct CreateRequest: Decodable {
         var displayName: String?
     }
@@ -156,7 +151,8 @@ struct AdminCredentialController<Tenants: TenantRepository> {
     @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<CredentialWire> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let (credential, secret) = try await store.create(
-            tenant: try await tenant(context), displayName: body.displayName ?? "", logger: context.logger)
+            tenant: try await tenants.tenantID(of: context), displayName: body.displayName ?? "", logger: context.logger
+        )
         context.logger.info("admin credential created", metadata: ["credential.id": .string(credential.credentialId)])
         return JSONResponse(wire(credential, secret: secret))
     }
@@ -166,13 +162,14 @@ struct AdminCredentialController<Tenants: TenantRepository> {
     }
 
     @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
-        let credentials = try await store.list(tenant: try await tenant(context), logger: context.logger)
+        let credentials = try await store.list(tenant: try await tenants.tenantID(of: context), logger: context.logger)
         return JSONResponse(ListResponse(adminCredentials: credentials.map { wire($0) }))
     }
 
     @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
         let id = try context.parameters.require("credential")
-        guard try await store.revoke(id: id, tenant: try await tenant(context), logger: context.logger) else {
+        guard try await store.revoke(id: id, tenant: try await tenants.tenantID(of: context), logger: context.logger)
+        else {
             throw FirebaseError.invalid("CREDENTIAL_NOT_FOUND")
         }
         context.logger.info("admin credential revoked", metadata: ["credential.id": .string(id)])
@@ -185,7 +182,7 @@ struct AdminCredentialController<Tenants: TenantRepository> {
     }
 
     @Sendable func auditLog(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<AuditPage> {
-        let scope = try await tenant(context) ?? ""
+        let scope = try await tenants.tenantID(of: context) ?? ""
         let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 100
         let pageSize = min(max(requested, 1), 1000)
         let before = request.uri.queryParameters.get("pageToken").flatMap { Int64($0) }

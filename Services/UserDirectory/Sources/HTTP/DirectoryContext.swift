@@ -29,6 +29,11 @@ public struct DirectoryContext: TesseraContext {
 }
 
 extension TenantRepository {
+    /// The scope of an admin call as a wire tenant id: nil for the project's default scope.
+    func tenantID(of context: DirectoryContext) async throws -> String? {
+        wireTenantID(try await scope(of: context))
+    }
+
     /// The scope an admin call acts in: the path's `/tenants/{t}` or, on project paths, the body's
     /// `tenantId` ("" for the project's default scope). They must agree, and the tenant must exist.
     func scope(of context: DirectoryContext, bodyTenant: String? = nil) async throws -> String {

@@ -146,10 +146,6 @@ struct ServiceAccountController<Tenants: TenantRepository> {
         return "\(scope)/serviceAccounts/\(account.accountId)"
     }
 
-    func tenant(_ context: DirectoryContext) async throws -> String? {
-        wireTenantID(try await tenants.scope(of: context))
-    }
-
     struct CreateRequest: Decodable {
         var displayName: String?
         var publicKeyPem: String?
@@ -157,7 +153,7 @@ struct ServiceAccountController<Tenants: TenantRepository> {
 
     @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<AccountWire> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
-        let tenant = try await tenant(context)
+        let tenant = try await tenants.tenantID(of: context)
         let publicKeyPem: String
         var privateKeyPem: String?
         if let pem = body.publicKeyPem {
@@ -191,7 +187,7 @@ struct ServiceAccountController<Tenants: TenantRepository> {
     }
 
     @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
-        let accounts = try await store.list(tenant: try await tenant(context), logger: context.logger)
+        let accounts = try await store.list(tenant: try await tenants.tenantID(of: context), logger: context.logger)
         return JSONResponse(
             ListResponse(
                 serviceAccounts: accounts.map {
@@ -205,7 +201,10 @@ struct ServiceAccountController<Tenants: TenantRepository> {
 
     @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
         let id = try context.parameters.require("account")
-        guard try await store.revoke(accountId: id, tenant: try await tenant(context), logger: context.logger) else {
+        guard
+            try await store.revoke(
+                accountId: id, tenant: try await tenants.tenantID(of: context), logger: context.logger)
+        else {
             throw FirebaseError.configurationNotFound
         }
         context.logger.info("service account revoked", metadata: ["account.id": .string(id)])
