@@ -36,9 +36,9 @@ cleanup-scale:
 ## Lints with swift-format when the toolchain has it; otherwise says so and succeeds.
 fmt-check:
 	@if swift format --version >/dev/null 2>&1; then \
-		swift format lint --strict --recursive --parallel Package.swift Shared Services Tests; \
+		swift format lint --strict --recursive --parallel Package.swift Shared Services Benchmarks Tests; \
 	elif command -v swift-format >/dev/null 2>&1; then \
-		swift-format lint --recursive --parallel Package.swift Shared Services Tests; \
+		swift-format lint --recursive --parallel Package.swift Shared Services Benchmarks Tests; \
 	else \
 		echo "swift-format not found; skipping fmt-check"; \
 	fi

@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "token-service", targets: ["TokenServiceMain"]),
         .executable(name: "user-directory", targets: ["UserDirectoryMain"]),
         .executable(name: "cleanup-worker", targets: ["CleanupWorkerMain"]),
+        .executable(name: "tessera-bench", targets: ["BenchTool"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -30,6 +31,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-service-context.git", from: "1.0.0"),
+        // OTLP over HTTP only: the gRPC exporter would add grpc-swift to every build.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         .target(
@@ -43,6 +48,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "ServiceContextModule", package: "swift-service-context"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             path: "Shared",
             swiftSettings: swiftSettings
@@ -124,6 +134,17 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/CleanupWorker/Main",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "BenchTool",
+            dependencies: [
+                "UserDirectory", "TesseraShared",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/Tool",
             swiftSettings: swiftSettings
         ),
         .testTarget(

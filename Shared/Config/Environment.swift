@@ -47,6 +47,14 @@ public struct ConfigReader: Sendable {
     }
 }
 
+extension ConfigReader {
+    /// How long graceful shutdown may take before what is left is cancelled
+    /// (`TESSERA_SHUTDOWN_TIMEOUT`, default 25s: inside Kubernetes' default 30 s grace period).
+    public func shutdownTimeout() throws -> Duration {
+        try duration("TESSERA_SHUTDOWN_TIMEOUT", default: .seconds(25))
+    }
+}
+
 public enum ConfigError: Error, CustomStringConvertible {
     case missing(String)
     case invalid(String, String)

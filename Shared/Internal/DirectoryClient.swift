@@ -1,9 +1,12 @@
 import AsyncHTTPClient
 import Foundation
 import HTTPTypes
+import Instrumentation
 import Logging
 import NIOCore
 import NIOHTTP1
+import ServiceContextModule
+import Tracing
 
 /// The internal HTTP client for the user-directory. Every call carries the internal secret and the
 /// caller's request id, has a timeout, and fails closed: a directory that cannot be reached becomes
@@ -78,6 +81,25 @@ public struct DirectoryClient: Sendable {
         let started = ContinuousClock.now
         // Admin paths forwarded verbatim carry ids: one label for all of them.
         let label = path.hasPrefix("/internal/") ? path : "forwarded-admin-call"
+        guard TraceExport.isEnabled else {
+            return try await exchange(request, label: label, started: started, logger: logger)
+        }
+        // A client span, whose context the directory continues (W3C traceparent).
+        return try await withSpan("directory \(label)", ofKind: .client) { span in
+            span.attributes["http.request.method"] = method.rawValue
+            span.attributes["tessera.internal.path"] = label
+            var traced = request
+            InstrumentationSystem.instrument.inject(
+                ServiceContext.current ?? .topLevel, into: &traced.headers, using: InternalHeadersInjector())
+            let answer = try await exchange(traced, label: label, started: started, logger: logger)
+            span.attributes["http.response.status_code"] = answer.0
+            return answer
+        }
+    }
+
+    private func exchange(
+        _ request: HTTPClientRequest, label: String, started: ContinuousClock.Instant, logger: Logger
+    ) async throws -> (Int, Data, Int?) {
         do {
             let response = try await httpClient.execute(request, timeout: timeout)
             let buffer = try await response.body.collect(upTo: 16 << 20)
@@ -90,7 +112,7 @@ public struct DirectoryClient: Sendable {
             metrics?.recordInternalCall(path: label, outcome: "unreachable", duration: ContinuousClock.now - started)
             logger.warning(
                 "user-directory unreachable",
-                metadata: ["internal.path": .string(path), "error": .string(String(describing: error))])
+                metadata: ["internal.path": .string(label), "error": .string(String(describing: error))])
             throw FirebaseError.unavailable("The user directory is unavailable; retry shortly.")
         }
     }
@@ -117,5 +139,12 @@ public struct DirectoryClient: Sendable {
             metadata: ["internal.path": .string(path), "http.status": .stringConvertible(status)])
         throw status == 503 || status == 502
             ? FirebaseError.unavailable("The user directory is unavailable; retry shortly.") : FirebaseError.internal
+    }
+}
+
+/// Writes trace context (`traceparent`, `tracestate`) into an internal call's headers.
+struct InternalHeadersInjector: Injector {
+    func inject(_ value: String, forKey key: String, into headers: inout HTTPHeaders) {
+        headers.replaceOrAdd(name: key, value: value)
     }
 }

@@ -14,6 +14,9 @@ public enum InternalHTTPClient {
         configuration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost)
         configuration.decompression = .disabled
+        // DirectoryClient starts its own client span (named by the internal path) and injects the
+        // trace context itself; the client's generic span would be a second, nameless level.
+        configuration.tracing.tracer = nil
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 }

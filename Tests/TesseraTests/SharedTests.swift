@@ -108,3 +108,24 @@ struct ClientAddressTests {
         #expect(throws: ConfigError.self) { try ClientAddress(parsing: "10.0.0.0/33") }
     }
 }
+
+@Suite("tracing configuration")
+struct TraceExportTests {
+    @Test("tracing is off unless OTEL_TRACES_EXPORTER names an exporter, and off when the SDK is disabled")
+    func offByDefault() throws {
+        #expect(try TraceExport.bootstrap(serviceName: "test", environment: [:]) == nil)
+        #expect(try TraceExport.bootstrap(serviceName: "test", environment: ["OTEL_TRACES_EXPORTER": "none"]) == nil)
+        #expect(try TraceExport.bootstrap(serviceName: "test", environment: ["OTEL_TRACES_EXPORTER": ""]) == nil)
+        #expect(
+            try TraceExport.bootstrap(
+                serviceName: "test", environment: ["OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"]) == nil)
+        #expect(!TraceExport.isEnabled)
+    }
+
+    @Test("the shutdown deadline defaults inside Kubernetes' grace period and is configurable")
+    func shutdownTimeout() throws {
+        #expect(try ConfigReader([:]).shutdownTimeout() == .seconds(25))
+        #expect(try ConfigReader(["TESSERA_SHUTDOWN_TIMEOUT": "5s"]).shutdownTimeout() == .seconds(5))
+        #expect(throws: ConfigError.self) { try ConfigReader(["TESSERA_SHUTDOWN_TIMEOUT": "soon"]).shutdownTimeout() }
+    }
+}

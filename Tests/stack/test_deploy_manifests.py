@@ -15,7 +15,7 @@ import pytest
 import requests
 import yaml
 
-from conftest import HTTP_TIMEOUT, REPO_ROOT
+from conftest import HTTP_TIMEOUT, REPO_ROOT, parse_duration
 
 BASE = REPO_ROOT / "deploy" / "k8s" / "base"
 NGINX = REPO_ROOT / "deploy" / "nginx" / "tessera.conf.template"
@@ -163,6 +163,14 @@ def test_compose_and_kubernetes_run_the_same_services_with_documented_keys():
         secrets = {"TESSERA_INTERNAL_SECRET", "TESSERA_ADMIN_TOKEN", "TESSERA_API_KEY", "DATABASE_URL"}
         assert compose_env & secrets == k8s_env & secrets, name
     config = next(d for _, d in manifests() if d["kind"] == "ConfigMap")
+    # Graceful shutdown: the service's own deadline (plus its 2 s cancellation allowance) ends
+    # before the orchestrator's SIGKILL, in both.
+    shutdown = parse_duration(config["data"]["TESSERA_SHUTDOWN_TIMEOUT"])
+    assert compose["x-common-env"]["TESSERA_SHUTDOWN_TIMEOUT"] == "${TESSERA_SHUTDOWN_TIMEOUT:-25s}"
+    for name in SERVICES:
+        assert parse_duration(compose["services"][name]["stop_grace_period"]) >= shutdown + 2, name
+        grace = deployments()[name]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert grace >= shutdown + 2, name
     for key in config["data"]:
         assert key in documented, f"ConfigMap key {key} is not in docs/configuration.md"
     assert compose["services"]["migrate"]["command"] == ["user-directory", "migrate"]
@@ -187,6 +195,13 @@ def test_the_dockerfile_builds_every_product_and_runs_them_as_the_stack_does():
     for product in SERVICES:
         assert f'"$bin/{product}"' in runs, f"{product} is not copied out of the build stage"
     assert "*.resources" in runs, "resource bundles (the OpenAPI document) must ship with the binaries"
+    # Every folder Package.swift names a target in is in the build context, or the package does not load.
+    copies = {i["value"].split()[0] for i in instructions[:[n for n, i in enumerate(instructions)
+                                                           if i["instruction"] == "FROM"][1]]
+              if i["instruction"] == "COPY"}
+    package = (REPO_ROOT / "Package.swift").read_text()
+    for folder in {p.split("/")[0] for p in re.findall(r'path: "([^"]+)"', package)}:
+        assert folder in copies, f"{folder} (a target path in Package.swift) is not copied into the build stage"
     froms = [n for n, i in enumerate(instructions) if i["instruction"] == "FROM"]
     runtime = instructions[froms[1]:]
     user = [i["value"] for i in runtime if i["instruction"] == "USER"]

@@ -182,12 +182,11 @@ def test_kill_9_under_load_loses_nothing_and_recovers(stack, admin, make_tenant,
     assert len(working) == 1, (load.password, load.maybe_passwords, working)
 
 
-@pytest.mark.skipif(os.environ.get("TESSERA_TEST_SHUTDOWN") != "1",
-                    reason="opt-in (TESSERA_TEST_SHUTDOWN=1): once in a full run the directory did not exit "
-                           "within 30 s of SIGTERM after draining; under investigation (issue #7)")
 def test_sigterm_drains_in_flight_requests(stack, admin, make_tenant):
     """Graceful shutdown: a directory told to stop (SIGTERM) finishes what it has accepted; calls
-    that arrive after it stopped listening get a clean 503; nothing acknowledged is lost."""
+    that arrive after it stopped listening get a clean 503; nothing acknowledged is lost. The
+    process exits within TESSERA_SHUTDOWN_TIMEOUT (25 s) plus the 2 s cancellation allowance even
+    if some background work does not stop by itself."""
     from concurrent.futures import ThreadPoolExecutor
 
     tenant_id = make_tenant(allowPasswordSignup=True, rateLimits={"signUpsPerIpPerHour": 0})["tenantId"]
@@ -207,7 +206,9 @@ def test_sigterm_drains_in_flight_requests(stack, admin, make_tenant):
         os.kill(pid, signal.SIGTERM)
         results = [f.result() for f in futures]
     try:
+        started = time.monotonic()
         assert wait_until(lambda: not pid_alive(pid), timeout=30), "the directory did not stop after SIGTERM"
+        print(f"directory exited {time.monotonic() - started:.2f} s after SIGTERM")
         errors = [r for r in results if isinstance(r, Exception)]
         assert not errors, errors[:3]
         statuses = [r.status_code for r in results]

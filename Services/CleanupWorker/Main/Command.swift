@@ -26,7 +26,9 @@ struct Serve: AsyncParsableCommand {
         var configuration = try CleanupWorkerConfiguration(environment: ConfigReader())
         if let hostname { configuration.hostname = hostname }
         if let port { configuration.port = port }
-        try await buildCleanupWorker(configuration: configuration, logger: logger).runService()
+        let tracing = try TraceExport.bootstrap(serviceName: "cleanup-worker")
+        try await buildCleanupWorker(configuration: configuration, logger: logger).runUntilTerminated(
+            tracing: tracing, shutdownTimeout: try ConfigReader().shutdownTimeout(), logger: logger)
     }
 }
 

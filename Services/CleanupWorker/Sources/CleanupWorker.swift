@@ -243,6 +243,7 @@ public func buildCleanupWorker(
         metrics: metrics.service)
     let sweeper = Sweeper(directory: directory, configuration: configuration, metrics: metrics)
     let router = Router(context: TesseraRequestContext.self)
+    router.addTracingMiddleware()
     router.add(middleware: FirebaseErrorMiddleware<TesseraRequestContext>(metrics: metrics.service))
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
     metrics.service.addRoute(to: router)

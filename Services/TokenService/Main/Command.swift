@@ -26,8 +26,10 @@ struct Serve: AsyncParsableCommand {
         var configuration = try TokenServiceConfiguration(environment: ConfigReader())
         if let hostname { configuration.hostname = hostname }
         if let port { configuration.port = port }
+        let tracing = try TraceExport.bootstrap(serviceName: "token-service")
         let app = try buildTokenApplication(configuration: configuration, logger: logger)
-        try await app.runService()
+        try await app.runUntilTerminated(
+            tracing: tracing, shutdownTimeout: try ConfigReader().shutdownTimeout(), logger: logger)
     }
 }
 

@@ -57,6 +57,7 @@ public func buildTokenApplication(
         keys: JWKSCache(http: providerHTTP, refetchInterval: configuration.idpJWKSRefetchInterval), http: providerHTTP)
 
     let router = Router(context: TokenContext.self)
+    router.addTracingMiddleware()
     router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
     router.add(
         middleware: CORSMiddleware(

@@ -33,8 +33,10 @@ struct Serve: AsyncParsableCommand {
         var configuration = try DirectoryConfiguration(environment: ConfigReader())
         if let hostname = options.hostname { configuration.hostname = hostname }
         if let port = options.port { configuration.port = port }
+        let tracing = try TraceExport.bootstrap(serviceName: "user-directory")
         let app = try await buildDirectoryApplication(configuration: configuration, logger: logger)
-        try await app.runService()
+        try await app.runUntilTerminated(
+            tracing: tracing, shutdownTimeout: try ConfigReader().shutdownTimeout(), logger: logger)
     }
 }
 

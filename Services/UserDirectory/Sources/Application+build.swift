@@ -97,6 +97,7 @@ public func buildDirectoryApplication(
         client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
         oobCodeTTL: configuration.oobCodeTTL)
     let router = Router(context: DirectoryContext.self)
+    router.addTracingMiddleware()
     router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>(metrics: metrics))
     router.add(middleware: DatabaseErrorMiddleware<DirectoryContext>())
 
