@@ -8,6 +8,7 @@ export TESSERA_BUILD
 all: build
 
 build:
+	scripts/build-deps
 	swift build -c $(TESSERA_BUILD)
 
 ## Foreground stack: install what is missing, build, start everything, Ctrl-C stops it.

@@ -37,9 +37,16 @@ let package = Package(
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
+        // RS256 signing by the system's OpenSSL 3 (libcrypto; Debian's libssl-dev to build).
+        .target(
+            name: "COpenSSLRSA",
+            path: "Native/COpenSSLRSA",
+            linkerSettings: [.linkedLibrary("crypto")]
+        ),
         .target(
             name: "TesseraShared",
             dependencies: [
+                "COpenSSLRSA",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

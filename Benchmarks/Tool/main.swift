@@ -15,7 +15,7 @@ struct BenchCommand: ParsableCommand {
 struct Raw: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "RS256 signatures and Firebase-scrypt hashes per second on one core, with the code the services run; prints JSON."
+            "RS256 signatures (the token service's signer, and swift-crypto's for comparison) and Firebase-scrypt hashes per second on one core, with the code the services run; prints JSON."
     )
     @Option(help: "Seconds to measure each.") var seconds: Double = 3
     @Option(help: "Firebase-scrypt rounds (the services' default: 8).") var rounds: Int = 8
@@ -30,7 +30,12 @@ struct Raw: ParsableCommand {
             "user_id":"0123456789abcdefghijklmnopqr","sub":"0123456789abcdefghijklmnopqr","iat":1767225600,\
             "exp":1767229200,"firebase":{"identities":{},"sign_in_provider":"anonymous"}}
             """.utf8)
+        let signer = RS256Signer(privateKey: key)
         let signatures = try measure(seconds: seconds) {
+            _ = try JWS.signRS256(payload: payload, kid: "bench", signer: signer)
+        }
+        // The same signature by swift-crypto (BoringSSL), for comparison.
+        let boringSignatures = try measure(seconds: seconds) {
             _ = try JWS.signRS256(payload: payload, kid: "bench", key: key)
         }
         // The directory's hashing path, with the project's kind of key material.
@@ -42,6 +47,8 @@ struct Raw: ParsableCommand {
         }
         let report: [String: Double] = [
             "rs256_signatures_per_second": signatures,
+            "rs256_signer_is_openssl": signer.isNative ? 1 : 0,
+            "rs256_swift_crypto_signatures_per_second": boringSignatures,
             "firebase_scrypt_hashes_per_second": hashes,
             "scrypt_rounds": Double(rounds),
             "scrypt_mem_cost": Double(memCost),

@@ -26,12 +26,22 @@ public enum JWS {
     }
 
     public static func signRS256(payload: Data, kid: String, key: _RSA.Signing.PrivateKey) throws -> String {
+        let signingInput = try signingInput(payload: payload, kid: kid)
+        let signature = try key.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
+        return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
+    }
+
+    /// The same token, signed by an `RS256Signer` (the token service's path).
+    public static func signRS256(payload: Data, kid: String, signer: RS256Signer) throws -> String {
+        let signingInput = try signingInput(payload: payload, kid: kid)
+        return signingInput + "." + Base64URL.encode(try signer.signature(for: Data(signingInput.utf8)))
+    }
+
+    static func signingInput(payload: Data, kid: String) throws -> String {
         let header = Header(alg: "RS256", kid: kid, typ: "JWT")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let signingInput = Base64URL.encode(try encoder.encode(header)) + "." + Base64URL.encode(payload)
-        let signature = try key.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
-        return signingInput + "." + Base64URL.encode(signature.rawRepresentation)
+        return Base64URL.encode(try encoder.encode(header)) + "." + Base64URL.encode(payload)
     }
 
     /// Splits a compact JWS and decodes its header without checking anything.

@@ -2,20 +2,78 @@ import Crypto
 import Foundation
 
 public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Unpadded base64url (RFC 4648 §5). On the hot path of every token: no Foundation string work.
     public static func encode<D: DataProtocol>(_ data: D) -> String {
-        Data(data).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let bytes = Array(data)
+        let count = bytes.count / 3 * 4 + [0, 2, 3][bytes.count % 3]
+        return String(unsafeUninitializedCapacity: count) { output in
+            var out = 0
+            var index = 0
+            while index + 3 <= bytes.count {
+                let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                output[out] = alphabet[Int(value >> 18 & 63)]
+                output[out + 1] = alphabet[Int(value >> 12 & 63)]
+                output[out + 2] = alphabet[Int(value >> 6 & 63)]
+                output[out + 3] = alphabet[Int(value & 63)]
+                out += 4
+                index += 3
+            }
+            switch bytes.count - index {
+            case 1:
+                let value = UInt32(bytes[index]) << 16
+                output[out] = alphabet[Int(value >> 18 & 63)]
+                output[out + 1] = alphabet[Int(value >> 12 & 63)]
+                out += 2
+            case 2:
+                let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+                output[out] = alphabet[Int(value >> 18 & 63)]
+                output[out + 1] = alphabet[Int(value >> 12 & 63)]
+                output[out + 2] = alphabet[Int(value >> 6 & 63)]
+                out += 3
+            default:
+                break
+            }
+            return out
+        }
     }
 
-    /// Decodes base64url (and, leniently, standard base64), with or without padding.
+    /// The 6-bit value of a base64url or standard base64 character; 0xFF for anything else.
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, character) in alphabet.enumerated() { table[Int(character)] = UInt8(index) }
+        table[Int(UInt8(ascii: "+"))] = 62
+        table[Int(UInt8(ascii: "/"))] = 63
+        return table
+    }()
+
+    /// Decodes base64url (and, leniently, standard base64), with or without padding. Nil for any
+    /// other character, misplaced padding or an impossible length.
     public static func decode(_ text: some StringProtocol) -> Data? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        let remainder = s.count % 4
-        if remainder == 1 { return nil }
-        if remainder > 0 { s += String(repeating: "=", count: 4 - remainder) }
-        return Data(base64Encoded: s)
+        var characters = Array(text.utf8)
+        var padding = 0
+        while let last = characters.last, last == UInt8(ascii: "=") {
+            characters.removeLast()
+            padding += 1
+        }
+        if padding > 2 || (padding > 0 && (characters.count + padding) % 4 != 0) { return nil }
+        if characters.count % 4 == 1 { return nil }
+        var output = [UInt8]()
+        output.reserveCapacity(characters.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for character in characters {
+            let value = values[Int(character)]
+            if value == 0xFF { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        return Data(output)
     }
 }
 

@@ -29,6 +29,23 @@ struct SharedTests {
         #expect(Base64URL.decode("a") == nil)
     }
 
+    @Test("base64url agrees with Foundation's base64 for every length, padded or not, and refuses junk")
+    func base64urlMatchesFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<200 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+            let standard = Data(bytes).base64EncodedString()
+            let url = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            #expect(Base64URL.encode(bytes) == url.replacingOccurrences(of: "=", with: ""))
+            #expect(Base64URL.decode(Base64URL.encode(bytes)) == Data(bytes))
+            #expect(Base64URL.decode(url) == Data(bytes))
+            #expect(Base64URL.decode(standard) == Data(bytes))
+        }
+        for junk in ["ab=c", "a===", "ab$c", "ab c", "abc==", "=abc", "abcd=", "é"] {
+            #expect(Base64URL.decode(junk) == nil, "\(junk)")
+        }
+    }
+
     @Test("secret comparison is exact")
     func constantTime() {
         #expect(Secrets.constantTimeEquals("owner", "owner"))

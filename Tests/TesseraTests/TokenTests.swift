@@ -56,6 +56,26 @@ struct TokenTests {
         #expect(try issuer.mint(user: user, session: session) == token)
     }
 
+    @Test("the OpenSSL signer signs exactly what swift-crypto signs, and its tokens verify")
+    func nativeSigner() throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let signer = RS256Signer(privateKey: key)
+        #expect(signer.isNative, "OpenSSL (libcrypto 3) did not load the key: the fast signing path is off")
+        for message in ["", "a", String(repeating: "claims.", count: 300)] {
+            let bytes = Data(message.utf8)
+            // PKCS #1 v1.5 is deterministic: both implementations must give the same bytes.
+            let native = try signer.signature(for: bytes)
+            let reference = try key.signature(for: bytes, padding: .insecurePKCS1v1_5).rawRepresentation
+            #expect(native == reference)
+            #expect(
+                key.publicKey.isValidSignature(
+                    _RSA.Signing.RSASignature(rawRepresentation: native), for: bytes, padding: .insecurePKCS1v1_5))
+        }
+        let token = try JWS.signRS256(payload: Data("{\"sub\":\"x\"}".utf8), kid: "k", signer: signer)
+        #expect(token == (try JWS.signRS256(payload: Data("{\"sub\":\"x\"}".utf8), kid: "k", key: key)))
+        #expect(try JWS.verifyRS256(token, key: key.publicKey) == Data("{\"sub\":\"x\"}".utf8))
+    }
+
     @Test("custom claims cannot override reserved claims")
     func reservedClaimsWin() throws {
         let keys = try TempKeys()

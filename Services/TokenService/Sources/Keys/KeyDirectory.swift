@@ -11,6 +11,8 @@ import _CryptoExtras
 public struct SigningKey: Sendable {
     public let kid: String
     public let privateKey: _RSA.Signing.PrivateKey
+    /// Signs with the private key (OpenSSL where it can, see RS256Signer).
+    public let signer: RS256Signer
     public let publicKey: _RSA.Signing.PublicKey
     /// When the key may start signing; it is published from the moment it is loaded.
     public let signFrom: Date
@@ -20,6 +22,7 @@ public struct SigningKey: Sendable {
     init(kid: String, privateKey: _RSA.Signing.PrivateKey, signFrom: Date) throws {
         self.kid = kid
         self.privateKey = privateKey
+        self.signer = RS256Signer(privateKey: privateKey)
         self.publicKey = privateKey.publicKey
         self.signFrom = signFrom
         let primitives = try publicKey.getKeyPrimitives()

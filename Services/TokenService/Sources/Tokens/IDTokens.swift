@@ -85,7 +85,7 @@ public struct IDTokenIssuer: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let payload = try encoder.encode(claims)
         let signer = keys.current.signer
-        return try JWS.signRS256(payload: payload, kid: signer.kid, key: signer.privateKey)
+        return try JWS.signRS256(payload: payload, kid: signer.kid, signer: signer.signer)
     }
 
     /// What an endpoint learns from a verified ID token.
