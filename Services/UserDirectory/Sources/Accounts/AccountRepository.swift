@@ -305,114 +305,55 @@ public struct PostgresAccountRepository: AccountRepository {
         return localIds.compactMap { id in seen.insert(id).inserted ? byId[id] : nil }
     }
 
-    /// What a rotation decided inside its transaction; a reuse revokes the family, and that write
-    /// must commit before the error is answered.
-    enum RotationResult {
-        case answer(RotateRefreshTokenResponse)
-        case reuseDetected
-    }
+    typealias RotationRow = (String, String?, UUID?, String?, String?, Int64?, String?, String?, Int64?)
 
+    /// Rotates a refresh token: one statement (migration 9's function) makes every check of A.2 and
+    /// the rotation atomically, under the family's row lock; the user record is read afterwards.
     public func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
         -> RotateRefreshTokenResponse
     {
-        let result: RotationResult = try await client.transaction(logger: logger) { connection in
-            // 1. Which family? (no lock yet)
-            let keyRows = try await connection.query(
-                "SELECT tenant_id, family_id FROM refresh_tokens WHERE token_hash = \(request.tokenHash)",
-                logger: logger)
-            var key: (String, UUID)?
-            for try await row in keyRows.decode((String, UUID).self) { key = row }
-            guard let (scope, familyId) = key else { throw FirebaseError.invalid("INVALID_REFRESH_TOKEN") }
-
-            // 2. Lock the family: every rotation of one session is serialised here.
-            let familyRows = try await connection.query(
-                """
-                SELECT local_id, sign_in_provider, auth_time, floor(extract(epoch FROM created_at))::bigint,
-                    revoked_at IS NOT NULL, revoked_reason = 'user_deleted',
-                    now() > expires_at OR now() > last_used_at + make_interval(secs => \(Double(request.idleSeconds))),
-                    extra_claims
-                FROM refresh_families WHERE tenant_id = \(scope) AND family_id = \(familyId) FOR UPDATE
-                """, logger: logger)
-            var family: (String, String, Int64, Int64, Bool, Bool?, Bool, String?)?
-            for try await row in familyRows.decode((String, String, Int64, Int64, Bool, Bool?, Bool, String?).self) {
-                family = row
+        let now = Self.nowMillis()
+        let rows = try await client.query(
+            """
+            SELECT o_outcome, o_scope, o_family, o_local_id, o_provider, o_auth_time, o_extra_claims, o_sealed,
+                o_token_issued_at
+            FROM tessera_rotate_refresh_token(\(request.tokenHash), \(request.newTokenHash),
+                \(request.sealedSuccessor), \(Double(request.graceSeconds)), \(Double(request.idleSeconds)), \(now))
+            """, logger: logger)
+        var answer: RotationRow?
+        for try await row in rows.decode(RotationRow.self) { answer = row }
+        guard let (outcome, scope, familyId, localId, provider, authTime, extraClaims, sealed, issuedAt) = answer,
+            outcome == "rotated" || outcome == "replayed", let scope, let familyId, let localId, let provider,
+            let authTime, let issuedAt
+        else {
+            switch answer?.0 {
+            case "reuse"?:
+                logger.notice("refresh token reuse detected; session revoked")
+                throw FirebaseError.invalid("TOKEN_EXPIRED")
+            case let code? where Self.rotationErrors.contains(code):
+                throw FirebaseError.invalid(code)
+            default:
+                logger.error("unexpected refresh rotation outcome", metadata: ["outcome": "\(answer?.0 ?? "none")"])
+                throw FirebaseError.internal
             }
-            guard let (localId, provider, authTime, familyCreated, revoked, userDeleted, expired, extraClaims) = family
-            else {
-                throw FirebaseError.invalid("INVALID_REFRESH_TOKEN")
-            }
-            if userDeleted == true { throw FirebaseError.invalid("USER_NOT_FOUND") }
-            if revoked || expired { throw FirebaseError.invalid("TOKEN_EXPIRED") }
-
-            // 3. Re-read the token now that the lock is held (a fresh snapshot in READ COMMITTED).
-            let tokenRows = try await connection.query(
-                """
-                SELECT t.issued_at, t.used_at IS NOT NULL,
-                    t.used_at IS NOT NULL AND now() <= t.used_at + make_interval(secs => \(Double(request.graceSeconds))),
-                    t.sealed_successor, s.issued_at
-                FROM refresh_tokens t LEFT JOIN refresh_tokens s ON s.token_hash = t.successor_hash
-                WHERE t.token_hash = \(request.tokenHash)
-                """, logger: logger)
-            var token: (Int64, Bool, Bool, String?, Int64?)?
-            for try await row in tokenRows.decode((Int64, Bool, Bool, String?, Int64?).self) { token = row }
-            guard let (_, used, withinGrace, sealed, successorIssuedAt) = token else {
-                throw FirebaseError.invalid("INVALID_REFRESH_TOKEN")
-            }
-
-            _ = try await ScopeFlags.read(connection, scope: scope, lock: false, logger: logger)
-            guard
-                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                    .first
-            else { throw FirebaseError.invalid("USER_NOT_FOUND") }
-            if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
-            // A validSince bump (password change, revocation) ends every session started before it.
-            if familyCreated < user.validSince { throw FirebaseError.invalid("TOKEN_EXPIRED") }
-
-            if used {
-                guard withinGrace, let sealed, let successorIssuedAt else {
-                    try await connection.query(
-                        """
-                        UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'reuse'
-                        WHERE tenant_id = \(scope) AND family_id = \(familyId)
-                        """, logger: logger)
-                    return .reuseDetected
-                }
-                let session = SessionInfo(
-                    familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
-                    tokenIssuedAt: successorIssuedAt, extraClaims: extraClaims)
-                return .answer(.init(outcome: .replayed, user: user, session: session, sealedSuccessor: sealed))
-            }
-
-            let now = Self.nowMillis()
-            try await connection.query(
-                """
-                UPDATE refresh_tokens SET used_at = now(), successor_hash = \(request.newTokenHash),
-                    sealed_successor = \(request.sealedSuccessor)
-                WHERE token_hash = \(request.tokenHash)
-                """, logger: logger)
-            try await connection.query(
-                """
-                INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
-                VALUES (\(request.newTokenHash), \(scope), \(familyId), \(now / 1000))
-                """, logger: logger)
-            try await connection.query(
-                "UPDATE refresh_families SET last_used_at = now() WHERE tenant_id = \(scope) AND family_id = \(familyId)",
-                logger: logger)
-            try await connection.query(
-                "UPDATE users SET last_refresh_at = \(now) WHERE tenant_id = \(scope) AND local_id = \(localId)",
-                logger: logger)
-            var refreshed = user
-            refreshed.lastRefreshAt = now
-            let session = SessionInfo(
-                familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
-                tokenIssuedAt: now / 1000, extraClaims: extraClaims)
-            return .answer(.init(outcome: .rotated, user: refreshed, session: session, sealedSuccessor: nil))
         }
-        switch result {
-        case .answer(let response): return response
-        case .reuseDetected:
-            logger.notice("refresh token reuse detected; session revoked")
-            throw FirebaseError.invalid("TOKEN_EXPIRED")
+        guard
+            let user = try await client.withConnection({
+                try await Self.fetchUsers($0, scope: scope, localIds: [localId], logger: logger)
+            }).first
+        else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        let session = SessionInfo(
+            familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
+            tokenIssuedAt: issuedAt, extraClaims: extraClaims)
+        if outcome == "replayed" {
+            guard let sealed else { throw FirebaseError.internal }
+            return .init(outcome: .replayed, user: user, session: session, sealedSuccessor: sealed)
         }
+        return .init(outcome: .rotated, user: user, session: session, sealedSuccessor: nil)
     }
+
+    static let rotationErrors: Set<String> = [
+        "INVALID_REFRESH_TOKEN", "USER_NOT_FOUND", "TOKEN_EXPIRED", "TENANT_NOT_FOUND", "PROJECT_DISABLED",
+        "USER_DISABLED",
+    ]
 }
