@@ -3,7 +3,7 @@
 TESSERA_BUILD ?= debug
 export TESSERA_BUILD
 
-.PHONY: all build run test up down status fmt-check clean-stack cleanup-scale
+.PHONY: all build run test up down status fmt-check clean-stack cleanup-scale bench
 
 all: build
 
@@ -33,6 +33,12 @@ status:
 cleanup-scale:
 	scripts/test-venv
 	scripts/cleanup-scale --build $(TESSERA_BUILD)
+
+## The benchmark of issue #8 (not in `make test`): release build, a release stack of its own on port
+## 39099, every scenario with wrk; writes bench/results/<date>.{json,md} (docs/benchmarks.md).
+bench:
+	scripts/test-venv
+	scripts/bench
 
 ## Lints with swift-format when the toolchain has it; otherwise says so and succeeds.
 fmt-check:
