@@ -43,6 +43,8 @@ let package = Package(
             path: "Native/COpenSSLRSA",
             linkerSettings: [.linkedLibrary("crypto")]
         ),
+        // glibc's malloc settings (the directory's large hashing buffers).
+        .target(name: "CMallocTuning", path: "Native/CMallocTuning"),
         .target(
             name: "TesseraShared",
             dependencies: [
@@ -87,7 +89,7 @@ let package = Package(
         .executableTarget(
             name: "UserDirectoryMain",
             dependencies: [
-                "UserDirectory", "TesseraShared",
+                "UserDirectory", "TesseraShared", "CMallocTuning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/UserDirectory/Main",

@@ -264,15 +264,9 @@ public struct PostgresAccountRepository: AccountRepository {
         _ connection: PostgresConnection, scope: String, localIds: [String], logger: Logger
     ) async throws -> [UserRecord] {
         guard !localIds.isEmpty else { return [] }
-        let rows = try await connection.query(
-            """
-            SELECT tenant_id, local_id, email, email_verified, display_name, photo_url, disabled, custom_attributes,
-                valid_since, created_at, last_login_at, last_refresh_at,
-                CASE WHEN password_hash IS NOT NULL THEN password_updated_at END, phone_number, custom_auth
-            FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds))
-            """, logger: logger)
+        let rows = try await connection.execute(UsersByID(scope: scope, localIds: localIds), logger: logger)
         var byId: [String: UserRecord] = [:]
-        for try await r in rows.decode(UserRow.self) {
+        for try await r in rows {
             var user = UserRecord(
                 tenantId: wireTenantID(r.0), localId: r.1, email: r.2, emailVerified: r.3, displayName: r.4,
                 photoUrl: r.5, disabled: r.6, customAttributes: r.7, validSince: r.8, createdAt: r.9,
@@ -289,13 +283,9 @@ public struct PostgresAccountRepository: AccountRepository {
             byId[r.1] = user
         }
         guard !byId.isEmpty else { return [] }
-        let links = try await connection.query(
-            """
-            SELECT local_id, provider_id, raw_id, federated_id, email, display_name, photo_url, screen_name
-            FROM provider_links WHERE tenant_id = \(scope) AND local_id = ANY(\(Array(byId.keys)))
-            ORDER BY provider_id
-            """, logger: logger)
-        for try await l in links.decode((String, String, String, String?, String?, String?, String?, String?).self) {
+        let links = try await connection.execute(
+            ProviderLinksByUser(scope: scope, localIds: Array(byId.keys)), logger: logger)
+        for try await l in links {
             byId[l.0]?.providerUserInfo.append(
                 ProviderUserInfo(
                     providerId: l.1, rawId: l.2, federatedId: l.3, email: l.4, displayName: l.5, photoUrl: l.6,
@@ -313,15 +303,13 @@ public struct PostgresAccountRepository: AccountRepository {
         -> RotateRefreshTokenResponse
     {
         let now = Self.nowMillis()
-        let rows = try await client.query(
-            """
-            SELECT o_outcome, o_scope, o_family, o_local_id, o_provider, o_auth_time, o_extra_claims, o_sealed,
-                o_token_issued_at
-            FROM tessera_rotate_refresh_token(\(request.tokenHash), \(request.newTokenHash),
-                \(request.sealedSuccessor), \(Double(request.graceSeconds)), \(Double(request.idleSeconds)), \(now))
-            """, logger: logger)
+        let rows = try await client.execute(
+            RotateRefreshToken(
+                tokenHash: request.tokenHash, newTokenHash: request.newTokenHash, sealed: request.sealedSuccessor,
+                graceSeconds: Double(request.graceSeconds), idleSeconds: Double(request.idleSeconds), nowMillis: now),
+            logger: logger)
         var answer: RotationRow?
-        for try await row in rows.decode(RotationRow.self) { answer = row }
+        for try await row in rows { answer = row }
         guard let (outcome, scope, familyId, localId, provider, authTime, extraClaims, sealed, issuedAt) = answer,
             outcome == "rotated" || outcome == "replayed", let scope, let familyId, let localId, let provider,
             let authTime, let issuedAt
@@ -356,4 +344,75 @@ public struct PostgresAccountRepository: AccountRepository {
         "INVALID_REFRESH_TOKEN", "USER_NOT_FOUND", "TOKEN_EXPIRED", "TENANT_NOT_FOUND", "PROJECT_DISABLED",
         "USER_DISABLED",
     ]
+}
+
+/// The hot reads, as prepared statements: each connection parses and plans them once (planning was
+/// the largest part of PostgreSQL's time per lookup and refresh; see docs/benchmarks.md).
+struct UsersByID: PostgresPreparedStatement {
+    static let sql = """
+        SELECT tenant_id, local_id, email, email_verified, display_name, photo_url, disabled, custom_attributes,
+            valid_since, created_at, last_login_at, last_refresh_at,
+            CASE WHEN password_hash IS NOT NULL THEN password_updated_at END, phone_number, custom_auth
+        FROM users WHERE tenant_id = $1 AND local_id = ANY($2)
+        """
+    typealias Row = PostgresAccountRepository.UserRow
+    var scope: String
+    var localIds: [String]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(scope)
+        bindings.append(localIds)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+struct ProviderLinksByUser: PostgresPreparedStatement {
+    static let sql = """
+        SELECT local_id, provider_id, raw_id, federated_id, email, display_name, photo_url, screen_name
+        FROM provider_links WHERE tenant_id = $1 AND local_id = ANY($2)
+        ORDER BY provider_id
+        """
+    typealias Row = (String, String, String, String?, String?, String?, String?, String?)
+    var scope: String
+    var localIds: [String]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(scope)
+        bindings.append(localIds)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+struct RotateRefreshToken: PostgresPreparedStatement {
+    static let sql = """
+        SELECT o_outcome, o_scope, o_family, o_local_id, o_provider, o_auth_time, o_extra_claims, o_sealed,
+            o_token_issued_at
+        FROM tessera_rotate_refresh_token($1, $2, $3, $4, $5, $6)
+        """
+    typealias Row = PostgresAccountRepository.RotationRow
+    var tokenHash: String
+    var newTokenHash: String
+    var sealed: String
+    var graceSeconds: Double
+    var idleSeconds: Double
+    var nowMillis: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 6)
+        bindings.append(tokenHash)
+        bindings.append(newTokenHash)
+        bindings.append(sealed)
+        bindings.append(graceSeconds)
+        bindings.append(idleSeconds)
+        bindings.append(nowMillis)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }

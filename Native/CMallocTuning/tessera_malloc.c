@@ -1,0 +1,14 @@
+#include "tessera_malloc.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+int tessera_set_mmap_threshold(int bytes) {
+#if defined(__GLIBC__)
+    return mallopt(M_MMAP_THRESHOLD, bytes);
+#else
+    (void)bytes;
+    return 0;
+#endif
+}
