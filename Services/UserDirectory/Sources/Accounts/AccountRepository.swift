@@ -104,16 +104,27 @@ public struct PostgresAccountRepository: AccountRepository {
             let now = Self.nowMillis()
             let nowSeconds = now / 1000
             let localId = Secrets.randomAlphanumeric(28)
+            let familyId = UUID()
+            // The user, its session and the session's first token in one statement (one round trip).
             try await connection.query(
                 """
-                INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,
-                    is_anonymous, anonymous_due_at)
-                VALUES (\(scope), \(localId), \(nowSeconds), \(now), \(now), \(now), true,
-                    CASE WHEN \(autodelete) THEN now() + make_interval(secs => \(retentionSeconds)) END)
+                WITH new_user AS (
+                    INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,
+                        is_anonymous, anonymous_due_at)
+                    VALUES (\(scope), \(localId), \(nowSeconds), \(now), \(now), \(now), true,
+                        CASE WHEN \(autodelete) THEN now() + make_interval(secs => \(retentionSeconds)) END)
+                ), new_family AS (
+                    INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                        expires_at, created_at)
+                    VALUES (\(scope), \(familyId), \(localId), 'anonymous', \(nowSeconds),
+                        to_timestamp(\(Double(sessionExpiresAt))), to_timestamp(\(Double(nowSeconds))))
+                )
+                INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
+                VALUES (\(refreshTokenHash), \(scope), \(familyId), \(nowSeconds))
                 """, logger: logger)
-            let session = try await Self.createSession(
-                connection, scope: scope, localId: localId, provider: "anonymous", authTime: nowSeconds,
-                refreshTokenHash: refreshTokenHash, expiresAt: sessionExpiresAt, logger: logger)
+            let session = SessionInfo(
+                familyId: familyId.uuidString.lowercased(), signInProvider: "anonymous", authTime: nowSeconds,
+                tokenIssuedAt: nowSeconds, extraClaims: nil)
             let user = UserRecord(
                 tenantId: wireTenantID(scope), localId: localId, validSince: nowSeconds, createdAt: now,
                 lastLoginAt: now, lastRefreshAt: now)

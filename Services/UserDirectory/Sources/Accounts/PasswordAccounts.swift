@@ -44,14 +44,11 @@ struct ScopeFlags {
     static func read(_ connection: PostgresConnection, scope: String, lock: Bool, logger: Logger) async throws
         -> ScopeFlags
     {
-        let rows = try await connection.query(
-            """
-            SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
-                t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits
-            FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = \(scope)
-            \(unescaped: lock ? "FOR SHARE OF t" : "")
-            """, logger: logger)
-        for try await row in rows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?).self) {
+        let rows =
+            lock
+            ? try await connection.execute(ScopeFlagsLocked(scope: scope), logger: logger)
+            : try await connection.execute(ScopeFlagsRead(scope: scope), logger: logger)
+        for try await row in rows {
             if row.0 { throw FirebaseError.invalid("PROJECT_DISABLED") }
             return ScopeFlags(
                 allowPasswordSignup: row.1, disabledUserSignup: row.2, enableAnonymousUser: row.3,
@@ -359,4 +356,38 @@ extension PostgresAccountRepository {
             WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
             """, logger: logger)
     }
+}
+
+/// The scope's switches (prepared: read by nearly every end-user call).
+struct ScopeFlagsRead: PostgresPreparedStatement {
+    static let sql = """
+        SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
+            t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits
+        FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1
+        """
+    typealias Row = (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?)
+    var scope: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(scope)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// The same, holding a share lock on the tenant row for the rest of the transaction.
+struct ScopeFlagsLocked: PostgresPreparedStatement {
+    static let sql = ScopeFlagsRead.sql + " FOR SHARE OF t"
+    typealias Row = ScopeFlagsRead.Row
+    var scope: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(scope)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
