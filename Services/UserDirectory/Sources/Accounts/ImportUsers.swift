@@ -186,8 +186,11 @@ struct ImportController<Tenants: TenantRepository> {
             guard let key = standardBase64(body.signerKey) else { throw FirebaseError.invalid("MISSING_SIGNER_KEY") }
             let params = ImportedParams(signerKey: key, passwordHashOrder: body.passwordHashOrder)
             return (algorithm, String(decoding: try encoder.encode(params), as: UTF8.self))
-        default:
+        case _ where firebaseHashAlgorithms.contains(algorithm):
             throw FirebaseError.notImplemented("Importing \(algorithm) password hashes")
+        default:
+            // Not an algorithm Firebase knows: bad input, not a missing feature.
+            throw FirebaseError.invalid("INVALID_HASH_ALGORITHM")
         }
     }
 
@@ -283,3 +286,9 @@ struct ImportController<Tenants: TenantRepository> {
         return JSONResponse(Response(error: failures.isEmpty ? nil : failures))
     }
 }
+
+/// Every `hashAlgorithm` Firebase's import accepts; those Tessera does not verify yet answer 501.
+let firebaseHashAlgorithms: Set<String> = [
+    "SCRYPT", "STANDARD_SCRYPT", "BCRYPT", "PBKDF2_SHA256", "PBKDF_SHA1", "HMAC_SHA512", "HMAC_SHA256", "HMAC_SHA1",
+    "HMAC_MD5", "MD5", "SHA1", "SHA256", "SHA512",
+]
