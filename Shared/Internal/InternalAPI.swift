@@ -110,11 +110,14 @@ public struct HousekeepingRequest: Codable, Sendable {
     public var codeRetentionSeconds: Double
     public var mailRetentionSeconds: Double
     public var batchSize: Int
+    /// Resume after this tenant (the previous call's `resumeAfter`); nil: from the first.
+    public var after: String?
 
     public init(
         lease: CleanupLease, ttlSeconds: Double, refreshIdleSeconds: Double, sessionRetentionSeconds: Double,
-        codeRetentionSeconds: Double, mailRetentionSeconds: Double, batchSize: Int
+        codeRetentionSeconds: Double, mailRetentionSeconds: Double, batchSize: Int, after: String? = nil
     ) {
+        self.after = after
         self.lease = lease
         self.ttlSeconds = ttlSeconds
         self.refreshIdleSeconds = refreshIdleSeconds
@@ -129,6 +132,9 @@ public struct HousekeepingResponse: Codable, Sendable, Equatable {
     public var sessions: Int
     public var codes: Int
     public var mails: Int
+    /// Set when the call stopped at its time budget: call again with `after` = this tenant. One call
+    /// stays well inside the internal-call timeout however many tenants there are.
+    public var resumeAfter: String?
 
     public init(sessions: Int = 0, codes: Int = 0, mails: Int = 0) {
         self.sessions = sessions

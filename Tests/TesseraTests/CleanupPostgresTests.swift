@@ -131,4 +131,47 @@ struct CleanupPostgresTests {
             #expect(kept == ["live", "revoked-new"])
         }
     }
+
+    @Test("housekeeping over many tenants works in bounded calls that resume where the last one stopped")
+    func housekeepingResumes() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            _ = try await dueUsers(client, count: 0)
+            for tenant in ["h1", "h2", "h3"] {
+                try await client.query(
+                    PostgresQuery(
+                        unsafeSQL: "INSERT INTO tenants (tenant_id, display_name) VALUES ('\(tenant)', '\(tenant)')"),
+                    logger: logger)
+                try await client.query(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                                expires_at, last_used_at, revoked_at)
+                            VALUES ('\(tenant)', gen_random_uuid(), 'old', 'anonymous', 0, now() + interval '1 day',
+                                now(), now() - interval '8 days')
+                            """), logger: logger)
+            }
+            // A spent budget: every call finishes one tenant, then says where to resume.
+            var store = CleanupStore(client: client, anonymousRetention: .zero)
+            store.housekeepingBudget = .zero
+            let granted = try await store.acquire(CleanupLeaseRequest(holder: "w", ttlSeconds: 30), logger: logger)
+            var after: String?
+            var calls = 0
+            var sessions = 0
+            repeat {
+                let part = try await store.housekeeping(
+                    HousekeepingRequest(
+                        lease: granted.lease, ttlSeconds: 30, refreshIdleSeconds: 30 * 86400,
+                        sessionRetentionSeconds: 7 * 86400, codeRetentionSeconds: 86400,
+                        mailRetentionSeconds: 7 * 86400, batchSize: 100, after: after), logger: logger)
+                sessions += part.sessions
+                after = part.resumeAfter
+                calls += 1
+            } while after != nil && calls < 20
+            #expect(sessions == 3)
+            #expect(calls >= 3, "a spent budget should hand back after each tenant")
+            let left = try await client.query(
+                "SELECT count(*) FROM refresh_families WHERE tenant_id IN ('h1', 'h2', 'h3')", logger: logger)
+            for try await count in left.decode(Int.self) { #expect(count == 0) }
+        }
+    }
 }

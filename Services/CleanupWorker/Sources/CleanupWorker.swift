@@ -182,14 +182,23 @@ public struct Sweeper: Sendable {
                     metadata: ["tenant.id": .string(tenant), "cleanup.deleted": "\(deletedHere)"])
             }
         }
-        report.housekeeping = try await directory.call(
-            InternalPath.cleanupHousekeeping,
-            HousekeepingRequest(
-                lease: lease, ttlSeconds: ttl, refreshIdleSeconds: configuration.refreshIdleTTL.timeInterval,
-                sessionRetentionSeconds: configuration.sessionRetention.timeInterval,
-                codeRetentionSeconds: configuration.codeRetention.timeInterval,
-                mailRetentionSeconds: configuration.mailRetention.timeInterval, batchSize: configuration.batchSize),
-            as: HousekeepingResponse.self, requestID: requestID, logger: logger)
+        // Housekeeping walks every tenant; each call works for a bounded time and says where to resume.
+        var resumeAfter: String?
+        repeat {
+            let part = try await directory.call(
+                InternalPath.cleanupHousekeeping,
+                HousekeepingRequest(
+                    lease: lease, ttlSeconds: ttl, refreshIdleSeconds: configuration.refreshIdleTTL.timeInterval,
+                    sessionRetentionSeconds: configuration.sessionRetention.timeInterval,
+                    codeRetentionSeconds: configuration.codeRetention.timeInterval,
+                    mailRetentionSeconds: configuration.mailRetention.timeInterval, batchSize: configuration.batchSize,
+                    after: resumeAfter),
+                as: HousekeepingResponse.self, requestID: requestID, logger: logger)
+            report.housekeeping.sessions += part.sessions
+            report.housekeeping.codes += part.codes
+            report.housekeeping.mails += part.mails
+            resumeAfter = part.resumeAfter
+        } while resumeAfter != nil
         _ = try await directory.call(
             InternalPath.cleanupFinish, CleanupFinishRequest(lease: lease, deleted: report.deleted),
             as: EmptyObject.self, requestID: requestID, logger: logger)

@@ -16,6 +16,9 @@ extension FirebaseError {
 struct CleanupStore: Sendable {
     let client: PostgresClient
     let anonymousRetention: Duration
+    /// How long one housekeeping call may work before it hands back where to resume (the worker's
+    /// internal calls time out after TESSERA_INTERNAL_TIMEOUT, 5 s by default).
+    var housekeepingBudget: Duration = .seconds(2)
     static let leaseName = "anonymous-cleanup"
 
     /// Takes the lease when it is free or expired; `LEASE_HELD` otherwise.
@@ -140,10 +143,20 @@ struct CleanupStore: Sendable {
     func housekeeping(_ request: HousekeepingRequest, logger: Logger) async throws -> HousekeepingResponse {
         var result = HousekeepingResponse()
         let limit = max(1, min(request.batchSize, 10_000))
-        let scopes = try await client.query("SELECT tenant_id FROM tenants ORDER BY tenant_id", logger: logger)
+        let after = request.after ?? ""
+        let scopes = try await client.query(
+            "SELECT tenant_id FROM tenants WHERE tenant_id > \(after) ORDER BY tenant_id", logger: logger)
         var tenants: [String] = []
         for try await tenant in scopes.decode(String.self) { tenants.append(tenant) }
+        let deadline = ContinuousClock.now + housekeepingBudget
+        var finished: String?
         for tenant in tenants {
+            // Stop between tenants once the budget is spent; the worker calls again from here.
+            if ContinuousClock.now > deadline, let finished {
+                result.resumeAfter = finished
+                return result
+            }
+            defer { finished = tenant }
             while true {
                 let counts = try await client.transaction(logger: logger) { connection in
                     try await Self.checkLease(connection, request.lease, extend: request.ttlSeconds, logger: logger)
