@@ -359,7 +359,7 @@ public struct PostgresAccountRepository: AccountRepository {
 
 /// The hot reads, as prepared statements: each connection parses and plans them once (planning was
 /// the largest part of PostgreSQL's time per lookup and refresh; see docs/benchmarks.md).
-struct UsersByID: PostgresPreparedStatement {
+struct UsersByID: UsersOfScopeStatement {
     static let sql = """
         SELECT tenant_id, local_id, email, email_verified, display_name, photo_url, disabled, custom_attributes,
             valid_since, created_at, last_login_at, last_refresh_at,
@@ -370,17 +370,10 @@ struct UsersByID: PostgresPreparedStatement {
     var scope: String
     var localIds: [String]
 
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
-        bindings.append(scope)
-        bindings.append(localIds)
-        return bindings
-    }
-
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
-struct ProviderLinksByUser: PostgresPreparedStatement {
+struct ProviderLinksByUser: UsersOfScopeStatement {
     static let sql = """
         SELECT local_id, provider_id, raw_id, federated_id, email, display_name, photo_url, screen_name
         FROM provider_links WHERE tenant_id = $1 AND local_id = ANY($2)
@@ -390,14 +383,22 @@ struct ProviderLinksByUser: PostgresPreparedStatement {
     var scope: String
     var localIds: [String]
 
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// A prepared read of some users of one scope: `$1` the scope, `$2` the ids.
+protocol UsersOfScopeStatement: PostgresPreparedStatement {
+    var scope: String { get }
+    var localIds: [String] { get }
+}
+
+extension UsersOfScopeStatement {
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 2)
         bindings.append(scope)
         bindings.append(localIds)
         return bindings
     }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
 struct RotateRefreshToken: PostgresPreparedStatement {

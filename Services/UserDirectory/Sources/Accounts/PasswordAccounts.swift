@@ -358,16 +358,13 @@ extension PostgresAccountRepository {
     }
 }
 
-/// The scope's switches (prepared: read by nearly every end-user call).
-struct ScopeFlagsRead: PostgresPreparedStatement {
-    static let sql = """
-        SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
-            t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits
-        FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1
-        """
-    typealias Row = (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?)
-    var scope: String
+/// The scope's switches (prepared: read by nearly every end-user call), `$1` the scope.
+protocol ScopeFlagsStatement: PostgresPreparedStatement
+where Row == (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?) {
+    var scope: String { get }
+}
 
+extension ScopeFlagsStatement {
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 1)
         bindings.append(scope)
@@ -377,17 +374,19 @@ struct ScopeFlagsRead: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
+struct ScopeFlagsRead: ScopeFlagsStatement {
+    static let sql = """
+        SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
+            t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits
+        FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1
+        """
+    typealias Row = (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?)
+    var scope: String
+}
+
 /// The same, holding a share lock on the tenant row for the rest of the transaction.
-struct ScopeFlagsLocked: PostgresPreparedStatement {
+struct ScopeFlagsLocked: ScopeFlagsStatement {
     static let sql = ScopeFlagsRead.sql + " FOR SHARE OF t"
     typealias Row = ScopeFlagsRead.Row
     var scope: String
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(scope)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
