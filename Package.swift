@@ -43,8 +43,6 @@ let package = Package(
             path: "Native/COpenSSLRSA",
             linkerSettings: [.linkedLibrary("crypto")]
         ),
-        // glibc's malloc settings (the directory's large hashing buffers).
-        .target(name: "CMallocTuning", path: "Native/CMallocTuning"),
         .target(
             name: "TesseraShared",
             dependencies: [
@@ -89,7 +87,7 @@ let package = Package(
         .executableTarget(
             name: "UserDirectoryMain",
             dependencies: [
-                "UserDirectory", "TesseraShared", "CMallocTuning",
+                "UserDirectory", "TesseraShared",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/UserDirectory/Main",

@@ -30,7 +30,6 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let logger = options.logger("user-directory")
-        MemoryTuning.returnLargeBuffersToTheSystem()
         var configuration = try DirectoryConfiguration(environment: ConfigReader())
         if let hostname = options.hostname { configuration.hostname = hostname }
         if let port = options.port { configuration.port = port }
