@@ -45,12 +45,16 @@ function note_error(status, body)
   if failures <= 2 then io.stderr:write("BENCH_ERROR " .. status .. " " .. string.sub(body, 1, 300) .. "\n") end
 end
 
+-- One machine-readable line for scripts/bench: requests, duration, throughput, errors (non-2xx/3xx
+-- answers, as wrk counts them, and socket errors: connect, read, write, timeout), latency in ms.
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
-    'BENCH_JSON {"requests":%d,"duration_us":%d,"status_errors":%d,"socket_errors":%d,' ..
+    'BENCH_JSON {"requests":%d,"duration_us":%d,"throughput":%.1f,"status_errors":%d,"socket_errors":%d,' ..
+    '"socket_error_kinds":{"connect":%d,"read":%d,"write":%d,"timeout":%d},' ..
     '"p50_ms":%.3f,"p95_ms":%.3f,"p99_ms":%.3f,"max_ms":%.3f,"mean_ms":%.3f}\n',
-    summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
+    summary.requests, summary.duration, summary.requests / (summary.duration / 1e6), e.status,
+    e.connect + e.read + e.write + e.timeout, e.connect, e.read, e.write, e.timeout,
     latency:percentile(50) / 1000, latency:percentile(95) / 1000, latency:percentile(99) / 1000,
     latency.max / 1000, latency.mean / 1000))
 end

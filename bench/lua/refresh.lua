@@ -1,6 +1,8 @@
--- Token refresh: POST /v1/token. Refresh tokens rotate on every use (API.md A.2), so each thread keeps
--- a queue: a request takes the oldest token, its answer's new token goes to the back.
--- args: <refresh token file> <threads> <api key> [<pause ms per request, for paced runs>]
+-- Token refresh: POST /v1/token. Refresh tokens rotate on every use and a reuse after the grace window
+-- revokes the family (API.md A.2), so each thread keeps a queue: a request takes the oldest token,
+-- its answer's new token goes to the back. The pool file holds fresh sessions (4 per connection per
+-- thread); each thread takes every nthreads-th line.
+-- args: <refresh token file> <threads> <api key> [<pause ms, read by refresh_paced.lua>]
 dofile(os.getenv("BENCH_LUA_DIR") .. "/common.lua")
 
 function init(args)
@@ -15,9 +17,7 @@ function request()
     "grant_type=refresh_token&refresh_token=" .. token)
 end
 
-function delay() return pause end
-
 function response(status, headers, body)
-  local token = body:match('"refresh_token"%s*:%s*"([^"]+)"')
+  local token = status == 200 and body:match('"refresh_token"%s*:%s*"([^"]+)"')
   if token then push(tokens, token) else note_error(status, body) end
 end
