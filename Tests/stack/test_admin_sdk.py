@@ -190,6 +190,52 @@ def test_import_with_firebase_scrypt_hashes_then_sign_in(app, client, make_tenan
     assert again.success_count == 1 and sorted(e.index for e in again.errors) == [0, 1]
 
 
+def test_import_reports_each_collision_and_keeps_the_first_of_a_batch(app, admin, make_tenant):
+    """One batch, one set-based insert: each skipped user gets its own reason at its own index, the
+    first of two users sharing an email wins as it would one by one, provider links are stored for
+    the users created only, and nothing of a failed user is kept."""
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    tenant_auth = tenant_mgt.auth_for_tenant(tenant_id, app=app)
+    taken_email, phone = address(), f"+1555{uuid.uuid4().int % 10**7:07d}"
+    existing = tenant_auth.create_user(email=taken_email, phone_number=phone)
+    shared, uid = address(), lambda: f"imp-{uuid.uuid4().hex[:10]}"
+    users = [
+        {"localId": existing.uid, "email": address()},                            # 0: localId taken
+        {"localId": uid(), "email": taken_email},                                 # 1: email taken
+        {"localId": uid(), "phoneNumber": phone},                                 # 2: phone taken
+        {"localId": uid(), "email": shared, "displayName": "first",               # 3: created
+         "providerUserInfo": [{"providerId": "google.com", "rawId": f"g-{uuid.uuid4().hex}"}]},
+        {"localId": uid(), "email": shared, "displayName": "second",              # 4: email of 3
+         "providerUserInfo": [{"providerId": "github.com", "rawId": f"h-{uuid.uuid4().hex}"}]},
+        {"localId": uid(), "displayName": "no email"},                            # 5: created
+    ]
+    resp = admin.request("POST", admin.accounts_path(tenant_id, "batchCreate"), json={"users": users})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body.get("error") == [
+        {"index": 0, "message": "localId belongs to an existing account - can not overwrite."},
+        {"index": 1, "message": "email exists in other account in database"},
+        {"index": 2, "message": "phone number exists in other account in database"},
+        {"index": 4, "message": "email exists in other account in database"},
+    ], body
+    first = tenant_auth.get_user(users[3]["localId"])
+    assert first.display_name == "first" and first.email == shared
+    assert [(p.provider_id, p.uid) for p in first.provider_data] == [
+        ("google.com", users[3]["providerUserInfo"][0]["rawId"])]
+    assert tenant_auth.get_user(users[5]["localId"]).display_name == "no email"
+    for index in (1, 2, 4):
+        with pytest.raises(auth.UserNotFoundError):
+            tenant_auth.get_user(users[index]["localId"])
+    assert tenant_auth.get_user(existing.uid).email == taken_email  # not overwritten
+    # The second user's provider was not linked to anyone.
+    github = {"providerId": "github.com", "rawId": users[4]["providerUserInfo"][0]["rawId"]}
+    google = {"providerId": "google.com", "rawId": users[3]["providerUserInfo"][0]["rawId"]}
+    lookup = admin.accounts_path(tenant_id, "lookup")
+    assert "users" not in expect_ok(admin.request("POST", lookup, json={"federatedUserId": [github]}))
+    found = expect_ok(admin.request("POST", lookup, json={"federatedUserId": [google]}))["users"]
+    assert [u["localId"] for u in found] == [users[3]["localId"]]
+
+
 @pytest.mark.parametrize("algorithm", ["STANDARD_SCRYPT", "PBKDF2_SHA256", "HMAC_SHA256", "BCRYPT"])
 def test_import_verifies_each_declared_algorithm(app, client, make_tenant, algorithm):
     tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]

@@ -21,55 +21,128 @@ public struct ImportUser: Sendable {
 }
 
 extension PostgresAccountRepository {
-    /// Inserts users that do not collide with existing ones; returns the per-user failures.
+    /// One imported user as a row of the `jsonb_to_recordset` the insert reads (keys = column names).
+    private struct ImportRow: Encodable {
+        var i: Int
+        var local_id: String
+        var email: String?
+        var email_verified: Bool
+        var display_name: String?
+        var photo_url: String?
+        var phone_number: String?
+        var disabled: Bool
+        var custom_attributes: String?
+        var created_at: Int64
+        var last_login_at: Int64?
+        var password_algorithm: String?
+        var password_params: String?
+        var password_salt: String?
+        var password_hash: String?
+        var password_updated_at: Int64?
+        var is_anonymous: Bool
+    }
+
+    private struct LinkRow: Encodable {
+        var provider_id: String
+        var raw_id: String
+        var local_id: String
+        var federated_id: String
+        var email: String?
+        var display_name: String?
+        var photo_url: String?
+    }
+
+    /// Inserts users that do not collide with existing ones; returns the per-user failures. The
+    /// users' localIds must be distinct.
+    ///
+    /// The whole batch is three statements in one transaction, whatever its size: one multi-row
+    /// insert of the users (in request order, so the first of two users with one email wins, as it
+    /// would one by one), one lookup telling apart the two reasons a user was skipped, and one insert
+    /// of the provider links of the users created. A row per statement cost a round trip per user.
     public func importUsers(scope: String, users: [(index: Int, user: ImportUser)], logger: Logger) async throws
         -> [(index: Int, message: String)]
     {
-        try await client.transaction(logger: logger) { connection in
-            let now = Self.nowMillis()
-            var failures: [(Int, String)] = []
-            for (index, user) in users {
-                let inserted = try await connection.query(
+        guard !users.isEmpty else { return [] }
+        let now = Self.nowMillis()
+        let rows = users.enumerated().map { position, item in
+            let user = item.user
+            return ImportRow(
+                i: position, local_id: user.localId, email: user.email, email_verified: user.emailVerified,
+                display_name: user.displayName, photo_url: user.photoUrl, phone_number: user.phoneNumber,
+                disabled: user.disabled, custom_attributes: user.customAttributes, created_at: user.createdAt ?? now,
+                last_login_at: user.lastLoginAt, password_algorithm: user.password?.algorithm,
+                password_params: user.password?.params, password_salt: user.password?.salt,
+                password_hash: user.password?.hash, password_updated_at: user.password == nil ? nil : now,
+                is_anonymous: user.password == nil && user.providers.isEmpty && user.email == nil
+                    && user.phoneNumber == nil)
+        }
+        let usersJSON = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
+        return try await client.transaction(logger: logger) { connection in
+            let inserted = try await connection.query(
+                """
+                INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
+                    disabled, custom_attributes, valid_since, created_at, last_login_at, password_algorithm,
+                    password_params, password_salt, password_hash, password_updated_at, is_anonymous)
+                SELECT \(scope), local_id, email, email_verified, display_name, photo_url, phone_number, disabled,
+                    custom_attributes, \(now / 1000), created_at, last_login_at, password_algorithm, password_params,
+                    password_salt, password_hash, password_updated_at, is_anonymous
+                FROM jsonb_to_recordset(\(usersJSON)::jsonb) AS u(i int, local_id text, email text,
+                    email_verified boolean, display_name text, photo_url text, phone_number text, disabled boolean,
+                    custom_attributes text, created_at bigint, last_login_at bigint, password_algorithm text,
+                    password_params text, password_salt text, password_hash text, password_updated_at bigint,
+                    is_anonymous boolean)
+                ORDER BY i
+                ON CONFLICT DO NOTHING RETURNING local_id
+                """, logger: logger)
+            var created: Set<String> = []
+            for try await localId in inserted.decode(String.self) { created.insert(localId) }
+
+            // A user was skipped because its localId is taken, or else its email or phone number is.
+            // The localIds of one batch are distinct (the caller rejects DUPLICATE_LOCAL_ID).
+            var failures: [(index: Int, message: String)] = []
+            let skipped = users.filter { !created.contains($0.user.localId) }
+            if !skipped.isEmpty {
+                let existing = try await connection.query(
                     """
-                    INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
-                        disabled, custom_attributes, valid_since, created_at, last_login_at, password_algorithm,
-                        password_params, password_salt, password_hash, password_updated_at, is_anonymous)
-                    VALUES (\(scope), \(user.localId), \(user.email), \(user.emailVerified), \(user.displayName),
-                        \(user.photoUrl), \(user.phoneNumber), \(user.disabled), \(user.customAttributes), \(now / 1000),
-                        \(user.createdAt ?? now), \(user.lastLoginAt), \(user.password?.algorithm), \(user.password?.params),
-                        \(user.password?.salt), \(user.password?.hash), \(user.password == nil ? nil : now),
-                        \(user.password == nil && user.providers.isEmpty && user.email == nil && user.phoneNumber == nil))
-                    ON CONFLICT DO NOTHING RETURNING local_id
+                    SELECT local_id FROM users
+                    WHERE tenant_id = \(scope) AND local_id = ANY(\(skipped.map(\.user.localId)))
                     """, logger: logger)
-                var created = false
-                for try await _ in inserted.decode(String.self) { created = true }
-                guard created else {
-                    let existing = try await Self.fetchUsers(
-                        connection, scope: scope, localIds: [user.localId], logger: logger)
-                    failures.append(
-                        (
-                            index,
-                            existing.isEmpty
-                                ? (user.email != nil
-                                    ? "email exists in other account in database"
-                                    : "phone number exists in other account in database")
-                                : "localId belongs to an existing account - can not overwrite."
-                        ))
-                    continue
-                }
-                for provider in user.providers {
-                    try await connection.query(
-                        """
-                        INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
-                            display_name, photo_url)
-                        VALUES (\(scope), \(provider.providerId), \(provider.rawId), \(user.localId),
-                            \(provider.federatedId ?? provider.rawId), \(provider.email), \(provider.displayName),
-                            \(provider.photoUrl))
-                        ON CONFLICT DO NOTHING
-                        """, logger: logger)
+                var taken: Set<String> = []
+                for try await localId in existing.decode(String.self) { taken.insert(localId) }
+                for (index, user) in skipped {
+                    let message =
+                        taken.contains(user.localId)
+                        ? "localId belongs to an existing account - can not overwrite."
+                        : user.email != nil
+                            ? "email exists in other account in database"
+                            : "phone number exists in other account in database"
+                    failures.append((index, message))
                 }
             }
-            return failures
+
+            var links: [LinkRow] = []
+            for (_, user) in users where created.contains(user.localId) {
+                for provider in user.providers {
+                    links.append(
+                        LinkRow(
+                            provider_id: provider.providerId, raw_id: provider.rawId, local_id: user.localId,
+                            federated_id: provider.federatedId ?? provider.rawId, email: provider.email,
+                            display_name: provider.displayName, photo_url: provider.photoUrl))
+                }
+            }
+            if !links.isEmpty {
+                let linksJSON = String(decoding: try JSONEncoder().encode(links), as: UTF8.self)
+                try await connection.query(
+                    """
+                    INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
+                        display_name, photo_url)
+                    SELECT \(scope), provider_id, raw_id, local_id, federated_id, email, display_name, photo_url
+                    FROM jsonb_to_recordset(\(linksJSON)::jsonb) AS l(provider_id text, raw_id text, local_id text,
+                        federated_id text, email text, display_name text, photo_url text)
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+            }
+            return failures.sorted { $0.index < $1.index }
         }
     }
 }
