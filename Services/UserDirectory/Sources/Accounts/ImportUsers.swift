@@ -21,9 +21,9 @@ public struct ImportUser: Sendable {
 }
 
 extension PostgresAccountRepository {
-    /// One imported user as a row of the `jsonb_to_recordset` the insert reads (keys = column names).
+    /// One imported user as the insert reads it: a `users` row in JSON, keys named after the columns
+    /// (`jsonb_populate_recordset` takes the types from the table; a nil is a missing key, NULL).
     private struct ImportRow: Encodable {
-        var i: Int
         var local_id: String
         var email: String?
         var email_verified: Bool
@@ -42,6 +42,7 @@ extension PostgresAccountRepository {
         var is_anonymous: Bool
     }
 
+    /// One imported provider link, a `provider_links` row in JSON likewise.
     private struct LinkRow: Encodable {
         var provider_id: String
         var raw_id: String
@@ -57,17 +58,16 @@ extension PostgresAccountRepository {
     ///
     /// The whole batch is three statements in one transaction, whatever its size: one multi-row
     /// insert of the users (in request order, so the first of two users with one email wins, as it
-    /// would one by one), one lookup telling apart the two reasons a user was skipped, and one insert
-    /// of the provider links of the users created. A row per statement cost a round trip per user.
+    /// would one by one), one insert of the provider links of the users created, and one lookup
+    /// telling apart the two reasons a user was skipped. A row per statement cost a round trip per user.
     public func importUsers(scope: String, users: [(index: Int, user: ImportUser)], logger: Logger) async throws
         -> [(index: Int, message: String)]
     {
         guard !users.isEmpty else { return [] }
         let now = Self.nowMillis()
-        let rows = users.enumerated().map { position, item in
-            let user = item.user
-            return ImportRow(
-                i: position, local_id: user.localId, email: user.email, email_verified: user.emailVerified,
+        let rows = users.map { _, user in
+            ImportRow(
+                local_id: user.localId, email: user.email, email_verified: user.emailVerified,
                 display_name: user.displayName, photo_url: user.photoUrl, phone_number: user.phoneNumber,
                 disabled: user.disabled, custom_attributes: user.customAttributes, created_at: user.createdAt ?? now,
                 last_login_at: user.lastLoginAt, password_algorithm: user.password?.algorithm,
@@ -86,39 +86,12 @@ extension PostgresAccountRepository {
                 SELECT \(scope), local_id, email, email_verified, display_name, photo_url, phone_number, disabled,
                     custom_attributes, \(now / 1000), created_at, last_login_at, password_algorithm, password_params,
                     password_salt, password_hash, password_updated_at, is_anonymous
-                FROM jsonb_to_recordset(\(usersJSON)::jsonb) AS u(i int, local_id text, email text,
-                    email_verified boolean, display_name text, photo_url text, phone_number text, disabled boolean,
-                    custom_attributes text, created_at bigint, last_login_at bigint, password_algorithm text,
-                    password_params text, password_salt text, password_hash text, password_updated_at bigint,
-                    is_anonymous boolean)
-                ORDER BY i
+                FROM jsonb_populate_recordset(NULL::users, \(usersJSON)::jsonb) WITH ORDINALITY AS u
+                ORDER BY u.ordinality
                 ON CONFLICT DO NOTHING RETURNING local_id
                 """, logger: logger)
             var created: Set<String> = []
             for try await localId in inserted.decode(String.self) { created.insert(localId) }
-
-            // A user was skipped because its localId is taken, or else its email or phone number is.
-            // The localIds of one batch are distinct (the caller rejects DUPLICATE_LOCAL_ID).
-            var failures: [(index: Int, message: String)] = []
-            let skipped = users.filter { !created.contains($0.user.localId) }
-            if !skipped.isEmpty {
-                let existing = try await connection.query(
-                    """
-                    SELECT local_id FROM users
-                    WHERE tenant_id = \(scope) AND local_id = ANY(\(skipped.map(\.user.localId)))
-                    """, logger: logger)
-                var taken: Set<String> = []
-                for try await localId in existing.decode(String.self) { taken.insert(localId) }
-                for (index, user) in skipped {
-                    let message =
-                        taken.contains(user.localId)
-                        ? "localId belongs to an existing account - can not overwrite."
-                        : user.email != nil
-                            ? "email exists in other account in database"
-                            : "phone number exists in other account in database"
-                    failures.append((index, message))
-                }
-            }
 
             var links: [LinkRow] = []
             for (_, user) in users where created.contains(user.localId) {
@@ -137,12 +110,31 @@ extension PostgresAccountRepository {
                     INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
                         display_name, photo_url)
                     SELECT \(scope), provider_id, raw_id, local_id, federated_id, email, display_name, photo_url
-                    FROM jsonb_to_recordset(\(linksJSON)::jsonb) AS l(provider_id text, raw_id text, local_id text,
-                        federated_id text, email text, display_name text, photo_url text)
+                    FROM jsonb_populate_recordset(NULL::provider_links, \(linksJSON)::jsonb)
                     ON CONFLICT DO NOTHING
                     """, logger: logger)
             }
-            return failures.sorted { $0.index < $1.index }
+
+            // A user was skipped because its localId is taken, or else its email or phone number is.
+            // The localIds of one batch are distinct (the caller rejects DUPLICATE_LOCAL_ID).
+            let skipped = users.filter { !created.contains($0.user.localId) }
+            guard !skipped.isEmpty else { return [] }
+            let existing = try await connection.query(
+                """
+                SELECT local_id FROM users
+                WHERE tenant_id = \(scope) AND local_id = ANY(\(skipped.map(\.user.localId)))
+                """, logger: logger)
+            var taken: Set<String> = []
+            for try await localId in existing.decode(String.self) { taken.insert(localId) }
+            return skipped.map { index, user in
+                let message =
+                    taken.contains(user.localId)
+                    ? "localId belongs to an existing account - can not overwrite."
+                    : user.email != nil
+                        ? "email exists in other account in database"
+                        : "phone number exists in other account in database"
+                return (index, message)
+            }
         }
     }
 }
