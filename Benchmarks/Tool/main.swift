@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import Synchronization
 import TesseraShared
 import UserDirectory
 import _CryptoExtras
@@ -20,6 +21,8 @@ struct Raw: ParsableCommand {
     @Option(help: "Seconds to measure each.") var seconds: Double = 3
     @Option(help: "Firebase-scrypt rounds (the services' default: 8).") var rounds: Int = 8
     @Option(help: "Firebase-scrypt mem cost (the services' default: 14).") var memCost: Int = 14
+    @Option(help: "Hashing threads for the parallel scrypt figure (the directory's default: the core count).")
+    var threads: Int = ProcessInfo.processInfo.activeProcessorCount
 
     func run() throws {
         // The token service's signing path: a 2048-bit key, a typical ID-token payload.
@@ -45,17 +48,66 @@ struct Raw: ParsableCommand {
         let hashes = try measure(seconds: seconds) {
             _ = try scrypt.hash(password: "correct horse battery staple", salt: salt)
         }
+        // The same hashes on `threads` threads at once, as the directory's hashing pool runs them: what
+        // the cores allow together, shared caches and memory bandwidth included.
+        let parallelHashes = try measureParallel(threads: max(1, threads), seconds: seconds) {
+            _ = try scrypt.hash(password: "correct horse battery staple", salt: salt)
+        }
         let report: [String: Double] = [
             "rs256_signatures_per_second": signatures,
             "rs256_signer_is_openssl": signer.isNative ? 1 : 0,
             "rs256_swift_crypto_signatures_per_second": boringSignatures,
             "firebase_scrypt_hashes_per_second": hashes,
+            "firebase_scrypt_parallel_hashes_per_second": parallelHashes,
+            "firebase_scrypt_parallel_threads": Double(max(1, threads)),
             "scrypt_rounds": Double(rounds),
             "scrypt_mem_cost": Double(memCost),
         ]
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         print(String(decoding: try encoder.encode(report), as: UTF8.self))
+    }
+
+    /// Operations per second of `body` on `threads` threads together, each after one warm-up call;
+    /// the count stops at the same deadline for all of them.
+    func measureParallel(threads: Int, seconds: Double, _ body: @escaping @Sendable () throws -> Void) throws -> Double
+    {
+        let counts = Mutex<[Int]>(Array(repeating: 0, count: threads))
+        let failure = Mutex<(any Error)?>(nil)
+        let ready = DispatchGroup()
+        let finished = DispatchGroup()
+        let start = DispatchSemaphore(value: 0)
+        let clock = ContinuousClock()
+        let deadline = Mutex<ContinuousClock.Instant>(clock.now)
+        for index in 0..<threads {
+            ready.enter()
+            finished.enter()
+            Thread.detachNewThread {
+                defer { finished.leave() }
+                do { try body() } catch { failure.withLock { $0 = error } }
+                ready.leave()
+                start.wait()
+                let end = deadline.withLock { $0 }
+                var count = 0
+                do {
+                    while clock.now < end {
+                        try body()
+                        count += 1
+                    }
+                } catch { failure.withLock { $0 = error } }
+                counts.withLock { $0[index] = count }
+            }
+        }
+        ready.wait()
+        let began = clock.now
+        deadline.withLock { $0 = began + .milliseconds(Int64(seconds * 1000)) }
+        for _ in 0..<threads { start.signal() }
+        finished.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+        // Each thread finishes the operation under way at the deadline: divide by the time they took.
+        let elapsed = clock.now - began
+        let total = counts.withLock { $0.reduce(0, +) }
+        return Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
     /// Operations per second of `body` on this thread, after one warm-up call.
