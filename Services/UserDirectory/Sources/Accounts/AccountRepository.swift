@@ -359,12 +359,20 @@ public struct PostgresAccountRepository: AccountRepository {
 
 /// The hot reads, as prepared statements: each connection parses and plans them once (planning was
 /// the largest part of PostgreSQL's time per lookup and refresh; see docs/benchmarks.md).
+///
+/// Each requested id is one probe of the (tenant_id, local_id) index: the ids are unnested and every
+/// one is looked up by a LATERAL subquery that `OFFSET 0` keeps from being flattened into a join.
+/// The plain `tenant_id = $1 AND local_id = ANY($2)` was read by PostgreSQL 15 as an index scan on
+/// tenant_id with local_id as a filter whenever the tenant looked small to the planner (a tenant grown
+/// since its last ANALYZE, or any generic plan): a lookup then read every user of its tenant.
 struct UsersByID: UsersOfScopeStatement {
     static let sql = """
-        SELECT tenant_id, local_id, email, email_verified, display_name, photo_url, disabled, custom_attributes,
-            valid_since, created_at, last_login_at, last_refresh_at,
-            CASE WHEN password_hash IS NOT NULL THEN password_updated_at END, phone_number, custom_auth
-        FROM users WHERE tenant_id = $1 AND local_id = ANY($2)
+        SELECT u.tenant_id, u.local_id, u.email, u.email_verified, u.display_name, u.photo_url, u.disabled,
+            u.custom_attributes, u.valid_since, u.created_at, u.last_login_at, u.last_refresh_at,
+            CASE WHEN u.password_hash IS NOT NULL THEN u.password_updated_at END, u.phone_number, u.custom_auth
+        FROM unnest($2::text[]) AS wanted (local_id)
+        CROSS JOIN LATERAL (
+            SELECT * FROM users WHERE tenant_id = $1 AND local_id = wanted.local_id OFFSET 0) AS u
         """
     typealias Row = PostgresAccountRepository.UserRow
     var scope: String
@@ -375,9 +383,12 @@ struct UsersByID: UsersOfScopeStatement {
 
 struct ProviderLinksByUser: UsersOfScopeStatement {
     static let sql = """
-        SELECT local_id, provider_id, raw_id, federated_id, email, display_name, photo_url, screen_name
-        FROM provider_links WHERE tenant_id = $1 AND local_id = ANY($2)
-        ORDER BY provider_id
+        SELECT l.local_id, l.provider_id, l.raw_id, l.federated_id, l.email, l.display_name, l.photo_url,
+            l.screen_name
+        FROM unnest($2::text[]) AS wanted (local_id)
+        CROSS JOIN LATERAL (
+            SELECT * FROM provider_links WHERE tenant_id = $1 AND local_id = wanted.local_id OFFSET 0) AS l
+        ORDER BY l.provider_id
         """
     typealias Row = (String, String, String, String?, String?, String?, String?, String?)
     var scope: String
@@ -386,7 +397,7 @@ struct ProviderLinksByUser: UsersOfScopeStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
-/// A prepared read of some users of one scope: `$1` the scope, `$2` the ids.
+/// A prepared read of some users of one scope: `$1` the scope, `$2` the ids (one index probe each).
 protocol UsersOfScopeStatement: PostgresPreparedStatement {
     var scope: String { get }
     var localIds: [String] { get }
