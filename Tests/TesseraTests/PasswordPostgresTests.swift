@@ -90,6 +90,60 @@ struct PasswordPostgresTests {
         }
     }
 
+    @Test("a password changed while the old one is being verified signs nobody in and writes no session")
+    func passwordChangedDuringVerification() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            // One hashing thread, so a job holding it keeps the sign-in's verification waiting.
+            let pool = HashingPool(threads: 1, queueLength: 8)
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: .seconds(3600),
+                hasher: PasswordHasher(pool: pool, rounds: 8, memCost: 8))
+            let (tenants, _) = repositories(client)
+            try await makeTenant(tenants)
+            let (user, _) = try await accounts.signUpPassword(
+                SignUpPasswordRequest(
+                    tenantId: "t1", email: "ada@example.com", password: "old horse", displayName: nil,
+                    localId: nil, session: newSession()), logger: logger)
+
+            let gate = DispatchSemaphore(value: 0)
+            let holding = AsyncStream<Void>.makeStream()
+            async let held: Void = pool.run {
+                holding.continuation.yield()
+                gate.wait()
+            }
+            for await _ in holding.stream { break }
+            let attempt = newSession()
+            let signIn = Task {
+                try await accounts.signInWithPassword(
+                    SignInWithPasswordRequest(
+                        tenantId: "t1", email: "ada@example.com", password: "old horse", session: attempt),
+                    logger: logger)
+            }
+            // The sign-in has read the stored hash once its verification waits behind the held job.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while pool.depth < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(pool.depth == 2)
+            try await client.query(
+                "UPDATE users SET password_hash = 'changed meanwhile' WHERE local_id = \(user.localId)", logger: logger)
+            gate.signal()
+            try await held
+
+            await expectFirebaseError("INVALID_LOGIN_CREDENTIALS") { _ = try await signIn.value }
+            let written = try await client.query(
+                """
+                SELECT (SELECT count(*) FROM refresh_families WHERE tenant_id = 't1' AND local_id = \(user.localId)),
+                    (SELECT count(*) FROM refresh_tokens WHERE token_hash = \(attempt.refreshTokenHash)),
+                    (SELECT last_login_at FROM users WHERE tenant_id = 't1' AND local_id = \(user.localId))
+                """, logger: logger
+            ).decode((Int, Int, Int64?).self).first { _ in true }
+            let (families, tokens, lastLogin) = try #require(written)
+            #expect(families == 1, "only the sign-up's session")
+            #expect(tokens == 0)
+            #expect(lastLogin == user.lastLoginAt)
+            try await pool.shutdown()
+        }
+    }
+
     @Test("emails are unique per tenant; the switches refuse sign-up and sign-in")
     func uniquenessAndSwitches() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in

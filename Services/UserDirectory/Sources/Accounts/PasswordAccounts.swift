@@ -138,13 +138,19 @@ extension PostgresAccountRepository {
         if !flags.allowPasswordSignup { throw FirebaseError.invalid("PASSWORD_LOGIN_DISABLED") }
         // Attempts are counted before any hashing, per account and per address, so guessing costs
         // the guesser, not the hashing threads.
-        try await client.transaction(logger: logger) { connection in
-            try await RateLimiter.hit(
-                connection, scope: scope, bucket: "password_account", key: request.email,
-                limit: flags.rateLimits.passwordSignInsPerAccountPerHour, logger: logger)
-            try await RateLimiter.hit(
-                connection, scope: scope, bucket: "password_ip", key: request.clientIP,
-                limit: flags.rateLimits.passwordSignInsPerIpPerHour, logger: logger)
+        let perAccount = flags.rateLimits.passwordSignInsPerAccountPerHour
+        let perAddress = flags.rateLimits.passwordSignInsPerIpPerHour
+        if RateLimiter.applies(limit: perAccount, key: request.email)
+            || RateLimiter.applies(limit: perAddress, key: request.clientIP)
+        {
+            try await client.transaction(logger: logger) { connection in
+                try await RateLimiter.hit(
+                    connection, scope: scope, bucket: "password_account", key: request.email, limit: perAccount,
+                    logger: logger)
+                try await RateLimiter.hit(
+                    connection, scope: scope, bucket: "password_ip", key: request.clientIP, limit: perAddress,
+                    logger: logger)
+            }
         }
         let key = try await hashKey.get(client, logger: logger)
         let rows = try await client.query(
@@ -173,24 +179,40 @@ extension PostgresAccountRepository {
         let rehashed = hasher.isOutdated(stored) ? try await hasher.hash(request.password, key: key) : nil
         return try await client.transaction(logger: logger) { connection in
             let now = Self.nowMillis()
-            // The password may have changed while it was being verified: then this sign-in used an old one.
-            let updated = try await connection.query(
+            let authTime = now / 1000
+            let familyId = UUID()
+            // The password may have changed while it was being verified: then this sign-in used an old
+            // one and nothing is written. Otherwise the sign-in time (and a re-hash), the session and
+            // its first token in one statement (one round trip), as createSession would write them.
+            let written = try await connection.query(
                 """
-                UPDATE users SET last_login_at = \(now),
-                    password_algorithm = \(rehashed?.algorithm ?? algorithm), password_params = \(rehashed?.params ?? params),
-                    password_salt = \(rehashed?.salt ?? salt), password_hash = \(rehashed?.hash ?? hash)
-                WHERE tenant_id = \(scope) AND local_id = \(localId) AND password_hash = \(hash) AND NOT disabled
-                RETURNING local_id
+                WITH signed_in AS (
+                    UPDATE users SET last_login_at = \(now),
+                        password_algorithm = \(rehashed?.algorithm ?? algorithm),
+                        password_params = \(rehashed?.params ?? params),
+                        password_salt = \(rehashed?.salt ?? salt), password_hash = \(rehashed?.hash ?? hash)
+                    WHERE tenant_id = \(scope) AND local_id = \(localId) AND password_hash = \(hash) AND NOT disabled
+                    RETURNING local_id
+                ), new_family AS (
+                    INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                        expires_at, created_at)
+                    SELECT \(scope), \(familyId), local_id, 'password', \(authTime),
+                        to_timestamp(\(Double(request.session.expiresAt))), to_timestamp(\(Double(authTime)))
+                    FROM signed_in
+                    RETURNING family_id
+                )
+                INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
+                SELECT \(request.session.refreshTokenHash), \(scope), family_id, \(authTime) FROM new_family
+                RETURNING family_id
                 """, logger: logger)
             var stillValid = false
-            for try await _ in updated.decode(String.self) { stillValid = true }
+            for try await _ in written.decode(UUID.self) { stillValid = true }
             guard stillValid else {
                 throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
             }
-            let session = try await Self.createSession(
-                connection, scope: scope, localId: localId, provider: "password", authTime: now / 1000,
-                refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt, logger: logger
-            )
+            let session = SessionInfo(
+                familyId: familyId.uuidString.lowercased(), signInProvider: "password", authTime: authTime,
+                tokenIssuedAt: authTime, extraClaims: nil)
             guard
                 let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first

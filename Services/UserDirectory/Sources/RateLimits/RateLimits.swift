@@ -37,6 +37,12 @@ public struct RateLimitSettings: Codable, Sendable, Equatable {
 enum RateLimiter {
     static let window: Int64 = 3600
 
+    /// Whether a hit counts at all: a limit of 0 is off, and a request without the key (no client
+    /// address, say) has nothing to count against.
+    static func applies(limit: Int, key: String?) -> Bool {
+        limit > 0 && !(key ?? "").isEmpty
+    }
+
     /// Counts one event against `limit` in the current window of (`scope`, `bucket`, `key`); past the
     /// limit, `TOO_MANY_ATTEMPTS_TRY_LATER` with `Retry-After` = the rest of the window. Keys are
     /// stored hashed (they are addresses and emails). Inside a transaction that later fails, the
@@ -44,7 +50,7 @@ enum RateLimiter {
     static func hit(
         _ connection: PostgresConnection, scope: String, bucket: String, key: String?, limit: Int, logger: Logger
     ) async throws {
-        guard limit > 0, let key, !key.isEmpty else { return }
+        guard applies(limit: limit, key: key), let key else { return }
         let hashed = String(Secrets.tokenHash(key).prefix(32))
         let rows = try await connection.query(
             """
