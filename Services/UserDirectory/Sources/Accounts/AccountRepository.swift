@@ -140,15 +140,15 @@ public struct PostgresAccountRepository: AccountRepository {
         refreshTokenHash: String, expiresAt: Int64, extraClaims: String? = nil, logger: Logger
     ) async throws -> SessionInfo {
         let familyId = UUID()
+        // The family and its first token in one statement (one round trip).
         try await connection.query(
             """
-            INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time, expires_at,
-                extra_claims, created_at)
-            VALUES (\(scope), \(familyId), \(localId), \(provider), \(authTime), to_timestamp(\(Double(expiresAt))),
-                \(extraClaims), to_timestamp(\(Double(authTime))))
-            """, logger: logger)
-        try await connection.query(
-            """
+            WITH new_family AS (
+                INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                    expires_at, extra_claims, created_at)
+                VALUES (\(scope), \(familyId), \(localId), \(provider), \(authTime),
+                    to_timestamp(\(Double(expiresAt))), \(extraClaims), to_timestamp(\(Double(authTime))))
+            )
             INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
             VALUES (\(refreshTokenHash), \(scope), \(familyId), \(authTime))
             """, logger: logger)

@@ -179,40 +179,24 @@ extension PostgresAccountRepository {
         let rehashed = hasher.isOutdated(stored) ? try await hasher.hash(request.password, key: key) : nil
         return try await client.transaction(logger: logger) { connection in
             let now = Self.nowMillis()
-            let authTime = now / 1000
-            let familyId = UUID()
-            // The password may have changed while it was being verified: then this sign-in used an old
-            // one and nothing is written. Otherwise the sign-in time (and a re-hash), the session and
-            // its first token in one statement (one round trip), as createSession would write them.
-            let written = try await connection.query(
+            // The password may have changed while it was being verified: then this sign-in used an old one.
+            let updated = try await connection.query(
                 """
-                WITH signed_in AS (
-                    UPDATE users SET last_login_at = \(now),
-                        password_algorithm = \(rehashed?.algorithm ?? algorithm),
-                        password_params = \(rehashed?.params ?? params),
-                        password_salt = \(rehashed?.salt ?? salt), password_hash = \(rehashed?.hash ?? hash)
-                    WHERE tenant_id = \(scope) AND local_id = \(localId) AND password_hash = \(hash) AND NOT disabled
-                    RETURNING local_id
-                ), new_family AS (
-                    INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
-                        expires_at, created_at)
-                    SELECT \(scope), \(familyId), local_id, 'password', \(authTime),
-                        to_timestamp(\(Double(request.session.expiresAt))), to_timestamp(\(Double(authTime)))
-                    FROM signed_in
-                    RETURNING family_id
-                )
-                INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
-                SELECT \(request.session.refreshTokenHash), \(scope), family_id, \(authTime) FROM new_family
-                RETURNING family_id
+                UPDATE users SET last_login_at = \(now),
+                    password_algorithm = \(rehashed?.algorithm ?? algorithm), password_params = \(rehashed?.params ?? params),
+                    password_salt = \(rehashed?.salt ?? salt), password_hash = \(rehashed?.hash ?? hash)
+                WHERE tenant_id = \(scope) AND local_id = \(localId) AND password_hash = \(hash) AND NOT disabled
+                RETURNING local_id
                 """, logger: logger)
             var stillValid = false
-            for try await _ in written.decode(UUID.self) { stillValid = true }
+            for try await _ in updated.decode(String.self) { stillValid = true }
             guard stillValid else {
                 throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
             }
-            let session = SessionInfo(
-                familyId: familyId.uuidString.lowercased(), signInProvider: "password", authTime: authTime,
-                tokenIssuedAt: authTime, extraClaims: nil)
+            let session = try await Self.createSession(
+                connection, scope: scope, localId: localId, provider: "password", authTime: now / 1000,
+                refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt, logger: logger
+            )
             guard
                 let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first
