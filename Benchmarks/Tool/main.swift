@@ -107,7 +107,7 @@ struct Raw: ParsableCommand {
         // Each thread finishes the operation under way at the deadline: divide by the time they took.
         let elapsed = clock.now - began
         let total = counts.withLock { $0.reduce(0, +) }
-        return Double(total) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return Double(total) / elapsed.timeInterval
     }
 
     /// Operations per second of `body` on this thread, after one warm-up call.
@@ -122,6 +122,6 @@ struct Raw: ParsableCommand {
             count += 1
         }
         let elapsed = clock.now - start
-        return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return Double(count) / elapsed.timeInterval
     }
 }
