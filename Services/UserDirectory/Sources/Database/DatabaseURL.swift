@@ -29,19 +29,19 @@ extension PSQLError {
 }
 
 extension PostgresClient {
-    /// `withTransaction`, but an error thrown by `body` (a `FirebaseError` such as
-    /// `TENANT_NOT_FOUND`) comes back as itself, not wrapped in `PostgresTransactionError`; the
-    /// transaction is rolled back either way.
+    /// `withTransaction`, but the step that failed comes back as itself, not wrapped in
+    /// `PostgresTransactionError`: an error thrown by `body` (a `FirebaseError` such as
+    /// `TENANT_NOT_FOUND`), or the `PSQLError` of a `BEGIN` or `COMMIT` that lost the database, which
+    /// `DatabaseErrorMiddleware` then answers with 503 (a wrapped one was a 500). The transaction is
+    /// rolled back either way. Only one of the three can be set: a failed `BEGIN` runs no body, and
+    /// `COMMIT` follows only a body that succeeded.
     func transaction<Result: Sendable>(
         logger: Logger, _ body: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
         do {
             return try await withTransaction(logger: logger, body)
         } catch let error as PostgresTransactionError {
-            if let closureError = error.closureError, error.commitError == nil, error.beginError == nil {
-                throw closureError
-            }
-            throw error
+            throw error.beginError ?? error.closureError ?? error.commitError ?? error
         }
     }
 }
