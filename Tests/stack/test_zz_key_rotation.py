@@ -19,10 +19,16 @@ pytestmark = pytest.mark.disruptive  # changes the stack's signing key; runs las
 
 
 def published(stack) -> set[str]:
-    jwks = requests.get(stack.url + "/.well-known/jwks.json", timeout=10).json()
-    x509 = requests.get(stack.url + "/robot/v1/metadata/x509/securetoken@system.gserviceaccount.com",
-                        timeout=10).json()
-    kids = {k["kid"] for k in jwks["keys"]}
+    """The kids both key documents publish. They are two requests, so a key reload (every second
+    here) can fall between them: a pair that disagrees is read again, and must agree within a few."""
+    for _ in range(5):
+        jwks = requests.get(stack.url + "/.well-known/jwks.json", timeout=10).json()
+        x509 = requests.get(stack.url + "/robot/v1/metadata/x509/securetoken@system.gserviceaccount.com",
+                            timeout=10).json()
+        kids = {k["kid"] for k in jwks["keys"]}
+        if kids == set(x509):
+            return kids
+        time.sleep(0.3)
     assert kids == set(x509), "the JWKS and the X.509 map publish the same keys"
     return kids
 
