@@ -126,16 +126,75 @@ public struct UserInfoWire: Codable, Sendable {
 public enum RFC3339 {
     /// `2024-01-01T00:00:00.000Z`
     public static func millis(fromEpochMillis millis: Int64) -> String {
-        // Whole seconds through the formatter, milliseconds by integer arithmetic: a Double
-        // round-trip can turn .123 into .122.
-        let seconds = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
-        let fraction = millis - seconds * 1000
-        let base = Date(timeIntervalSince1970: Double(seconds)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
-        return String(base.dropLast()) + "." + String(fraction + 1000).dropFirst() + "Z"
+        // Whole seconds and milliseconds by integer arithmetic: a Double round-trip can turn .123
+        // into .122.
+        let (seconds, fraction) = floorDivision(millis, 1000)
+        guard let base = civil(seconds) else {
+            let whole = Date(timeIntervalSince1970: Double(seconds)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+            return String(whole.dropLast()) + "." + String(fraction + 1000).dropFirst() + "Z"
+        }
+        var text = base
+        text.append(UInt8(ascii: "."))
+        appendDigits(fraction, width: 3, to: &text)
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
     }
 
+    /// `2024-01-01T00:00:00Z`, the fraction of a second dropped.
     public static func seconds(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        let interval = date.timeIntervalSince1970.rounded(.down)
+        guard interval.magnitude < 1e15, var text = civil(Int64(interval)) else {
+            return date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        }
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` in UTC for the years 0000...9999 (nil outside them), by integer
+    /// arithmetic: the Gregorian calendar repeats every 400 years (146,097 days); a year is counted
+    /// from March so that the leap day falls at its end. Foundation's ISO 8601 format style, which
+    /// this replaces on the hot paths (log lines, `lastRefreshAt` of every lookup), costs a
+    /// calendar computation per call; the unit tests compare the two.
+    static func civil(_ epochSeconds: Int64) -> [UInt8]? {
+        let (days, secondOfDay) = floorDivision(epochSeconds, 86_400)
+        let shifted = days + 719_468  // days since 0000-03-01
+        let (era, dayOfEra) = floorDivision(shifted, 146_097)
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
+        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        guard (0...9999).contains(year) else { return nil }
+        var text: [UInt8] = []
+        text.reserveCapacity(24)
+        appendDigits(year, width: 4, to: &text)
+        text.append(UInt8(ascii: "-"))
+        appendDigits(month, width: 2, to: &text)
+        text.append(UInt8(ascii: "-"))
+        appendDigits(day, width: 2, to: &text)
+        text.append(UInt8(ascii: "T"))
+        appendDigits(secondOfDay / 3600, width: 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        appendDigits(secondOfDay / 60 % 60, width: 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        appendDigits(secondOfDay % 60, width: 2, to: &text)
+        return text
+    }
+
+    /// Quotient rounded towards negative infinity, and the remainder that goes with it (0..<divisor).
+    static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
+        let quotient = value >= 0 ? value / divisor : (value - divisor + 1) / divisor
+        return (quotient, value - quotient * divisor)
+    }
+
+    static func appendDigits(_ value: Int64, width: Int, to text: inout [UInt8]) {
+        var divisor: Int64 = 1
+        for _ in 1..<width { divisor *= 10 }
+        while divisor > 0 {
+            text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+            divisor /= 10
+        }
     }
 
     public static func parse(_ text: String) -> Date? {

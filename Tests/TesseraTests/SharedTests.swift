@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 import Testing
 
 @testable import TesseraShared
@@ -123,6 +124,47 @@ struct ClientAddressTests {
         #expect(proxies.isTrusted("::ffff:10.9.8.7"))
         #expect(!proxies.isTrusted("11.0.0.1"))
         #expect(throws: ConfigError.self) { try ClientAddress(parsing: "10.0.0.0/33") }
+    }
+
+    @Test("RFC 3339 times by integer arithmetic agree with Foundation's ISO 8601 style")
+    func rfc3339() {
+        let foundation = Date.ISO8601FormatStyle(timeZone: .gmt)
+        var generator = SystemRandomNumberGenerator()
+        // 1600-01-01 ... 9999-12-31: Foundation's Gregorian calendar is Julian before 1582.
+        let low: Int64 = -11_676_096_000_000
+        let high: Int64 = 253_402_300_799_999
+        var samples: [Int64] = [0, -1, 1, 999, 1000, -999, -1000, -1001, 951_782_400_000, 951_868_799_999, low, high]
+        for _ in 0..<20_000 { samples.append(Int64.random(in: low...high, using: &generator)) }
+        for millis in samples {
+            let (seconds, fraction) = RFC3339.floorDivision(millis, 1000)
+            let date = Date(timeIntervalSince1970: Double(seconds))
+            let expected =
+                String(date.formatted(foundation).dropLast()) + "." + String(fraction + 1000).dropFirst() + "Z"
+            #expect(RFC3339.millis(fromEpochMillis: millis) == expected, "\(millis)")
+            #expect(RFC3339.seconds(date) == date.formatted(foundation), "\(millis)")
+            #expect(RFC3339.seconds(Date(timeIntervalSince1970: Double(millis) / 1000)) == date.formatted(foundation))
+        }
+        #expect(RFC3339.millis(fromEpochMillis: 951_782_400_123) == "2000-02-29T00:00:00.123Z")
+        #expect(RFC3339.millis(fromEpochMillis: -1) == "1969-12-31T23:59:59.999Z")
+        #expect(RFC3339.millis(fromEpochMillis: -62_167_219_200_000) == "0000-01-01T00:00:00.000Z")
+        #expect(RFC3339.civil(-62_167_219_201) == nil && RFC3339.civil(253_402_300_800) == nil)
+    }
+
+    @Test("log lines are one JSON object: keys sorted, strings escaped, slashes as they are")
+    func jsonLogLine() throws {
+        var line: [UInt8] = []
+        JSONLine.append(
+            .dictionary([
+                "message": "a \"quoted\" \\ path/x\nnext\t\u{01}é",
+                "b": .array(["1", .stringConvertible(42)]),
+                "a": .dictionary(["z": "1", "y": "2"]),
+            ]), to: &line)
+        let text = String(decoding: line, as: UTF8.self)
+        #expect(
+            text
+                == #"{"a":{"y":"2","z":"1"},"b":["1","42"],"message":"a \"quoted\" \\ path/x\nnext\t\u0001é"}"#)
+        let parsed = try #require(JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+        #expect(parsed["message"] as? String == "a \"quoted\" \\ path/x\nnext\t\u{01}é")
     }
 }
 
