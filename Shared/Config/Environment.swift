@@ -29,6 +29,13 @@ public struct ConfigReader: Sendable {
         return value
     }
 
+    /// A finite decimal number.
+    public func double(_ key: String, default defaultValue: Double) throws -> Double {
+        guard let raw = string(key) else { return defaultValue }
+        guard let value = Double(raw), value.isFinite else { throw ConfigError.invalid(key, "expected a number") }
+        return value
+    }
+
     public func bool(_ key: String, default defaultValue: Bool) throws -> Bool {
         guard let raw = string(key)?.lowercased() else { return defaultValue }
         switch raw {

@@ -21,8 +21,7 @@ public enum InternalPath {
     public static let signInWithIdp = "/internal/v1/accounts:signInWithIdp"
     public static let signInWithCustomToken = "/internal/v1/accounts:signInWithCustomToken"
     public static let cleanupLease = "/internal/v1/cleanup:lease"
-    public static let cleanupDue = "/internal/v1/cleanup:due"
-    public static let cleanupDelete = "/internal/v1/cleanup:delete"
+    public static let cleanupDeleteDue = "/internal/v1/cleanup:deleteDue"
     public static let cleanupHousekeeping = "/internal/v1/cleanup:housekeeping"
     public static let cleanupFinish = "/internal/v1/cleanup:finish"
 }
@@ -60,8 +59,10 @@ public struct CleanupLeaseResponse: Codable, Sendable {
     }
 }
 
-/// The next due accounts of one scope; also extends the lease by `ttlSeconds`.
-public struct CleanupDueRequest: Codable, Sendable {
+/// Deletes the next `limit` accounts of one scope that are anonymous and due (oldest due first),
+/// ends their sessions and records the batch, in one statement; also extends the lease by
+/// `ttlSeconds`.
+public struct CleanupDeleteDueRequest: Codable, Sendable {
     public var lease: CleanupLease
     public var ttlSeconds: Double
     public var tenantId: String
@@ -75,27 +76,20 @@ public struct CleanupDueRequest: Codable, Sendable {
     }
 }
 
-public struct CleanupDueResponse: Codable, Sendable {
-    public var localIds: [String]
-    public init(localIds: [String]) { self.localIds = localIds }
-}
-
-/// Deletes those of `localIds` that are still anonymous and still due, in one transaction.
-public struct CleanupDeleteRequest: Codable, Sendable {
-    public var lease: CleanupLease
-    public var tenantId: String
-    public var localIds: [String]
-
-    public init(lease: CleanupLease, tenantId: String, localIds: [String]) {
-        self.lease = lease
-        self.tenantId = tenantId
-        self.localIds = localIds
-    }
-}
-
-public struct CleanupDeleteResponse: Codable, Sendable {
+public struct CleanupDeleteDueResponse: Codable, Sendable {
+    /// Accounts found due (at most `limit`).
+    public var due: Int
+    /// Accounts deleted: those of `due` still anonymous and due when their row was locked (an
+    /// upgrade committed in between keeps its account).
     public var deleted: Int
-    public init(deleted: Int) { self.deleted = deleted }
+    /// More accounts of the scope were due beyond `limit`.
+    public var more: Bool
+
+    public init(due: Int, deleted: Int, more: Bool) {
+        self.due = due
+        self.deleted = deleted
+        self.more = more
+    }
 }
 
 /// Prunes what has outlived its use: ended sessions, used or expired codes, delivered mail.

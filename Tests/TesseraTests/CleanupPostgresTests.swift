@@ -29,39 +29,83 @@ struct CleanupPostgresTests {
         return (accounts, ids)
     }
 
-    @Test("a deletion racing with an upgrade never removes the upgraded account")
-    func upgradeWinsTheRace() async throws {
+    @Test("a batch deletes only accounts still anonymous and due; an upgrade already made keeps its account")
+    func upgradedBeforeTheBatch() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             let (accounts, ids) = try await dueUsers(client, count: 3)
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let granted = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 30), logger: logger)
             #expect(granted.tenants == ["t1"])
-            let due = try await store.due(
-                CleanupDueRequest(lease: granted.lease, ttlSeconds: 30, tenantId: "t1", limit: 10), logger: logger)
-            #expect(Set(due.localIds) == Set(ids))
-            // Between the listing and the delete, one account becomes permanent.
             _ = try await accounts.signUpPassword(
                 SignUpPasswordRequest(
                     tenantId: "t1", email: "upgraded@example.com", password: "correct horse", displayName: nil,
                     localId: ids[0], session: NewSession(refreshTokenHash: UUID().uuidString, expiresAt: 4_000_000_000)),
                 logger: logger)
-            let answer = try await store.delete(
-                CleanupDeleteRequest(lease: granted.lease, tenantId: "t1", localIds: due.localIds), requestID: "r",
-                logger: logger)
-            #expect(answer.deleted == 2)
+            let answer = try await store.deleteDue(
+                CleanupDeleteDueRequest(lease: granted.lease, ttlSeconds: 30, tenantId: "t1", limit: 10),
+                requestID: "r", logger: logger)
+            #expect(answer.due == 2 && answer.deleted == 2)
             let left = try await accounts.adminLookup(
                 scope: "t1", localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
             #expect(left.map(\.localId) == [ids[0]])
+            // The deleted users' sessions ended with them; the upgraded user's did not.
+            let sessions = try await client.query(
+                "SELECT local_id, revoked_reason FROM refresh_families WHERE tenant_id = 't1'", logger: logger)
+            for try await (localId, reason) in sessions.decode((String, String?).self) {
+                #expect((reason == "user_deleted") == (localId != ids[0]), "\(localId): \(reason ?? "live")")
+            }
             try await store.finish(CleanupFinishRequest(lease: granted.lease, deleted: 2), logger: logger)
             let state = try await store.status(scope: "t1", logger: logger)
             #expect(state.totalDeleted == 2 && state.lastSweepDeleted == 2 && state.lastSweepTime != nil)
         }
     }
 
+    @Test("an upgrade committed while the batch waits for its row lock keeps the account")
+    func upgradeWinsTheRace() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (accounts, ids) = try await dueUsers(client, count: 3)
+            let store = CleanupStore(client: client, anonymousRetention: .zero)
+            let granted = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 30), logger: logger)
+            // The upgrade's transaction has changed the row (as every upgrade does) but not committed
+            // when the batch lists the account as due and tries to delete it.
+            let answer = try await client.withConnection { upgrade in
+                try await upgrade.query("BEGIN", logger: logger)
+                try await upgrade.query(
+                    """
+                    UPDATE users SET is_anonymous = false, anonymous_due_at = NULL, email = 'raced@example.com'
+                    WHERE tenant_id = 't1' AND local_id = \(ids[1])
+                    """, logger: logger)
+                let batch = Task {
+                    try await store.deleteDue(
+                        CleanupDeleteDueRequest(lease: granted.lease, ttlSeconds: 30, tenantId: "t1", limit: 10),
+                        requestID: "r", logger: logger)
+                }
+                // Commit once the batch is waiting for the upgraded row's lock.
+                var waiting = false
+                for _ in 0..<200 where !waiting {
+                    try await Task.sleep(for: .milliseconds(10))
+                    let rows = try await client.query(
+                        """
+                        SELECT count(*) FROM pg_stat_activity
+                        WHERE wait_event_type = 'Lock' AND query LIKE '%WITH lease AS%'
+                        """, logger: logger)
+                    for try await count in rows.decode(Int64.self) { waiting = count > 0 }
+                }
+                #expect(waiting, "the batch should wait for the upgrade's row lock")
+                try await upgrade.query("COMMIT", logger: logger)
+                return try await batch.value
+            }
+            #expect(answer.due == 3 && answer.deleted == 2)
+            let left = try await accounts.adminLookup(
+                scope: "t1", localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
+            #expect(left.map(\.localId) == [ids[1]])
+        }
+    }
+
     @Test("one lease at a time; a lost lease fences its holder out")
     func leaseFencing() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let (_, ids) = try await dueUsers(client, count: 2)
+            _ = try await dueUsers(client, count: 2)
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let first = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 0.2), logger: logger)
             await expectFirebaseError("LEASE_HELD") {
@@ -72,14 +116,27 @@ struct CleanupPostgresTests {
             #expect(second.lease.token == first.lease.token + 1)
             // The first worker wakes up and tries to go on: refused, nothing deleted.
             await expectFirebaseError("LEASE_LOST") {
-                _ = try await store.delete(
-                    CleanupDeleteRequest(lease: first.lease, tenantId: "t1", localIds: ids), requestID: "r",
-                    logger: logger)
+                _ = try await store.deleteDue(
+                    CleanupDeleteDueRequest(lease: first.lease, ttlSeconds: 30, tenantId: "t1", limit: 10),
+                    requestID: "r", logger: logger)
             }
-            let answer = try await store.delete(
-                CleanupDeleteRequest(lease: second.lease, tenantId: "t1", localIds: ids), requestID: "r",
-                logger: logger)
-            #expect(answer.deleted == 2)
+            let answer = try await store.deleteDue(
+                CleanupDeleteDueRequest(lease: second.lease, ttlSeconds: 30, tenantId: "t1", limit: 1),
+                requestID: "r", logger: logger)
+            #expect(answer.due == 1 && answer.deleted == 1 && answer.more)
+            let rest = try await store.deleteDue(
+                CleanupDeleteDueRequest(lease: second.lease, ttlSeconds: 30, tenantId: "t1", limit: 1),
+                requestID: "r", logger: logger)
+            #expect(rest.due == 1 && rest.deleted == 1 && !rest.more)
+            await expectFirebaseError("LEASE_LOST") {
+                _ = try await store.housekeeping(
+                    HousekeepingRequest(
+                        lease: first.lease, ttlSeconds: 30, refreshIdleSeconds: 30 * 86400,
+                        sessionRetentionSeconds: 7 * 86400, codeRetentionSeconds: 86400,
+                        mailRetentionSeconds: 7 * 86400, batchSize: 10), logger: logger)
+            }
+            let state = try await store.status(scope: "t1", logger: logger)
+            #expect(state.totalDeleted == 2)
         }
     }
 
@@ -116,6 +173,14 @@ struct CleanupPostgresTests {
                     ('t1', 'a@b.c', 's', NULL, now() - interval '1 day'),
                     ('t1', 'a@b.c', 's', 'queued', NULL)
                 """, logger: logger)
+            // The default scope ("") is pruned like every tenant.
+            try await client.query(
+                """
+                INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                    expires_at, last_used_at, revoked_at)
+                VALUES ('', gen_random_uuid(), 'default-revoked-old', 'anonymous', 0, now() + interval '1 day', now(),
+                    now() - interval '8 days')
+                """, logger: logger)
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let granted = try await store.acquire(CleanupLeaseRequest(holder: "w", ttlSeconds: 30), logger: logger)
             let pruned = try await store.housekeeping(
@@ -123,7 +188,7 @@ struct CleanupPostgresTests {
                     lease: granted.lease, ttlSeconds: 30, refreshIdleSeconds: 30 * 86400,
                     sessionRetentionSeconds: 7 * 86400, codeRetentionSeconds: 86400, mailRetentionSeconds: 7 * 86400,
                     batchSize: 1), logger: logger)
-            #expect(pruned == HousekeepingResponse(sessions: 3, codes: 2, mails: 1))
+            #expect(pruned == HousekeepingResponse(sessions: 4, codes: 2, mails: 1))
             let families = try await client.query(
                 "SELECT local_id FROM refresh_families WHERE tenant_id = 't1' ORDER BY local_id", logger: logger)
             var kept: [String] = []

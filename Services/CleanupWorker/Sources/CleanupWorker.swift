@@ -16,8 +16,12 @@ public struct CleanupWorkerConfiguration: Sendable {
     public var interval: Duration = .seconds(60)
     /// Accounts listed and deleted per batch (one transaction each).
     public var batchSize = 500
-    /// Pause after each batch, to spread the load of a large sweep.
+    /// Pause after each batch, to spread the load of a large sweep: `batchPause`, plus
+    /// `batchPauseFactor` times as long as the batch took. The second part makes a sweep back off by
+    /// itself when the database or the machine is busy (a batch takes longer, so the pause does),
+    /// and keeps the sweep's share of the time at most 1 / (1 + factor).
     public var batchPause: Duration = .zero
+    public var batchPauseFactor = 0.5
     /// The sweep lease lasts this long and every batch renews it; a worker that dies mid-sweep
     /// blocks others at most this long.
     public var leaseTTL: Duration = .seconds(60)
@@ -36,6 +40,11 @@ public struct CleanupWorkerConfiguration: Sendable {
         self.internalSecret = internalSecret
     }
 
+    /// The pause after a batch that took `batch`.
+    func pause(after batch: Duration) -> Duration {
+        batchPause + batch * batchPauseFactor
+    }
+
     /// Reads the keys documented in docs/configuration.md.
     public init(environment env: ConfigReader) throws {
         self.init(internalSecret: try env.required("TESSERA_INTERNAL_SECRET"))
@@ -48,6 +57,10 @@ public struct CleanupWorkerConfiguration: Sendable {
             throw ConfigError.invalid("CLEANUP_BATCH_SIZE", "must be 1...10000")
         }
         batchPause = try env.duration("CLEANUP_BATCH_PAUSE", default: batchPause)
+        batchPauseFactor = try env.double("CLEANUP_BATCH_PAUSE_FACTOR", default: batchPauseFactor)
+        guard (0...100).contains(batchPauseFactor) else {
+            throw ConfigError.invalid("CLEANUP_BATCH_PAUSE_FACTOR", "must be 0...100")
+        }
         leaseTTL = try env.duration("CLEANUP_LEASE_TTL", default: leaseTTL)
         refreshIdleTTL = try env.duration("TESSERA_REFRESH_IDLE_TTL", default: refreshIdleTTL)
         sessionRetention = try env.duration("CLEANUP_SESSION_RETENTION", default: sessionRetention)
@@ -114,7 +127,8 @@ public struct WorkerMetrics: Sendable {
 }
 
 /// One sweep (API.md A.6): take the lease, walk the scopes with due anonymous accounts and delete
-/// them batch by batch (list, then a conditional delete), prune, finish. Every batch is its own
+/// them batch by batch (each one call, one statement: what is due and still anonymous goes), prune,
+/// finish. Every batch is its own
 /// transaction, so a worker killed mid-sweep loses nothing: the next sweep finds what is left.
 public struct Sweeper: Sendable {
     let directory: DirectoryClient
@@ -161,19 +175,19 @@ public struct Sweeper: Sendable {
         for tenant in granted.tenants {
             var deletedHere = 0
             while true {
-                let due = try await directory.call(
-                    InternalPath.cleanupDue,
-                    CleanupDueRequest(lease: lease, ttlSeconds: ttl, tenantId: tenant, limit: configuration.batchSize),
-                    as: CleanupDueResponse.self, requestID: requestID, logger: logger)
-                guard !due.localIds.isEmpty else { break }
+                let batchStarted = ContinuousClock.now
                 let answer = try await directory.call(
-                    InternalPath.cleanupDelete,
-                    CleanupDeleteRequest(lease: lease, tenantId: tenant, localIds: due.localIds),
-                    as: CleanupDeleteResponse.self, requestID: requestID, logger: logger)
+                    InternalPath.cleanupDeleteDue,
+                    CleanupDeleteDueRequest(
+                        lease: lease, ttlSeconds: ttl, tenantId: tenant, limit: configuration.batchSize),
+                    as: CleanupDeleteDueResponse.self, requestID: requestID, logger: logger)
                 deletedHere += answer.deleted
                 report.deleted += answer.deleted
-                if configuration.batchPause > .zero { try await Task.sleep(for: configuration.batchPause) }
-                if due.localIds.count < configuration.batchSize { break }
+                let pause = configuration.pause(after: ContinuousClock.now - batchStarted)
+                if pause > .zero { try await Task.sleep(for: pause) }
+                // A batch of which nothing went was upgraded under the sweep's feet, all of it: leave
+                // the rest to the next sweep rather than spin.
+                if !answer.more || answer.deleted == 0 { break }
             }
             if deletedHere > 0 {
                 report.deletedByTenant[tenant] = deletedHere

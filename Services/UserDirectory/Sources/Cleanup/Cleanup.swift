@@ -11,7 +11,7 @@ extension FirebaseError {
 }
 
 /// The directory's side of the anonymous cleanup and housekeeping (API.md A.6): the sweep lease,
-/// due accounts, the conditional delete, pruning, and what admins see of it. Every account query
+/// the conditional delete of due accounts, pruning, and what admins see of it. Every account query
 /// filters by scope; the worker walks the scopes.
 struct CleanupStore: Sendable {
     let client: PostgresClient
@@ -77,65 +77,63 @@ struct CleanupStore: Sendable {
         throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
     }
 
-    func due(_ request: CleanupDueRequest, logger: Logger) async throws -> CleanupDueResponse {
-        try await client.transaction(logger: logger) { connection in
-            try await Self.checkLease(connection, request.lease, extend: request.ttlSeconds, logger: logger)
-            let rows = try await connection.query(
-                """
-                SELECT local_id FROM users
-                WHERE tenant_id = \(request.tenantId) AND is_anonymous AND anonymous_due_at <= now()
-                ORDER BY anonymous_due_at, local_id LIMIT \(max(1, min(request.limit, 10_000)))
-                """, logger: logger)
-            var ids: [String] = []
-            for try await id in rows.decode(String.self) { ids.append(id) }
-            return CleanupDueResponse(localIds: ids)
-        }
-    }
-
-    /// The conditional delete: only accounts still anonymous and still due go, so one upgraded
-    /// since it was listed stays. Their sessions end in the same transaction, the scope's counters
-    /// grow and the audit log records the batch.
-    func delete(_ request: CleanupDeleteRequest, requestID: String, logger: Logger) async throws
-        -> CleanupDeleteResponse
+    /// One batch of the sweep, in one statement (one round trip, its own transaction): renew the
+    /// lease (fenced by holder and token), pick the scope's next `limit` accounts that are anonymous
+    /// and due (and see whether there are more: the worker then needs no empty last call), delete those still anonymous and due when their row is locked — an upgrade
+    /// committed meanwhile makes PostgreSQL re-check the row and keep it (A.6) —, end their sessions,
+    /// grow the scope's counters and write the audit entry. Nothing changes when the lease is lost.
+    func deleteDue(_ request: CleanupDeleteDueRequest, requestID: String, logger: Logger) async throws
+        -> CleanupDeleteDueResponse
     {
-        guard !request.localIds.isEmpty else { return CleanupDeleteResponse(deleted: 0) }
-        return try await client.transaction(logger: logger) { connection in
-            try await Self.checkLease(connection, request.lease, extend: nil, logger: logger)
-            let scope = request.tenantId
-            let rows = try await connection.query(
-                """
+        let scope = request.tenantId
+        let limit = max(1, min(request.limit, 10_000))
+        let lease = request.lease
+        let rows = try await client.query(
+            """
+            WITH lease AS (
+                UPDATE cleanup_lease SET expires_at = now() + make_interval(secs => \(request.ttlSeconds))
+                WHERE name = \(Self.leaseName) AND holder = \(lease.holder) AND token = \(lease.token)
+                    AND expires_at > now()
+                RETURNING token
+            ), listed AS (
+                SELECT local_id, row_number() OVER (ORDER BY anonymous_due_at, local_id) AS position FROM users
+                WHERE tenant_id = \(scope) AND is_anonymous AND anonymous_due_at <= now()
+                    AND EXISTS (SELECT 1 FROM lease)
+                ORDER BY anonymous_due_at, local_id LIMIT \(limit + 1)
+            ), due AS (
+                SELECT local_id FROM listed WHERE position <= \(limit)
+            ), gone AS (
                 DELETE FROM users
-                WHERE tenant_id = \(scope) AND local_id = ANY(\(request.localIds)) AND is_anonymous
+                WHERE tenant_id = \(scope) AND local_id IN (SELECT local_id FROM due) AND is_anonymous
                     AND anonymous_due_at <= now()
                 RETURNING local_id
-                """, logger: logger)
-            var deleted: [String] = []
-            for try await id in rows.decode(String.self) { deleted.append(id) }
-            guard !deleted.isEmpty else { return CleanupDeleteResponse(deleted: 0) }
-            try await connection.query(
-                """
+            ), revoked AS (
                 UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'user_deleted'
-                WHERE tenant_id = \(scope) AND local_id = ANY(\(deleted)) AND revoked_at IS NULL
-                """, logger: logger)
-            let count = Int64(deleted.count)
-            try await connection.query(
-                """
+                WHERE tenant_id = \(scope) AND local_id IN (SELECT local_id FROM gone) AND revoked_at IS NULL
+            ), batch AS (
+                SELECT count(*) AS deleted FROM gone
+            ), stats AS (
                 INSERT INTO cleanup_stats (tenant_id, last_sweep_id, last_sweep_at, last_sweep_deleted, total_deleted)
-                VALUES (\(scope), \(request.lease.token), now(), \(count), \(count))
+                SELECT \(scope), \(lease.token), now(), deleted, deleted FROM batch WHERE deleted > 0
                 ON CONFLICT (tenant_id) DO UPDATE SET
                     last_sweep_deleted = CASE WHEN cleanup_stats.last_sweep_id = EXCLUDED.last_sweep_id
                         THEN cleanup_stats.last_sweep_deleted + EXCLUDED.last_sweep_deleted
                         ELSE EXCLUDED.last_sweep_deleted END,
                     last_sweep_id = EXCLUDED.last_sweep_id, last_sweep_at = now(),
                     total_deleted = cleanup_stats.total_deleted + EXCLUDED.total_deleted
-                """, logger: logger)
-            try await connection.query(
-                """
+            ), audit AS (
                 INSERT INTO audit_log (tenant_id, actor, action, target, request_id)
-                VALUES (\(scope), 'system:cleanup', 'anonymousCleanup.delete', \("users:\(count)"), \(requestID))
-                """, logger: logger)
-            return CleanupDeleteResponse(deleted: deleted.count)
+                SELECT \(scope), 'system:cleanup', 'anonymousCleanup.delete', 'users:' || deleted, \(requestID)
+                FROM batch WHERE deleted > 0
+            )
+            SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM due), (SELECT deleted FROM batch),
+                (SELECT count(*) FROM listed) > \(limit)
+            """, logger: logger)
+        for try await (held, due, deleted, more) in rows.decode((Int64, Int64, Int64, Bool).self) {
+            guard held > 0 else { break }
+            return CleanupDeleteDueResponse(due: Int(due), deleted: Int(deleted), more: more)
         }
+        throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
     }
 
     /// Prunes, scope by scope and in bounded batches: sessions revoked, absolutely expired or idle
@@ -143,9 +141,12 @@ struct CleanupStore: Sendable {
     func housekeeping(_ request: HousekeepingRequest, logger: Logger) async throws -> HousekeepingResponse {
         var result = HousekeepingResponse()
         let limit = max(1, min(request.batchSize, 10_000))
-        let after = request.after ?? ""
+        // From the first scope (the default one, "", included) or after the one the last call finished.
         let scopes = try await client.query(
-            "SELECT tenant_id FROM tenants WHERE tenant_id > \(after) ORDER BY tenant_id", logger: logger)
+            """
+            SELECT tenant_id FROM tenants WHERE \(request.after == nil) OR tenant_id > \(request.after ?? "")
+            ORDER BY tenant_id
+            """, logger: logger)
         var tenants: [String] = []
         for try await tenant in scopes.decode(String.self) { tenants.append(tenant) }
         let deadline = ContinuousClock.now + housekeepingBudget
@@ -158,11 +159,7 @@ struct CleanupStore: Sendable {
             }
             defer { finished = tenant }
             while true {
-                let counts = try await client.transaction(logger: logger) { connection in
-                    try await Self.checkLease(connection, request.lease, extend: request.ttlSeconds, logger: logger)
-                    return try await Self.prune(
-                        connection, tenant: tenant, request: request, limit: limit, logger: logger)
-                }
+                let counts = try await prune(tenant: tenant, request: request, limit: limit, logger: logger)
                 result.sessions += counts.sessions
                 result.codes += counts.codes
                 result.mails += counts.mails
@@ -172,53 +169,60 @@ struct CleanupStore: Sendable {
         return result
     }
 
-    static func prune(
-        _ connection: PostgresConnection, tenant: String, request: HousekeepingRequest, limit: Int, logger: Logger
-    ) async throws -> HousekeepingResponse {
-        func count(_ rows: PostgresRowSequence) async throws -> Int {
-            var n = 0
-            for try await _ in rows.decode(Int.self) { n += 1 }
-            return n
-        }
+    /// One bounded batch of one scope's pruning, in one statement: renew the lease (nothing is
+    /// deleted without it), then the sessions, codes, mail and rate-limit windows past their time.
+    func prune(tenant: String, request: HousekeepingRequest, limit: Int, logger: Logger) async throws
+        -> HousekeepingResponse
+    {
+        let lease = request.lease
         let sessionRetention = request.sessionRetentionSeconds
-        let sessions = try await count(
-            connection.query(
-                """
-                DELETE FROM refresh_families WHERE tenant_id = \(tenant) AND family_id IN (
-                    SELECT family_id FROM refresh_families WHERE tenant_id = \(tenant) AND (
-                        revoked_at < now() - make_interval(secs => \(sessionRetention))
-                        OR expires_at < now() - make_interval(secs => \(sessionRetention))
-                        OR last_used_at < now() - make_interval(secs => \(request.refreshIdleSeconds + sessionRetention)))
-                    LIMIT \(limit))
-                RETURNING 1
-                """, logger: logger))
-        let codes = try await count(
-            connection.query(
-                """
-                DELETE FROM oob_codes WHERE tenant_id = \(tenant) AND code_hash IN (
-                    SELECT code_hash FROM oob_codes WHERE tenant_id = \(tenant) AND (
-                        used_at < now() - make_interval(secs => \(request.codeRetentionSeconds))
-                        OR expires_at < now() - make_interval(secs => \(request.codeRetentionSeconds)))
-                    LIMIT \(limit))
-                RETURNING 1
-                """, logger: logger))
-        let mails = try await count(
-            connection.query(
-                """
-                DELETE FROM mail_outbox WHERE tenant_id = \(tenant) AND id IN (
-                    SELECT id FROM mail_outbox WHERE tenant_id = \(tenant)
-                        AND delivered_at < now() - make_interval(secs => \(request.mailRetentionSeconds))
-                    LIMIT \(limit))
-                RETURNING 1
-                """, logger: logger))
-        // Rate-limit windows are an hour long; a day later nobody needs them.
-        try await connection.query(
+        let rows = try await client.query(
             """
-            DELETE FROM rate_counters WHERE (tenant_id, bucket, key, window_start) IN (
-                SELECT tenant_id, bucket, key, window_start FROM rate_counters
-                WHERE tenant_id = \(tenant) AND window_start < now() - interval '1 day' LIMIT \(limit))
+            WITH lease AS (
+                UPDATE cleanup_lease SET expires_at = now() + make_interval(secs => \(request.ttlSeconds))
+                WHERE name = \(Self.leaseName) AND holder = \(lease.holder) AND token = \(lease.token)
+                    AND expires_at > now()
+                RETURNING token
+            ), sessions AS (
+                DELETE FROM refresh_families WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
+                    AND family_id IN (
+                        SELECT family_id FROM refresh_families WHERE tenant_id = \(tenant) AND (
+                            revoked_at < now() - make_interval(secs => \(sessionRetention))
+                            OR expires_at < now() - make_interval(secs => \(sessionRetention))
+                            OR last_used_at
+                                < now() - make_interval(secs => \(request.refreshIdleSeconds + sessionRetention)))
+                        LIMIT \(limit))
+                RETURNING 1
+            ), codes AS (
+                DELETE FROM oob_codes WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
+                    AND code_hash IN (
+                        SELECT code_hash FROM oob_codes WHERE tenant_id = \(tenant) AND (
+                            used_at < now() - make_interval(secs => \(request.codeRetentionSeconds))
+                            OR expires_at < now() - make_interval(secs => \(request.codeRetentionSeconds)))
+                        LIMIT \(limit))
+                RETURNING 1
+            ), mails AS (
+                DELETE FROM mail_outbox WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
+                    AND id IN (
+                        SELECT id FROM mail_outbox WHERE tenant_id = \(tenant)
+                            AND delivered_at < now() - make_interval(secs => \(request.mailRetentionSeconds))
+                        LIMIT \(limit))
+                RETURNING 1
+            ), counters AS (
+                -- Rate-limit windows are an hour long; a day later nobody needs them.
+                DELETE FROM rate_counters WHERE EXISTS (SELECT 1 FROM lease)
+                    AND (tenant_id, bucket, key, window_start) IN (
+                        SELECT tenant_id, bucket, key, window_start FROM rate_counters
+                        WHERE tenant_id = \(tenant) AND window_start < now() - interval '1 day' LIMIT \(limit))
+            )
+            SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM sessions), (SELECT count(*) FROM codes),
+                (SELECT count(*) FROM mails)
             """, logger: logger)
-        return HousekeepingResponse(sessions: sessions, codes: codes, mails: mails)
+        for try await (held, sessions, codes, mails) in rows.decode((Int64, Int64, Int64, Int64).self) {
+            guard held > 0 else { break }
+            return HousekeepingResponse(sessions: Int(sessions), codes: Int(codes), mails: Int(mails))
+        }
+        throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
     }
 
     /// Records the sweep as finished and frees the lease.
@@ -351,13 +355,9 @@ struct CleanupInternalController {
             let body = try await request.decodeJSON(CleanupLeaseRequest.self, context: context)
             return JSONResponse(try await store.acquire(body, logger: context.logger))
         }
-        group.post(RouterPath(InternalPath.cleanupDue)) { request, context in
-            let body = try await request.decodeJSON(CleanupDueRequest.self, context: context)
-            return JSONResponse(try await store.due(body, logger: context.logger))
-        }
-        group.post(RouterPath(InternalPath.cleanupDelete)) { request, context in
-            let body = try await request.decodeJSON(CleanupDeleteRequest.self, context: context)
-            return JSONResponse(try await store.delete(body, requestID: context.requestID, logger: context.logger))
+        group.post(RouterPath(InternalPath.cleanupDeleteDue)) { request, context in
+            let body = try await request.decodeJSON(CleanupDeleteDueRequest.self, context: context)
+            return JSONResponse(try await store.deleteDue(body, requestID: context.requestID, logger: context.logger))
         }
         group.post(RouterPath(InternalPath.cleanupHousekeeping)) { request, context in
             let body = try await request.decodeJSON(HousekeepingRequest.self, context: context)
