@@ -381,6 +381,7 @@ extension ScopeFlagsStatement {
 }
 
 struct ScopeFlagsRead: ScopeFlagsStatement {
+    static let name = "tessera_scope_flags"
     static let sql = """
         SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
             t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits
@@ -392,6 +393,7 @@ struct ScopeFlagsRead: ScopeFlagsStatement {
 
 /// The same, holding a share lock on the tenant row for the rest of the transaction.
 struct ScopeFlagsLocked: ScopeFlagsStatement {
+    static let name = "tessera_scope_flags_locked"
     static let sql = ScopeFlagsRead.sql + " FOR SHARE OF t"
     typealias Row = ScopeFlagsRead.Row
     var scope: String
