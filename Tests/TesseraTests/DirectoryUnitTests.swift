@@ -1,3 +1,4 @@
+import PostgresNIO
 import Testing
 
 @testable import TesseraShared
@@ -5,6 +6,36 @@ import Testing
 
 @Suite("user-directory logic")
 struct DirectoryUnitTests {
+    @Test("the service's pool keeps 4 connections and sends no keep-alive unless configured")
+    func poolSettings() throws {
+        let url = ["DATABASE_URL": "postgres://u:p@db:5433/tessera"]
+        var defaults = try PostgresClient.Configuration.fromURL(url["DATABASE_URL"]!)
+        try defaults.applyPoolSettings(ConfigReader(url))
+        #expect(defaults.options.minimumConnections == 4 && defaults.options.maximumConnections == 20)
+        #expect(defaults.options.keepAliveBehavior == nil)
+        var configured = try PostgresClient.Configuration.fromURL(url["DATABASE_URL"]!)
+        try configured.applyPoolSettings(
+            ConfigReader(
+                url.merging(["DATABASE_POOL_MIN": "0", "DATABASE_POOL_MAX": "5", "DATABASE_KEEPALIVE": "30s"]) { $1 }))
+        #expect(configured.options.minimumConnections == 0 && configured.options.maximumConnections == 5)
+        #expect(configured.options.keepAliveBehavior?.frequency == .seconds(30))
+        for bad in [
+            ["DATABASE_POOL_MIN": "6", "DATABASE_POOL_MAX": "5"], ["DATABASE_POOL_MAX": "0"],
+            ["DATABASE_POOL_MIN": "-1"], ["DATABASE_KEEPALIVE": "often"],
+        ] {
+            var configuration = try PostgresClient.Configuration.fromURL(url["DATABASE_URL"]!)
+            #expect(throws: ConfigError.self, "\(bad)") {
+                try configuration.applyPoolSettings(ConfigReader(url.merging(bad) { $1 }))
+            }
+        }
+        let service = try DirectoryConfiguration(
+            environment: ConfigReader(
+                url.merging(["TESSERA_ADMIN_TOKEN": "a", "TESSERA_INTERNAL_SECRET": "s", "DATABASE_POOL_MIN": "2"]) {
+                    $1
+                }))
+        #expect(service.database.options.minimumConnections == 2)
+    }
+
     @Test("update masks expand parents to leaves and refuse unknown paths")
     func updateMasks() throws {
         let known = Array(TenantWire.fields.keys)

@@ -45,6 +45,13 @@ public struct DirectoryConfiguration: Sendable {
         self.autoMigrate = autoMigrate
     }
 
+    /// `DATABASE_URL` and the pool settings.
+    static func database(_ env: ConfigReader) throws -> PostgresClient.Configuration {
+        var database = try PostgresClient.Configuration.fromURL(try env.required("DATABASE_URL"))
+        try database.applyPoolSettings(env)
+        return database
+    }
+
     /// Reads the keys documented in docs/configuration.md.
     public init(environment env: ConfigReader) throws {
         self.init(
@@ -53,7 +60,7 @@ public struct DirectoryConfiguration: Sendable {
             projectID: env.string("TESSERA_PROJECT_ID", default: "tessera-local"),
             adminToken: try env.required("TESSERA_ADMIN_TOKEN"),
             internalSecret: try env.required("TESSERA_INTERNAL_SECRET"),
-            database: try .fromURL(try env.required("DATABASE_URL")),
+            database: try Self.database(env),
             anonymousRetention: try env.duration("CLEANUP_ANONYMOUS_RETENTION", default: .seconds(30 * 86400)),
             autoMigrate: try env.bool("TESSERA_AUTO_MIGRATE", default: false))
         passwordHashRounds = try env.int("TESSERA_PASSWORD_HASH_ROUNDS", default: passwordHashRounds)

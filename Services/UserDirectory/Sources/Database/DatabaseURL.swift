@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import TesseraShared
 
 extension PostgresClient.Configuration {
     /// Reads `postgres://user:password@host:port/database` (also `postgresql://`).
@@ -16,6 +17,24 @@ extension PostgresClient.Configuration {
         configuration.options.minimumConnections = 0
         configuration.options.maximumConnections = 20
         return configuration
+    }
+
+    /// The pool settings of docs/configuration.md (`DATABASE_POOL_MIN`, `DATABASE_POOL_MAX`,
+    /// `DATABASE_KEEPALIVE`). PostgresNIO's pool starts a timer task whenever it parks a connection:
+    /// a keep-alive timer for every connection while keep-alive is on, and an idle-timeout timer for
+    /// every connection above the minimum. At one park per query that was about a tenth of the
+    /// directory's CPU under refresh and lookup load, so by default the service's pool keeps 4
+    /// connections open and sends no keep-alive queries.
+    public mutating func applyPoolSettings(_ env: ConfigReader) throws {
+        options.minimumConnections = try env.int("DATABASE_POOL_MIN", default: 4)
+        options.maximumConnections = try env.int("DATABASE_POOL_MAX", default: 20)
+        guard options.minimumConnections >= 0, options.maximumConnections >= 1,
+            options.minimumConnections <= options.maximumConnections
+        else {
+            throw ConfigError.invalid("DATABASE_POOL_MIN/_MAX", "need 0 <= min <= max and max >= 1")
+        }
+        let keepAlive = try env.duration("DATABASE_KEEPALIVE", default: .zero)
+        options.keepAliveBehavior = keepAlive > .zero ? .init(frequency: keepAlive) : nil
     }
 }
 
