@@ -181,6 +181,55 @@ struct CleanupPostgresTests {
                 VALUES ('', gen_random_uuid(), 'default-revoked-old', 'anonymous', 0, now() + interval '1 day', now(),
                     now() - interval '8 days')
                 """, logger: logger)
+            // Scopes holding one kind of prunable row each: housekeeping visits only scopes with something
+            // to prune, and must find every kind.
+            let alone = [
+                (
+                    "only-expired",
+                    """
+                    INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                        expires_at, last_used_at) VALUES ('only-expired', gen_random_uuid(), 'u', 'anonymous', 0,
+                        now() - interval '8 days', now() - interval '9 days')
+                    """
+                ),
+                (
+                    "only-idle",
+                    """
+                    INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                        expires_at, last_used_at) VALUES ('only-idle', gen_random_uuid(), 'u', 'anonymous', 0,
+                        now() + interval '100 days', now() - interval '40 days')
+                    """
+                ),
+                (
+                    "only-code",
+                    """
+                    INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, expires_at, used_at)
+                    VALUES ('only-code', 'only-code', 'u', 'VERIFY_EMAIL', 'a@b.c', now() + interval '1 hour',
+                        now() - interval '2 days')
+                    """
+                ),
+                (
+                    "only-mail",
+                    """
+                    INSERT INTO mail_outbox (tenant_id, recipient, subject, body, delivered_at)
+                    VALUES ('only-mail', 'a@b.c', 's', NULL, now() - interval '8 days')
+                    """
+                ),
+                (
+                    "only-counter",
+                    """
+                    INSERT INTO rate_counters (tenant_id, bucket, key, window_start, count)
+                    VALUES ('only-counter', 'signUp', 'k', now() - interval '2 days', 1)
+                    """
+                ),
+            ]
+            for (tenant, sql) in alone {
+                try await client.query(
+                    PostgresQuery(
+                        unsafeSQL: "INSERT INTO tenants (tenant_id, display_name) VALUES ('\(tenant)', '\(tenant)')"),
+                    logger: logger)
+                try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+            }
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let granted = try await store.acquire(CleanupLeaseRequest(holder: "w", ttlSeconds: 30), logger: logger)
             let pruned = try await store.housekeeping(
@@ -188,7 +237,15 @@ struct CleanupPostgresTests {
                     lease: granted.lease, ttlSeconds: 30, refreshIdleSeconds: 30 * 86400,
                     sessionRetentionSeconds: 7 * 86400, codeRetentionSeconds: 86400, mailRetentionSeconds: 7 * 86400,
                     batchSize: 1), logger: logger)
-            #expect(pruned == HousekeepingResponse(sessions: 4, codes: 2, mails: 1))
+            #expect(pruned == HousekeepingResponse(sessions: 6, codes: 3, mails: 2))
+            let leftAlone = try await client.query(
+                """
+                SELECT (SELECT count(*) FROM refresh_families WHERE tenant_id LIKE 'only-%')
+                    + (SELECT count(*) FROM oob_codes WHERE tenant_id LIKE 'only-%')
+                    + (SELECT count(*) FROM mail_outbox WHERE tenant_id LIKE 'only-%')
+                    + (SELECT count(*) FROM rate_counters WHERE tenant_id LIKE 'only-%')
+                """, logger: logger)
+            for try await count in leftAlone.decode(Int64.self) { #expect(count == 0) }
             let families = try await client.query(
                 "SELECT local_id FROM refresh_families WHERE tenant_id = 't1' ORDER BY local_id", logger: logger)
             var kept: [String] = []

@@ -141,11 +141,30 @@ struct CleanupStore: Sendable {
     func housekeeping(_ request: HousekeepingRequest, logger: Logger) async throws -> HousekeepingResponse {
         var result = HousekeepingResponse()
         let limit = max(1, min(request.batchSize, 10_000))
-        // From the first scope (the default one, "", included) or after the one the last call finished.
+        try await renew(request.lease, ttlSeconds: request.ttlSeconds, logger: logger)
+        // The scopes with anything to prune (one statement, instead of one pruning statement for each
+        // of possibly thousands of tenants at every sweep), from the first (the default scope, "",
+        // included) or after the one the last call finished.
+        let sessionRetention = request.sessionRetentionSeconds
         let scopes = try await client.query(
             """
-            SELECT tenant_id FROM tenants WHERE \(request.after == nil) OR tenant_id > \(request.after ?? "")
-            ORDER BY tenant_id
+            SELECT t.tenant_id FROM tenants t
+            WHERE (\(request.after == nil) OR t.tenant_id > \(request.after ?? "")) AND (
+                EXISTS (SELECT 1 FROM refresh_families f WHERE f.tenant_id = t.tenant_id
+                    AND f.revoked_at < now() - make_interval(secs => \(sessionRetention)))
+                OR EXISTS (SELECT 1 FROM refresh_families f WHERE f.tenant_id = t.tenant_id
+                    AND f.expires_at < now() - make_interval(secs => \(sessionRetention)))
+                OR EXISTS (SELECT 1 FROM refresh_families f WHERE f.tenant_id = t.tenant_id
+                    AND f.last_used_at
+                        < now() - make_interval(secs => \(request.refreshIdleSeconds + sessionRetention)))
+                OR EXISTS (SELECT 1 FROM oob_codes c WHERE c.tenant_id = t.tenant_id
+                    AND (c.used_at < now() - make_interval(secs => \(request.codeRetentionSeconds))
+                        OR c.expires_at < now() - make_interval(secs => \(request.codeRetentionSeconds))))
+                OR EXISTS (SELECT 1 FROM mail_outbox m WHERE m.tenant_id = t.tenant_id
+                    AND m.delivered_at < now() - make_interval(secs => \(request.mailRetentionSeconds)))
+                OR EXISTS (SELECT 1 FROM rate_counters r WHERE r.tenant_id = t.tenant_id
+                    AND r.window_start < now() - interval '1 day'))
+            ORDER BY t.tenant_id
             """, logger: logger)
         var tenants: [String] = []
         for try await tenant in scopes.decode(String.self) { tenants.append(tenant) }
@@ -222,6 +241,18 @@ struct CleanupStore: Sendable {
             guard held > 0 else { break }
             return HousekeepingResponse(sessions: Int(sessions), codes: Int(codes), mails: Int(mails))
         }
+        throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
+    }
+
+    /// Renews the lease, or `LEASE_LOST`.
+    func renew(_ lease: CleanupLease, ttlSeconds: Double, logger: Logger) async throws {
+        let rows = try await client.query(
+            """
+            UPDATE cleanup_lease SET expires_at = now() + make_interval(secs => \(ttlSeconds))
+            WHERE name = \(Self.leaseName) AND holder = \(lease.holder) AND token = \(lease.token) AND expires_at > now()
+            RETURNING token
+            """, logger: logger)
+        for try await _ in rows.decode(Int64.self) { return }
         throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
     }
 
