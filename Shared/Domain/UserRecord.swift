@@ -183,9 +183,10 @@ public enum RFC3339 {
     }
 
     /// Quotient rounded towards negative infinity, and the remainder that goes with it (0..<divisor).
+    /// Cannot overflow, even for `Int64.min`.
     static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
-        let quotient = value >= 0 ? value / divisor : (value - divisor + 1) / divisor
-        return (quotient, value - quotient * divisor)
+        let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
+        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 
     static func appendDigits(_ value: Int64, width: Int, to text: inout [UInt8]) {

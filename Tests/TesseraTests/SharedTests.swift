@@ -148,6 +148,10 @@ struct ClientAddressTests {
         #expect(RFC3339.millis(fromEpochMillis: -1) == "1969-12-31T23:59:59.999Z")
         #expect(RFC3339.millis(fromEpochMillis: -62_167_219_200_000) == "0000-01-01T00:00:00.000Z")
         #expect(RFC3339.civil(-62_167_219_201) == nil && RFC3339.civil(253_402_300_800) == nil)
+        // Any stored timestamp formats without trapping (outside 0000...9999 through Foundation).
+        for extreme in [Int64.min, Int64.min + 1, Int64.max] {
+            #expect(!RFC3339.millis(fromEpochMillis: extreme).isEmpty)
+        }
     }
 
     @Test("log lines are one JSON object: keys sorted, strings escaped, slashes as they are")

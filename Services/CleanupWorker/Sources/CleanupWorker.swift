@@ -14,7 +14,7 @@ public struct CleanupWorkerConfiguration: Sendable {
     public var internalSecret: String
     /// Pause between two sweeps of the loop.
     public var interval: Duration = .seconds(60)
-    /// Accounts listed and deleted per batch (one transaction each).
+    /// Accounts deleted per batch (one internal call, one statement each).
     public var batchSize = 500
     /// Pause after each batch, to spread the load of a large sweep: `batchPause`, plus
     /// `batchPauseFactor` times as long as the batch took. The second part makes a sweep back off by
@@ -128,8 +128,8 @@ public struct WorkerMetrics: Sendable {
 
 /// One sweep (API.md A.6): take the lease, walk the scopes with due anonymous accounts and delete
 /// them batch by batch (each one call, one statement: what is due and still anonymous goes), prune,
-/// finish. Every batch is its own
-/// transaction, so a worker killed mid-sweep loses nothing: the next sweep finds what is left.
+/// finish. Every batch is its own transaction, so a worker killed mid-sweep loses nothing: the next
+/// sweep finds what is left.
 public struct Sweeper: Sendable {
     let directory: DirectoryClient
     let configuration: CleanupWorkerConfiguration

@@ -79,9 +79,10 @@ struct CleanupStore: Sendable {
 
     /// One batch of the sweep, in one statement (one round trip, its own transaction): renew the
     /// lease (fenced by holder and token), pick the scope's next `limit` accounts that are anonymous
-    /// and due (and see whether there are more: the worker then needs no empty last call), delete those still anonymous and due when their row is locked — an upgrade
-    /// committed meanwhile makes PostgreSQL re-check the row and keep it (A.6) —, end their sessions,
-    /// grow the scope's counters and write the audit entry. Nothing changes when the lease is lost.
+    /// and due (and see whether more are due, so the worker needs no empty last call), delete those
+    /// still anonymous and due when their row is locked — an upgrade committed meanwhile makes
+    /// PostgreSQL re-check the row and keep it (A.6) —, end their sessions, grow the scope's counters
+    /// and write the audit entry. Nothing changes when the lease is lost.
     func deleteDue(_ request: CleanupDeleteDueRequest, requestID: String, logger: Logger) async throws
         -> CleanupDeleteDueResponse
     {
