@@ -102,6 +102,26 @@ struct CleanupPostgresTests {
         }
     }
 
+    @Test("revoking a session is a HOT update: no index covers the revocation columns and pages keep room")
+    func revocationIsHeapOnly() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let indexed = try await client.query(
+                """
+                SELECT count(*) FROM pg_index i
+                WHERE i.indrelid = 'refresh_families'::regclass AND (
+                    EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+                        AND a.attname IN ('revoked_at', 'revoked_reason'))
+                    OR coalesce(pg_get_expr(i.indpred, i.indrelid), '') LIKE '%revoked%'
+                    OR coalesce(pg_get_expr(i.indexprs, i.indrelid), '') LIKE '%revoked%')
+                """, logger: logger)
+            for try await count in indexed.decode(Int64.self) { #expect(count == 0) }
+            let options = try await client.query(
+                "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'refresh_families'::regclass",
+                logger: logger)
+            for try await reloptions in options.decode([String].self) { #expect(reloptions.contains("fillfactor=50")) }
+        }
+    }
+
     @Test("one lease at a time; a lost lease fences its holder out")
     func leaseFencing() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in

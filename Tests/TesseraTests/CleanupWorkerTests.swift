@@ -10,8 +10,8 @@ struct CleanupWorkerTests {
     @Test("a sweep pauses after each batch for the fixed pause plus the factor times the batch's own time")
     func pacing() throws {
         let defaults = try CleanupWorkerConfiguration(environment: ConfigReader(secret))
-        #expect(defaults.batchPauseFactor == 0.5 && defaults.batchPause == .zero)
-        #expect(defaults.pause(after: .milliseconds(40)) == .milliseconds(20))
+        #expect(defaults.batchPauseFactor == 1.25 && defaults.batchPause == .zero)
+        #expect(defaults.pause(after: .milliseconds(40)) == .milliseconds(50))
         let configured = try CleanupWorkerConfiguration(
             environment: ConfigReader(
                 secret.merging(["CLEANUP_BATCH_PAUSE": "10ms", "CLEANUP_BATCH_PAUSE_FACTOR": "2"]) { $1 }))

@@ -21,7 +21,7 @@ public struct CleanupWorkerConfiguration: Sendable {
     /// itself when the database or the machine is busy (a batch takes longer, so the pause does),
     /// and keeps the sweep's share of the time at most 1 / (1 + factor).
     public var batchPause: Duration = .zero
-    public var batchPauseFactor = 0.5
+    public var batchPauseFactor = 1.25
     /// The sweep lease lasts this long and every batch renews it; a worker that dies mid-sweep
     /// blocks others at most this long.
     public var leaseTTL: Duration = .seconds(60)
