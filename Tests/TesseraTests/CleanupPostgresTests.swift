@@ -29,6 +29,13 @@ struct CleanupPostgresTests {
         return (accounts, ids)
     }
 
+    /// One sweep batch in the scope "t1".
+    func deleteDue(_ store: CleanupStore, _ lease: CleanupLease, limit: Int) async throws -> CleanupDeleteDueResponse {
+        try await store.deleteDue(
+            CleanupDeleteDueRequest(lease: lease, ttlSeconds: 30, tenantId: "t1", limit: limit), requestID: "r",
+            logger: logger)
+    }
+
     @Test("a batch deletes only accounts still anonymous and due; an upgrade already made keeps its account")
     func upgradedBeforeTheBatch() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
@@ -41,9 +48,7 @@ struct CleanupPostgresTests {
                     tenantId: "t1", email: "upgraded@example.com", password: "correct horse", displayName: nil,
                     localId: ids[0], session: NewSession(refreshTokenHash: UUID().uuidString, expiresAt: 4_000_000_000)),
                 logger: logger)
-            let answer = try await store.deleteDue(
-                CleanupDeleteDueRequest(lease: granted.lease, ttlSeconds: 30, tenantId: "t1", limit: 10),
-                requestID: "r", logger: logger)
+            let answer = try await deleteDue(store, granted.lease, limit: 10)
             #expect(answer.due == 2 && answer.deleted == 2)
             let left = try await accounts.adminLookup(
                 scope: "t1", localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
@@ -76,9 +81,7 @@ struct CleanupPostgresTests {
                     WHERE tenant_id = 't1' AND local_id = \(ids[1])
                     """, logger: logger)
                 let batch = Task {
-                    try await store.deleteDue(
-                        CleanupDeleteDueRequest(lease: granted.lease, ttlSeconds: 30, tenantId: "t1", limit: 10),
-                        requestID: "r", logger: logger)
+                    try await deleteDue(store, granted.lease, limit: 10)
                 }
                 // Commit once the batch is waiting for the upgraded row's lock.
                 var waiting = false
@@ -136,17 +139,11 @@ struct CleanupPostgresTests {
             #expect(second.lease.token == first.lease.token + 1)
             // The first worker wakes up and tries to go on: refused, nothing deleted.
             await expectFirebaseError("LEASE_LOST") {
-                _ = try await store.deleteDue(
-                    CleanupDeleteDueRequest(lease: first.lease, ttlSeconds: 30, tenantId: "t1", limit: 10),
-                    requestID: "r", logger: logger)
+                _ = try await deleteDue(store, first.lease, limit: 10)
             }
-            let answer = try await store.deleteDue(
-                CleanupDeleteDueRequest(lease: second.lease, ttlSeconds: 30, tenantId: "t1", limit: 1),
-                requestID: "r", logger: logger)
+            let answer = try await deleteDue(store, second.lease, limit: 1)
             #expect(answer.due == 1 && answer.deleted == 1 && answer.more)
-            let rest = try await store.deleteDue(
-                CleanupDeleteDueRequest(lease: second.lease, ttlSeconds: 30, tenantId: "t1", limit: 1),
-                requestID: "r", logger: logger)
+            let rest = try await deleteDue(store, second.lease, limit: 1)
             #expect(rest.due == 1 && rest.deleted == 1 && !rest.more)
             await expectFirebaseError("LEASE_LOST") {
                 _ = try await store.housekeeping(

@@ -8,6 +8,25 @@ extension FirebaseError {
     static func leaseConflict(_ code: String, _ detail: String) -> FirebaseError {
         FirebaseError(status: .conflict, message: "\(code) : \(detail)", grpcStatus: "ABORTED", reason: "conflict")
     }
+
+    static let leaseLost = leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// The one fence of the sweep: `UPDATE cleanup_lease … RETURNING token` renews the lease for
+    /// `ttlSeconds` and returns a row only while `lease` (holder and token) still holds it. A batch
+    /// statement uses it as its first CTE, so nothing is changed under a lost lease.
+    mutating func appendInterpolation(renewing lease: CleanupLease, for ttlSeconds: Double) {
+        appendLiteral("UPDATE cleanup_lease SET expires_at = now() + make_interval(secs => ")
+        appendInterpolation(ttlSeconds)
+        appendLiteral(") WHERE name = ")
+        appendInterpolation(CleanupStore.leaseName)
+        appendLiteral(" AND holder = ")
+        appendInterpolation(lease.holder)
+        appendLiteral(" AND token = ")
+        appendInterpolation(lease.token)
+        appendLiteral(" AND expires_at > now() RETURNING token")
+    }
 }
 
 /// The directory's side of the anonymous cleanup and housekeeping (API.md A.6): the sweep lease,
@@ -53,28 +72,21 @@ struct CleanupStore: Sendable {
         return CleanupLeaseResponse(lease: CleanupLease(holder: request.holder, token: token), tenants: tenants)
     }
 
-    /// Checks (and with `extend`, renews) the lease inside the caller's transaction.
-    static func checkLease(
-        _ connection: PostgresConnection, _ lease: CleanupLease, extend ttlSeconds: Double?, logger: Logger
-    ) async throws {
-        let rows: PostgresRowSequence
-        if let ttlSeconds {
-            rows = try await connection.query(
-                """
-                UPDATE cleanup_lease SET expires_at = now() + make_interval(secs => \(ttlSeconds))
-                WHERE name = \(leaseName) AND holder = \(lease.holder) AND token = \(lease.token) AND expires_at > now()
-                RETURNING token
-                """, logger: logger)
-        } else {
-            rows = try await connection.query(
+    /// Checks the lease and holds it (share lock) for the rest of the caller's transaction.
+    static func checkLease(_ connection: PostgresConnection, _ lease: CleanupLease, logger: Logger) async throws {
+        try await expectLease(
+            connection.query(
                 """
                 SELECT token FROM cleanup_lease
                 WHERE name = \(leaseName) AND holder = \(lease.holder) AND token = \(lease.token) AND expires_at > now()
                 FOR SHARE
-                """, logger: logger)
-        }
+                """, logger: logger))
+    }
+
+    /// `LEASE_LOST` unless `rows` (a lease check or renewal) has a row.
+    static func expectLease(_ rows: PostgresRowSequence) async throws {
         for try await _ in rows.decode(Int64.self) { return }
-        throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
+        throw FirebaseError.leaseLost
     }
 
     /// One batch of the sweep, in one statement (one round trip, its own transaction): renew the
@@ -91,12 +103,7 @@ struct CleanupStore: Sendable {
         let lease = request.lease
         let rows = try await client.query(
             """
-            WITH lease AS (
-                UPDATE cleanup_lease SET expires_at = now() + make_interval(secs => \(request.ttlSeconds))
-                WHERE name = \(Self.leaseName) AND holder = \(lease.holder) AND token = \(lease.token)
-                    AND expires_at > now()
-                RETURNING token
-            ), listed AS (
+            WITH lease AS (\(renewing: lease, for: request.ttlSeconds)), listed AS (
                 SELECT local_id, row_number() OVER (ORDER BY anonymous_due_at, local_id) AS position FROM users
                 WHERE tenant_id = \(scope) AND is_anonymous AND anonymous_due_at <= now()
                     AND EXISTS (SELECT 1 FROM lease)
@@ -130,11 +137,10 @@ struct CleanupStore: Sendable {
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM due), (SELECT deleted FROM batch),
                 (SELECT count(*) FROM listed) > \(limit)
             """, logger: logger)
-        for try await (held, due, deleted, more) in rows.decode((Int64, Int64, Int64, Bool).self) {
-            guard held > 0 else { break }
+        for try await (held, due, deleted, more) in rows.decode((Int64, Int64, Int64, Bool).self) where held > 0 {
             return CleanupDeleteDueResponse(due: Int(due), deleted: Int(deleted), more: more)
         }
-        throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
+        throw FirebaseError.leaseLost
     }
 
     /// Prunes, scope by scope and in bounded batches: sessions revoked, absolutely expired or idle
@@ -198,12 +204,7 @@ struct CleanupStore: Sendable {
         let sessionRetention = request.sessionRetentionSeconds
         let rows = try await client.query(
             """
-            WITH lease AS (
-                UPDATE cleanup_lease SET expires_at = now() + make_interval(secs => \(request.ttlSeconds))
-                WHERE name = \(Self.leaseName) AND holder = \(lease.holder) AND token = \(lease.token)
-                    AND expires_at > now()
-                RETURNING token
-            ), sessions AS (
+            WITH lease AS (\(renewing: lease, for: request.ttlSeconds)), sessions AS (
                 DELETE FROM refresh_families WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
                     AND family_id IN (
                         SELECT family_id FROM refresh_families WHERE tenant_id = \(tenant) AND (
@@ -238,29 +239,21 @@ struct CleanupStore: Sendable {
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM sessions), (SELECT count(*) FROM codes),
                 (SELECT count(*) FROM mails)
             """, logger: logger)
-        for try await (held, sessions, codes, mails) in rows.decode((Int64, Int64, Int64, Int64).self) {
-            guard held > 0 else { break }
+        for try await (held, sessions, codes, mails) in rows.decode((Int64, Int64, Int64, Int64).self) where held > 0 {
             return HousekeepingResponse(sessions: Int(sessions), codes: Int(codes), mails: Int(mails))
         }
-        throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
+        throw FirebaseError.leaseLost
     }
 
     /// Renews the lease, or `LEASE_LOST`.
     func renew(_ lease: CleanupLease, ttlSeconds: Double, logger: Logger) async throws {
-        let rows = try await client.query(
-            """
-            UPDATE cleanup_lease SET expires_at = now() + make_interval(secs => \(ttlSeconds))
-            WHERE name = \(Self.leaseName) AND holder = \(lease.holder) AND token = \(lease.token) AND expires_at > now()
-            RETURNING token
-            """, logger: logger)
-        for try await _ in rows.decode(Int64.self) { return }
-        throw FirebaseError.leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
+        try await Self.expectLease(client.query("\(renewing: lease, for: ttlSeconds)", logger: logger))
     }
 
     /// Records the sweep as finished and frees the lease.
     func finish(_ request: CleanupFinishRequest, logger: Logger) async throws {
         try await client.transaction(logger: logger) { connection in
-            try await Self.checkLease(connection, request.lease, extend: nil, logger: logger)
+            try await Self.checkLease(connection, request.lease, logger: logger)
             try await connection.query(
                 """
                 UPDATE cleanup_sweeps SET finished_at = now(), deleted = \(Int64(request.deleted))
