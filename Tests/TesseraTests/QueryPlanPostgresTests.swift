@@ -42,7 +42,7 @@ struct QueryPlanPostgresTests {
         return (removed, tenantScans, text)
     }
 
-    @Test("users and provider links are read by one index probe per id, in a tenant grown since ANALYZE")
+    @Test("users and their provider links are read by index probes per id, in a tenant grown since ANALYZE")
     func hotReadsProbeTheIndex() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             try await client.query(
@@ -63,7 +63,7 @@ struct QueryPlanPostgresTests {
                 if tenant == "old" { try await client.query("ANALYZE users, provider_links", logger: logger) }
             }
             try await client.withConnection { connection in
-                for (name, sql) in [("users", UsersByID.sql), ("links", ProviderLinksByUser.sql)] {
+                for (name, sql) in [("users", UsersByID.sql)] {
                     try await connection.query(
                         PostgresQuery(unsafeSQL: "PREPARE \(name) (text, text[]) AS \(sql)"), logger: logger)
                     // A custom plan (the planner sees the values), then the generic one a prepared
@@ -80,13 +80,20 @@ struct QueryPlanPostgresTests {
                     }
                 }
             }
-            // And the repository answers with exactly those users and their links.
+            // And the repository answers with exactly those users and their links, in provider order:
+            // one user with two links, one with none.
+            try await client.query(
+                "INSERT INTO users (tenant_id, local_id, valid_since, created_at) VALUES ('grown', 'solo', 0, 0)",
+                logger: logger)
+            try await client.query(
+                "INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id) VALUES ('grown', 'apple.com', 'a7', 'u7')",
+                logger: logger)
             let users = try await client.withConnection { connection in
                 try await PostgresAccountRepository.fetchUsers(
-                    connection, scope: "grown", localIds: ["u1999", "u7", "none", "u7"], logger: logger)
+                    connection, scope: "grown", localIds: ["u1999", "u7", "none", "u7", "solo"], logger: logger)
             }
-            #expect(users.map(\.localId) == ["u1999", "u7"])
-            #expect(users.map { $0.providerUserInfo.map(\.rawId) } == [["g1999"], ["g7"]])
+            #expect(users.map(\.localId) == ["u1999", "u7", "solo"])
+            #expect(users.map { $0.providerUserInfo.map(\.rawId) } == [["g1999"], ["a7", "g7"], []])
         }
     }
 }

@@ -265,45 +265,25 @@ public struct PostgresAccountRepository: AccountRepository {
         }
     }
 
+    /// A user's columns, then one provider link's (null for a user without links).
     typealias UserRow = (
         String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?, Int64?, String?,
-        Bool
+        Bool, String?, String?, String?, String?, String?, String?, String?
     )
 
-    /// Users of one scope by id, with their provider links, in the order asked for.
+    /// Users of one scope by id, with their provider links, in the order asked for: one statement,
+    /// a row per link (a user without links has one row whose link columns are null).
     static func fetchUsers(
         _ connection: PostgresConnection, scope: String, localIds: [String], logger: Logger
     ) async throws -> [UserRecord] {
-        guard !localIds.isEmpty else { return [] }
-        let rows = try await connection.execute(UsersByID(scope: scope, localIds: localIds), logger: logger)
-        var byId: [String: UserRecord] = [:]
-        for try await r in rows {
-            var user = UserRecord(
-                tenantId: wireTenantID(r.0), localId: r.1, email: r.2, emailVerified: r.3, displayName: r.4,
-                photoUrl: r.5, disabled: r.6, customAttributes: r.7, validSince: r.8, createdAt: r.9,
-                lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
-            user.phoneNumber = r.13
-            user.customAuth = r.14 ? true : nil
-            // The password provider entry is derived, never stored: present iff email and password (B.6).
-            if let email = user.email, user.hasPassword {
-                user.providerUserInfo.append(
-                    ProviderUserInfo(
-                        providerId: "password", rawId: email, federatedId: email, email: email,
-                        displayName: user.displayName, photoUrl: user.photoUrl))
-            }
-            byId[r.1] = user
-        }
-        guard !byId.isEmpty else { return [] }
-        let links = try await connection.execute(
-            ProviderLinksByUser(scope: scope, localIds: Array(byId.keys)), logger: logger)
-        for try await l in links {
-            byId[l.0]?.providerUserInfo.append(
-                ProviderUserInfo(
-                    providerId: l.1, rawId: l.2, federatedId: l.3, email: l.4, displayName: l.5, photoUrl: l.6,
-                    screenName: l.7))
-        }
+        // Each id once: a repeated id would repeat its rows, and with them its links.
         var seen = Set<String>()
-        return localIds.compactMap { id in seen.insert(id).inserted ? byId[id] : nil }
+        let unique = localIds.filter { seen.insert($0).inserted }
+        guard !unique.isEmpty else { return [] }
+        let rows = try await connection.execute(UsersByID(scope: scope, localIds: unique), logger: logger)
+        var users = UserRows()
+        for try await row in rows { users.add(row) }
+        return unique.compactMap { users.byId[$0] }
     }
 
     typealias RotationRow = (String, String?, UUID?, String?, String?, Int64?, String?, String?, Int64?)
@@ -357,6 +337,37 @@ public struct PostgresAccountRepository: AccountRepository {
     ]
 }
 
+/// User records from rows of `UsersByID.columns`: a row per provider link, the user's columns
+/// repeated; a user without links has one row whose link columns are null.
+struct UserRows {
+    private(set) var byId: [String: UserRecord] = [:]
+
+    mutating func add(_ r: PostgresAccountRepository.UserRow) {
+        if byId[r.1] == nil {
+            var user = UserRecord(
+                tenantId: wireTenantID(r.0), localId: r.1, email: r.2, emailVerified: r.3, displayName: r.4,
+                photoUrl: r.5, disabled: r.6, customAttributes: r.7, validSince: r.8, createdAt: r.9,
+                lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
+            user.phoneNumber = r.13
+            user.customAuth = r.14 ? true : nil
+            // The password provider entry is derived, never stored: present iff email and password (B.6).
+            if let email = user.email, user.hasPassword {
+                user.providerUserInfo.append(
+                    ProviderUserInfo(
+                        providerId: "password", rawId: email, federatedId: email, email: email,
+                        displayName: user.displayName, photoUrl: user.photoUrl))
+            }
+            byId[r.1] = user
+        }
+        if let providerId = r.15, let rawId = r.16 {
+            byId[r.1]?.providerUserInfo.append(
+                ProviderUserInfo(
+                    providerId: providerId, rawId: rawId, federatedId: r.17, email: r.18, displayName: r.19,
+                    photoUrl: r.20, screenName: r.21))
+        }
+    }
+}
+
 /// The hot reads, as prepared statements: each connection parses and plans them once (planning was
 /// the largest part of PostgreSQL's time per lookup and refresh; see docs/benchmarks.md).
 ///
@@ -367,32 +378,23 @@ public struct PostgresAccountRepository: AccountRepository {
 /// since its last ANALYZE, or any generic plan): a lookup then read every user of its tenant.
 struct UsersByID: UsersOfScopeStatement {
     static let name = "tessera_users_by_id"
-    static let sql = """
-        SELECT u.tenant_id, u.local_id, u.email, u.email_verified, u.display_name, u.photo_url, u.disabled,
+    /// A user `u` and one of its provider links `l` (`UserRow`).
+    static let columns = """
+        u.tenant_id, u.local_id, u.email, u.email_verified, u.display_name, u.photo_url, u.disabled,
             u.custom_attributes, u.valid_since, u.created_at, u.last_login_at, u.last_refresh_at,
-            CASE WHEN u.password_hash IS NOT NULL THEN u.password_updated_at END, u.phone_number, u.custom_auth
+            CASE WHEN u.password_hash IS NOT NULL THEN u.password_updated_at END, u.phone_number, u.custom_auth,
+            l.provider_id, l.raw_id, l.federated_id, l.email, l.display_name, l.photo_url, l.screen_name
+        """
+    static let sql = """
+        SELECT \(columns)
         FROM unnest($2::text[]) AS wanted (local_id)
         CROSS JOIN LATERAL (
             SELECT * FROM users WHERE tenant_id = $1 AND local_id = wanted.local_id OFFSET 0) AS u
-        """
-    typealias Row = PostgresAccountRepository.UserRow
-    var scope: String
-    var localIds: [String]
-
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
-}
-
-struct ProviderLinksByUser: UsersOfScopeStatement {
-    static let name = "tessera_provider_links_by_user"
-    static let sql = """
-        SELECT l.local_id, l.provider_id, l.raw_id, l.federated_id, l.email, l.display_name, l.photo_url,
-            l.screen_name
-        FROM unnest($2::text[]) AS wanted (local_id)
-        CROSS JOIN LATERAL (
-            SELECT * FROM provider_links WHERE tenant_id = $1 AND local_id = wanted.local_id OFFSET 0) AS l
+        LEFT JOIN LATERAL (
+            SELECT * FROM provider_links WHERE tenant_id = $1 AND local_id = wanted.local_id OFFSET 0) AS l ON true
         ORDER BY l.provider_id
         """
-    typealias Row = (String, String, String, String?, String?, String?, String?, String?)
+    typealias Row = PostgresAccountRepository.UserRow
     var scope: String
     var localIds: [String]
 
