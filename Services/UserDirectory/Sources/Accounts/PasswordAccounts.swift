@@ -48,14 +48,19 @@ struct ScopeFlags {
             lock
             ? try await connection.execute(ScopeFlagsLocked(scope: scope), logger: logger)
             : try await connection.execute(ScopeFlagsRead(scope: scope), logger: logger)
-        for try await row in rows {
-            if row.0 { throw FirebaseError.invalid("PROJECT_DISABLED") }
-            return ScopeFlags(
-                allowPasswordSignup: row.1, disabledUserSignup: row.2, enableAnonymousUser: row.3,
-                disabledUserDeletion: row.4, autodeleteAnonymousUsers: row.5, emailPrivacy: row.6,
-                rateLimits: RateLimitSettings.decode(row.7))
-        }
+        for try await row in rows { return try ScopeFlags(row) }
         throw FirebaseError.invalid("TENANT_NOT_FOUND")
+    }
+}
+
+extension ScopeFlags {
+    /// The switches from a row of `ScopeFlagsRead.columns`.
+    init(_ row: ScopeFlagsRead.Row) throws {
+        if row.0 { throw FirebaseError.invalid("PROJECT_DISABLED") }
+        self.init(
+            allowPasswordSignup: row.1, disabledUserSignup: row.2, enableAnonymousUser: row.3,
+            disabledUserDeletion: row.4, autodeleteAnonymousUsers: row.5, emailPrivacy: row.6,
+            rateLimits: RateLimitSettings.decode(row.7))
     }
 }
 
@@ -129,12 +134,20 @@ extension PostgresAccountRepository {
     }
 
     /// `accounts:signInWithPassword` (B.2.1, B.5.9, B.5.13). Unknown accounts cost a hash too, so
-    /// that answers for known and unknown emails take comparable time.
+    /// that answers for known and unknown emails take comparable time. Two statements besides the
+    /// hash: the scope's switches with the account, then the sign-in itself.
     public func signInWithPassword(_ request: SignInWithPasswordRequest, logger: Logger) async throws
         -> (UserRecord, SessionInfo)
     {
         let scope = scopeKey(request.tenantId)
-        let flags = try await flags(scope, logger: logger)
+        var candidate: PasswordSignInCandidate.Row?
+        for try await row in try await client.execute(
+            PasswordSignInCandidate(scope: scope, email: request.email), logger: logger)
+        {
+            candidate = row
+        }
+        guard let r = candidate else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+        let flags = try ScopeFlags((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7))
         if !flags.allowPasswordSignup { throw FirebaseError.invalid("PASSWORD_LOGIN_DISABLED") }
         // Attempts are counted before any hashing, per account and per address, so guessing costs
         // the guesser, not the hashing threads.
@@ -153,19 +166,12 @@ extension PostgresAccountRepository {
             }
         }
         let key = try await hashKey.get(client, logger: logger)
-        let rows = try await client.query(
-            """
-            SELECT local_id, disabled, password_algorithm, password_params, password_salt, password_hash
-            FROM users WHERE tenant_id = \(scope) AND email = \(request.email)
-            """, logger: logger)
-        var found: (String, Bool, String?, String?, String?, String?)?
-        for try await row in rows.decode((String, Bool, String?, String?, String?, String?).self) { found = row }
-        guard let (localId, disabled, algorithm, params, salt, hash) = found else {
+        guard let localId = r.8, let disabled = r.9 else {
             try await hasher.burn(request.password, key: key)
             throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "EMAIL_NOT_FOUND")
         }
         if disabled { throw FirebaseError.invalid("USER_DISABLED") }
-        guard let algorithm, let params, let salt, let hash else {
+        guard let algorithm = r.10, let params = r.11, let salt = r.12, let hash = r.13 else {
             try await hasher.burn(request.password, key: key)
             throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
         }
@@ -176,33 +182,29 @@ extension PostgresAccountRepository {
             throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
         }
         // Re-hash with the current parameters on a successful sign-in (A.9).
-        let rehashed = hasher.isOutdated(stored) ? try await hasher.hash(request.password, key: key) : nil
-        return try await client.transaction(logger: logger) { connection in
-            let now = Self.nowMillis()
-            // The password may have changed while it was being verified: then this sign-in used an old one.
-            let updated = try await connection.query(
-                """
-                UPDATE users SET last_login_at = \(now),
-                    password_algorithm = \(rehashed?.algorithm ?? algorithm), password_params = \(rehashed?.params ?? params),
-                    password_salt = \(rehashed?.salt ?? salt), password_hash = \(rehashed?.hash ?? hash)
-                WHERE tenant_id = \(scope) AND local_id = \(localId) AND password_hash = \(hash) AND NOT disabled
-                RETURNING local_id
-                """, logger: logger)
-            var stillValid = false
-            for try await _ in updated.decode(String.self) { stillValid = true }
-            guard stillValid else {
-                throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
-            }
-            let session = try await Self.createSession(
-                connection, scope: scope, localId: localId, provider: "password", authTime: now / 1000,
-                refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt, logger: logger
-            )
-            guard
-                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                    .first
-            else { throw FirebaseError.internal }
-            return (user, session)
+        let current = hasher.isOutdated(stored) ? try await hasher.hash(request.password, key: key) : stored
+        let now = Self.nowMillis()
+        let familyId = UUID()
+        // One statement, so atomic: it signs in only if the password is still the one verified (it
+        // may have changed meanwhile) and the account is still enabled.
+        var users = UserRows()
+        for try await row in try await client.execute(
+            PasswordSignIn(
+                scope: scope, localId: localId, verifiedHash: hash, current: current, nowMillis: now,
+                familyId: familyId, session: request.session),
+            logger: logger)
+        {
+            users.add(row)
         }
+        guard let user = users.byId[localId] else {
+            throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
+        }
+        return (
+            user,
+            SessionInfo(
+                familyId: familyId.uuidString.lowercased(), signInProvider: "password", authTime: now / 1000,
+                tokenIssuedAt: now / 1000, extraClaims: nil)
+        )
     }
 
     /// What `createAuthUri` may tell about an email (B.2.1, B.5.9).
@@ -382,11 +384,12 @@ extension ScopeFlagsStatement {
 
 struct ScopeFlagsRead: ScopeFlagsStatement {
     static let name = "tessera_scope_flags"
-    static let sql = """
-        SELECT t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
+    /// The switches, of `tenants t CROSS JOIN project_config p`.
+    static let columns = """
+        t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
             t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits
-        FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1
         """
+    static let sql = "SELECT \(columns) FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1"
     typealias Row = (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?)
     var scope: String
 }
@@ -397,4 +400,85 @@ struct ScopeFlagsLocked: ScopeFlagsStatement {
     static let sql = ScopeFlagsRead.sql + " FOR SHARE OF t"
     typealias Row = ScopeFlagsRead.Row
     var scope: String
+}
+
+/// A password sign-in's first read: the scope's switches (no row: no such scope) and the account
+/// with that email, if any, with its stored password. `$1` the scope, `$2` the email.
+struct PasswordSignInCandidate: PostgresPreparedStatement {
+    static let name = "tessera_password_sign_in_candidate"
+    static let sql = """
+        SELECT \(ScopeFlagsRead.columns),
+            u.local_id, u.disabled, u.password_algorithm, u.password_params, u.password_salt, u.password_hash
+        FROM tenants t CROSS JOIN project_config p
+        LEFT JOIN users u ON u.tenant_id = t.tenant_id AND u.email = $2
+        WHERE t.tenant_id = $1
+        """
+    typealias Row = (
+        Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, String?, Bool?, String?, String?, String?, String?
+    )
+    var scope: String
+    var email: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(scope)
+        bindings.append(email)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// A verified password sign-in, in one statement: the login time and the (possibly re-hashed)
+/// password are written only while the stored hash is still `verifiedHash` and the account is
+/// enabled; the session (family and first refresh token) is created from that row, and the user
+/// record comes back as `UsersByID` returns it. No rows: nothing was written.
+struct PasswordSignIn: PostgresPreparedStatement {
+    static let name = "tessera_password_sign_in"
+    static let sql = """
+        WITH u AS (
+            UPDATE users SET last_login_at = $3, password_algorithm = $4, password_params = $5,
+                password_salt = $6, password_hash = $7
+            WHERE tenant_id = $1 AND local_id = $2 AND password_hash = $8 AND NOT disabled
+            RETURNING *
+        ), family AS (
+            INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                expires_at, created_at)
+            SELECT tenant_id, $9, local_id, 'password', $3 / 1000, to_timestamp($10), to_timestamp($3 / 1000)
+            FROM u
+        ), token AS (
+            INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
+            SELECT $11, tenant_id, $9, $3 / 1000 FROM u
+        )
+        SELECT \(UsersByID.columns)
+        FROM u LEFT JOIN LATERAL (
+            SELECT * FROM provider_links WHERE tenant_id = u.tenant_id AND local_id = u.local_id OFFSET 0) AS l ON true
+        ORDER BY l.provider_id
+        """
+    typealias Row = PostgresAccountRepository.UserRow
+    var scope: String
+    var localId: String
+    var verifiedHash: String
+    var current: StoredPassword
+    var nowMillis: Int64
+    var familyId: UUID
+    var session: NewSession
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 11)
+        bindings.append(scope)
+        bindings.append(localId)
+        bindings.append(nowMillis)
+        bindings.append(current.algorithm)
+        bindings.append(current.params)
+        bindings.append(current.salt)
+        bindings.append(current.hash)
+        bindings.append(verifiedHash)
+        bindings.append(familyId)
+        bindings.append(Double(session.expiresAt))
+        bindings.append(session.refreshTokenHash)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
