@@ -60,6 +60,8 @@ let package = Package(
                 .product(name: "ServiceContextModule", package: "swift-service-context"),
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Shared",
             swiftSettings: swiftSettings

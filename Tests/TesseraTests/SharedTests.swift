@@ -191,4 +191,18 @@ struct TraceExportTests {
         #expect(try ConfigReader(["TESSERA_SHUTDOWN_TIMEOUT": "5s"]).shutdownTimeout() == .seconds(5))
         #expect(throws: ConfigError.self) { try ConfigReader(["TESSERA_SHUTDOWN_TIMEOUT": "soon"]).shutdownTimeout() }
     }
+
+    @Test("tasks run on the event loops unless TESSERA_TASKS_ON_EVENT_LOOPS says false; junk is refused")
+    func tasksOnEventLoops() throws {
+        #expect(try TaskExecutorSetup.enabled(ConfigReader([:])))
+        #expect(try !TaskExecutorSetup.enabled(ConfigReader(["TESSERA_TASKS_ON_EVENT_LOOPS": "false"])))
+        #expect(throws: ConfigError.self) {
+            try TaskExecutorSetup.enabled(ConfigReader(["TESSERA_TASKS_ON_EVENT_LOOPS": "sometimes"]))
+        }
+        // Refused, or turned off, before anything is installed (this process keeps Swift's pool).
+        #expect(throws: ConfigError.self) {
+            try TaskExecutorSetup.install(ConfigReader(["TESSERA_TASKS_ON_EVENT_LOOPS": "sometimes"]))
+        }
+        #expect(try TaskExecutorSetup.install(ConfigReader(["TESSERA_TASKS_ON_EVENT_LOOPS": "no"])) == .swiftPool)
+    }
 }

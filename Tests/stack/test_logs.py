@@ -31,6 +31,15 @@ def test_every_service_logs_json_lines_with_the_standard_fields(stack):
             assert entry["service"] == service, entry
 
 
+def test_every_service_runs_its_tasks_on_the_event_loops(stack):
+    """TESSERA_TASKS_ON_EVENT_LOOPS defaults to true, and each service says at startup that NIO's
+    hook is installed (a fallback to Swift's pool is logged as a warning with another value)."""
+    for service in ("token-service", "user-directory", "cleanup-worker"):
+        executors = [e["tasks.executor"] for e in log_lines(stack, service) if "tasks.executor" in e]
+        assert executors, f"{service} did not log where its tasks run"
+        assert executors[-1] == "event-loops", f"{service}: {executors}"
+
+
 def test_a_request_id_is_carried_across_services(stack, client, tenant_id):
     request_id = "trace-" + uuid.uuid4().hex
     resp = client.sign_up_raw(tenant_id, headers={"X-Request-ID": request_id})

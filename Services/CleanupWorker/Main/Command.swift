@@ -21,8 +21,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level (LOG_LEVEL).") var logLevel: String?
 
     func run() async throws {
+        let executor = try TaskExecutorSetup.install()
         LogSetup.bootstrap(level: logLevel)
         let logger = Logger(label: "cleanup-worker")
+        executor.log(to: logger)
         var configuration = try CleanupWorkerConfiguration(environment: ConfigReader())
         if let hostname { configuration.hostname = hostname }
         if let port { configuration.port = port }

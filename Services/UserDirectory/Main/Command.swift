@@ -29,7 +29,9 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func run() async throws {
+        let executor = try TaskExecutorSetup.install()
         let logger = options.logger("user-directory")
+        executor.log(to: logger)
         var configuration = try DirectoryConfiguration(environment: ConfigReader())
         if let hostname = options.hostname { configuration.hostname = hostname }
         if let port = options.port { configuration.port = port }
