@@ -136,6 +136,36 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test("a rotation returns the user as it now is: this refresh's time, its provider links in order")
+    func rotationReturnsTheUser() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
+            let tenant = "rotation-tenant"
+            let (localId, first) = try await newSession(client, tenant: tenant)
+            for (provider, rawId) in [("google.com", "g-1"), ("apple.com", "a-1")] {
+                try await client.query(
+                    """
+                    INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, email)
+                    VALUES (\(tenant), \(provider), \(rawId), \(localId), 'someone@example.com')
+                    """, logger: logger)
+            }
+            try await client.query(
+                "UPDATE users SET last_refresh_at = 1, display_name = 'Ada' WHERE tenant_id = \(tenant) AND local_id = \(localId)",
+                logger: logger)
+            let before = PostgresAccountRepository.nowMillis()
+            let rotated = try await accounts.rotateRefreshToken(rotation(first, "r-second"), logger: logger)
+            #expect(rotated.outcome == .rotated)
+            #expect(rotated.user.localId == localId && rotated.user.displayName == "Ada")
+            // Written by the rotation itself, not read before it.
+            #expect((rotated.user.lastRefreshAt ?? 0) >= before)
+            #expect(rotated.user.providerUserInfo.map(\.providerId) == ["apple.com", "google.com"])
+            let replay = try await accounts.rotateRefreshToken(rotation(first, "r-other"), logger: logger)
+            #expect(replay.outcome == .replayed && replay.user.lastRefreshAt == rotated.user.lastRefreshAt)
+            #expect(replay.user.providerUserInfo.map(\.rawId) == ["a-1", "g-1"])
+        }
+    }
+
     @Test("a session ends when idle too long or past its absolute lifetime (A.2)")
     func sessionLifetimes() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in

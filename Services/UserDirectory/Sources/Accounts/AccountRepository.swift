@@ -265,10 +265,11 @@ public struct PostgresAccountRepository: AccountRepository {
         }
     }
 
-    /// A user's columns, then one provider link's (null for a user without links).
+    /// A user's columns, then one provider link's (null for a user without links). The user's are
+    /// all null in a row that has no user (a refused rotation); `UserRows` skips those.
     typealias UserRow = (
-        String, String, String?, Bool, String?, String?, Bool, String?, Int64, Int64, Int64?, Int64?, Int64?, String?,
-        Bool, String?, String?, String?, String?, String?, String?, String?
+        String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?, Int64?,
+        String?, Bool?, String?, String?, String?, String?, String?, String?, String?
     )
 
     /// Users of one scope by id, with their provider links, in the order asked for: one statement,
@@ -288,8 +289,8 @@ public struct PostgresAccountRepository: AccountRepository {
 
     typealias RotationRow = (String, String?, UUID?, String?, String?, Int64?, String?, String?, Int64?)
 
-    /// Rotates a refresh token: one statement (migration 9's function) makes every check of A.2 and
-    /// the rotation atomically, under the family's row lock; the user record is read afterwards.
+    /// Rotates a refresh token: one statement (migration 11's function) makes every check of A.2 and
+    /// the rotation atomically, under the family's row lock, and returns the user with its links.
     public func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
         -> RotateRefreshTokenResponse
     {
@@ -300,7 +301,11 @@ public struct PostgresAccountRepository: AccountRepository {
                 graceSeconds: Double(request.graceSeconds), idleSeconds: Double(request.idleSeconds), nowMillis: now),
             logger: logger)
         var answer: RotationRow?
-        for try await row in rows { answer = row }
+        var users = UserRows()
+        for try await (rotation, user) in rows {
+            answer = rotation
+            users.add(user)
+        }
         guard let (outcome, scope, familyId, localId, provider, authTime, extraClaims, sealed, issuedAt) = answer,
             outcome == "rotated" || outcome == "replayed", let scope, let familyId, let localId, let provider,
             let authTime, let issuedAt
@@ -316,11 +321,7 @@ public struct PostgresAccountRepository: AccountRepository {
                 throw FirebaseError.internal
             }
         }
-        guard
-            let user = try await client.withConnection({
-                try await Self.fetchUsers($0, scope: scope, localIds: [localId], logger: logger)
-            }).first
-        else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        guard let user = users.byId[localId] else { throw FirebaseError.invalid("USER_NOT_FOUND") }
         let session = SessionInfo(
             familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
             tokenIssuedAt: issuedAt, extraClaims: extraClaims)
@@ -343,13 +344,16 @@ struct UserRows {
     private(set) var byId: [String: UserRecord] = [:]
 
     mutating func add(_ r: PostgresAccountRepository.UserRow) {
-        if byId[r.1] == nil {
+        guard let scope = r.0, let localId = r.1, let emailVerified = r.3, let disabled = r.6,
+            let validSince = r.8, let createdAt = r.9, let customAuth = r.14
+        else { return }
+        if byId[localId] == nil {
             var user = UserRecord(
-                tenantId: wireTenantID(r.0), localId: r.1, email: r.2, emailVerified: r.3, displayName: r.4,
-                photoUrl: r.5, disabled: r.6, customAttributes: r.7, validSince: r.8, createdAt: r.9,
-                lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
+                tenantId: wireTenantID(scope), localId: localId, email: r.2, emailVerified: emailVerified,
+                displayName: r.4, photoUrl: r.5, disabled: disabled, customAttributes: r.7, validSince: validSince,
+                createdAt: createdAt, lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
             user.phoneNumber = r.13
-            user.customAuth = r.14 ? true : nil
+            user.customAuth = customAuth ? true : nil
             // The password provider entry is derived, never stored: present iff email and password (B.6).
             if let email = user.email, user.hasPassword {
                 user.providerUserInfo.append(
@@ -357,10 +361,10 @@ struct UserRows {
                         providerId: "password", rawId: email, federatedId: email, email: email,
                         displayName: user.displayName, photoUrl: user.photoUrl))
             }
-            byId[r.1] = user
+            byId[localId] = user
         }
         if let providerId = r.15, let rawId = r.16 {
-            byId[r.1]?.providerUserInfo.append(
+            byId[localId]?.providerUserInfo.append(
                 ProviderUserInfo(
                     providerId: providerId, rawId: rawId, federatedId: r.17, email: r.18, displayName: r.19,
                     photoUrl: r.20, screenName: r.21))
@@ -420,12 +424,18 @@ extension UsersOfScopeStatement {
 
 struct RotateRefreshToken: PostgresPreparedStatement {
     static let name = "tessera_rotate_refresh_token"
+    /// The rotation (migration 11's function), then the user it read or wrote and its provider links
+    /// (a row per link), as `UsersByID` returns them.
     static let sql = """
-        SELECT o_outcome, o_scope, o_family, o_local_id, o_provider, o_auth_time, o_extra_claims, o_sealed,
-            o_token_issued_at
-        FROM tessera_rotate_refresh_token($1, $2, $3, $4, $5, $6)
+        SELECT r.o_outcome, r.o_scope, r.o_family, r.o_local_id, r.o_provider, r.o_auth_time, r.o_extra_claims,
+            r.o_sealed, r.o_token_issued_at, \(UsersByID.columns)
+        FROM tessera_rotate_refresh_token($1, $2, $3, $4, $5, $6) AS r
+        CROSS JOIN LATERAL (SELECT (r.o_user).*) AS u
+        LEFT JOIN LATERAL (
+            SELECT * FROM provider_links WHERE tenant_id = r.o_scope AND local_id = r.o_local_id OFFSET 0) AS l ON true
+        ORDER BY l.provider_id
         """
-    typealias Row = PostgresAccountRepository.RotationRow
+    typealias Row = (PostgresAccountRepository.RotationRow, PostgresAccountRepository.UserRow)
     var tokenHash: String
     var newTokenHash: String
     var sealed: String
@@ -444,5 +454,19 @@ struct RotateRefreshToken: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let r = try row.decode(
+            (
+                String, String?, UUID?, String?, String?, Int64?, String?, String?, Int64?,
+                String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?,
+                Int64?, String?, Bool?, String?, String?, String?, String?, String?, String?, String?
+            ).self)
+        return (
+            (r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8),
+            (
+                r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18, r.19, r.20, r.21, r.22, r.23, r.24, r.25,
+                r.26, r.27, r.28, r.29, r.30
+            )
+        )
+    }
 }
