@@ -166,6 +166,38 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test("a client's lookup: the user with its links, or TENANT_NOT_FOUND, PROJECT_DISABLED, USER_NOT_FOUND")
+    func lookupOfOneUser() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let accounts = PostgresAccountRepository(
+                client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
+            let tenant = "lookup-tenant"
+            let (localId, _) = try await newSession(client, tenant: tenant)
+            let (other, _) = try await newSession(client, tenant: tenant)
+            for (provider, rawId) in [("google.com", "g-1"), ("apple.com", "a-1")] {
+                try await client.query(
+                    """
+                    INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id)
+                    VALUES (\(tenant), \(provider), \(rawId), \(localId))
+                    """, logger: logger)
+            }
+            let user = try await accounts.userForClient(scope: tenant, localId: localId, logger: logger)
+            #expect(user.localId == localId && user.providerUserInfo.map(\.rawId) == ["a-1", "g-1"])
+            let unlinked = try await accounts.userForClient(scope: tenant, localId: other, logger: logger)
+            #expect(unlinked.localId == other && unlinked.providerUserInfo.isEmpty)
+            await expectFirebaseError("USER_NOT_FOUND") {
+                _ = try await accounts.userForClient(scope: tenant, localId: "nobody", logger: logger)
+            }
+            await expectFirebaseError("TENANT_NOT_FOUND") {
+                _ = try await accounts.userForClient(scope: "no-such-tenant", localId: localId, logger: logger)
+            }
+            try await client.query("UPDATE tenants SET disable_auth = true WHERE tenant_id = \(tenant)", logger: logger)
+            await expectFirebaseError("PROJECT_DISABLED") {
+                _ = try await accounts.userForClient(scope: tenant, localId: localId, logger: logger)
+            }
+        }
+    }
+
     @Test("a session ends when idle too long or past its absolute lifetime (A.2)")
     func sessionLifetimes() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in

@@ -63,9 +63,13 @@ struct QueryPlanPostgresTests {
                 if tenant == "old" { try await client.query("ANALYZE users, provider_links", logger: logger) }
             }
             try await client.withConnection { connection in
-                for (name, sql) in [("users", UsersByID.sql)] {
+                let statements = [
+                    ("users", "(text, text[])", UsersByID.sql, "('grown', ARRAY['u7', 'u1999', 'none'])"),
+                    ("one_user", "(text, text)", UserOfEnabledScope.sql, "('grown', 'u7')"),
+                ]
+                for (name, types, sql, arguments) in statements {
                     try await connection.query(
-                        PostgresQuery(unsafeSQL: "PREPARE \(name) (text, text[]) AS \(sql)"), logger: logger)
+                        PostgresQuery(unsafeSQL: "PREPARE \(name) \(types) AS \(sql)"), logger: logger)
                     // A custom plan (the planner sees the values), then the generic one a prepared
                     // statement settles on.
                     for mode in ["force_custom_plan", "force_generic_plan"] {
@@ -73,7 +77,7 @@ struct QueryPlanPostgresTests {
                             PostgresQuery(unsafeSQL: "SET plan_cache_mode = \(mode)"), logger: logger)
                         let (removed, tenantScans, text) = try await Self.explain(
                             connection,
-                            "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE \(name) ('grown', ARRAY['u7', 'u1999', 'none'])",
+                            "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE \(name) \(arguments)",
                             logger: logger)
                         #expect(removed == 0, "\(name), \(mode): rows read and filtered away\n\(text)")
                         #expect(tenantScans == 0, "\(name), \(mode): a scan not keyed by local_id\n\(text)")

@@ -157,15 +157,21 @@ public struct PostgresAccountRepository: AccountRepository {
             tokenIssuedAt: authTime, extraClaims: extraClaims)
     }
 
+    /// A user as its own client sees it (`accounts:lookup`): one statement checks the scope and reads
+    /// the user with its links.
     public func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord {
-        try await client.withConnection { connection in
-            _ = try await ScopeFlags.read(connection, scope: scope, lock: false, logger: logger)
-            guard
-                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                    .first
-            else { throw FirebaseError.invalid("USER_NOT_FOUND") }
-            return user
+        var scopeDisabled: Bool?
+        var users = UserRows()
+        for try await (disabled, user) in try await client.execute(
+            UserOfEnabledScope(scope: scope, localId: localId), logger: logger)
+        {
+            scopeDisabled = disabled
+            users.add(user)
         }
+        guard let scopeDisabled else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+        if scopeDisabled { throw FirebaseError.invalid("PROJECT_DISABLED") }
+        guard let user = users.byId[localId] else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        return user
     }
 
     public func deleteByUser(scope: String, localId: String, logger: Logger) async throws {
@@ -419,6 +425,47 @@ extension UsersOfScopeStatement {
         bindings.append(scope)
         bindings.append(localIds)
         return bindings
+    }
+}
+
+/// One user of a scope with its links, and whether the scope is disabled: no row, no such scope; user
+/// columns all null, no such user. `$1` the scope, `$2` the user's id.
+struct UserOfEnabledScope: PostgresPreparedStatement {
+    static let name = "tessera_user_of_enabled_scope"
+    static let sql = """
+        SELECT t.disable_auth, \(UsersByID.columns)
+        FROM tenants t
+        LEFT JOIN LATERAL (
+            SELECT * FROM users WHERE tenant_id = $1 AND local_id = $2 OFFSET 0) AS u ON true
+        LEFT JOIN LATERAL (
+            SELECT * FROM provider_links WHERE tenant_id = $1 AND local_id = u.local_id OFFSET 0) AS l ON true
+        WHERE t.tenant_id = $1
+        ORDER BY l.provider_id
+        """
+    typealias Row = (Bool, PostgresAccountRepository.UserRow)
+    var scope: String
+    var localId: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(scope)
+        bindings.append(localId)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let r = try row.decode(
+            (
+                Bool, String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?,
+                Int64?, Int64?, String?, Bool?, String?, String?, String?, String?, String?, String?, String?
+            ).self)
+        return (
+            r.0,
+            (
+                r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18,
+                r.19, r.20, r.21, r.22
+            )
+        )
     }
 }
 
