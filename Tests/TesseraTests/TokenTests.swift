@@ -76,6 +76,37 @@ struct TokenTests {
         #expect(try JWS.verifyRS256(token, key: key.publicKey) == Data("{\"sub\":\"x\"}".utf8))
     }
 
+    @Test("a compact JWS is three segments: anything else, or over 16 KiB, is malformed; one changed byte fails")
+    func compactSegments() throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let payload = Data("{\"sub\":\"x\",\"name\":\"Zoë\"}".utf8)
+        let token = try JWS.signRS256(payload: payload, kid: "k", key: key)
+        #expect(try JWS.verifyRS256(token, publicKey: { $0 == "k" ? key.publicKey : nil }) == payload)
+        #expect(try JWS.unverifiedPayload(of: token) == payload)
+        #expect(try JWS.header(of: token) == JWS.Header(alg: "RS256", kid: "k", typ: "JWT"))
+        let parts = token.split(separator: ".").map(String.init)
+        let malformed = [
+            "", ".", "..", "a.b", parts[0] + "." + parts[1], token + ".", token + ".x", "." + parts[1] + "." + parts[2],
+            parts[0] + "." + parts[1] + ".", parts[0] + "é." + parts[1] + "." + parts[2],
+            parts[0] + "." + parts[1] + "." + String(repeating: "A", count: 16 * 1024),
+        ]
+        for candidate in malformed {
+            #expect(throws: JWS.Failure.malformed, "\(candidate.prefix(40))") {
+                try JWS.verifyRS256(candidate, key: key.publicKey)
+            }
+        }
+        // The signature covers exactly header.payload: one payload byte changed fails it.
+        let otherPayload = Base64URL.encode(Data("{\"sub\":\"y\",\"name\":\"Zoë\"}".utf8))
+        #expect(throws: JWS.Failure.badSignature) {
+            try JWS.verifyRS256(parts[0] + "." + otherPayload + "." + parts[2], key: key.publicKey)
+        }
+        #expect(throws: JWS.Failure.unknownKey) { try JWS.verifyRS256(token, publicKey: { _ in nil }) }
+        let none = Base64URL.encode(Data("{\"alg\":\"none\",\"kid\":\"k\"}".utf8))
+        #expect(throws: JWS.Failure.unsupportedAlgorithm) {
+            try JWS.verifyRS256(none + "." + parts[1] + "." + parts[2], key: key.publicKey)
+        }
+    }
+
     @Test("custom claims cannot override reserved claims")
     func reservedClaimsWin() throws {
         let keys = try TempKeys()
