@@ -78,17 +78,32 @@ public enum Base64URL {
 }
 
 public enum Secrets {
-    /// `count` bytes from the system CSPRNG.
+    /// `count` bytes from the system CSPRNG, eight per draw (each draw of a
+    /// `SystemRandomNumberGenerator` is a `getrandom` system call; it was one per byte).
     public static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(count + 7)
+        while bytes.count < count {
+            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
+        }
+        bytes.removeLast(bytes.count - count)
+        return bytes
     }
 
-    /// A random identifier of `length` characters from [A-Za-z0-9] (Firebase-style local ids are 28).
+    private static let alphanumerics = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+
+    /// A random identifier of `length` characters from [A-Za-z0-9] (Firebase-style local ids are 28),
+    /// uniform: bytes from 248 up are drawn again (248 = 4 × 62).
     public static func randomAlphanumeric(_ length: Int) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+        var result = [UInt8]()
+        result.reserveCapacity(length)
+        while result.count < length {
+            for byte in randomBytes(length - result.count + 8) where byte < 248 && result.count < length {
+                result.append(alphanumerics[Int(byte) % 62])
+            }
+        }
+        return String(decoding: result, as: UTF8.self)
     }
 
     /// Compares two secrets in time that depends only on their lengths, not on where they differ.

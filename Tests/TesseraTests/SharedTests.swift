@@ -47,6 +47,19 @@ struct SharedTests {
         }
     }
 
+    @Test("random bytes and identifiers have the asked length and use every symbol")
+    func randomness() {
+        for count in [0, 1, 7, 8, 9, 12, 32, 64] { #expect(Secrets.randomBytes(count).count == count) }
+        #expect(Secrets.randomBytes(32) != Secrets.randomBytes(32))
+        let all = Set((0..<64).flatMap { _ in Secrets.randomBytes(64) })
+        #expect(all.count > 250, "\(all.count) distinct byte values in 4,096 bytes")
+        let ids = (0..<400).map { _ in Secrets.randomAlphanumeric(28) }
+        #expect(ids.allSatisfy { $0.utf8.count == 28 } && Set(ids).count == ids.count)
+        let symbols = Set(ids.joined())
+        #expect(symbols == Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"))
+        #expect(Secrets.randomAlphanumeric(0).isEmpty)
+    }
+
     @Test("secret comparison is exact")
     func constantTime() {
         #expect(Secrets.constantTimeEquals("owner", "owner"))
