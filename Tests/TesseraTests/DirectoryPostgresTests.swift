@@ -106,6 +106,17 @@ struct DirectoryPostgresTests {
         return (user.localId, hash)
     }
 
+    /// Links google.com (raw id g-1) and then apple.com (a-1) to a user.
+    func linkTwoProviders(_ client: PostgresClient, tenant: String, localId: String) async throws {
+        for (provider, rawId) in [("google.com", "g-1"), ("apple.com", "a-1")] {
+            try await client.query(
+                """
+                INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id)
+                VALUES (\(tenant), \(provider), \(rawId), \(localId))
+                """, logger: logger)
+        }
+    }
+
     func rotation(_ old: String, _ new: String, grace: Int64 = 10) -> RotateRefreshTokenRequest {
         RotateRefreshTokenRequest(
             tokenHash: old, newTokenHash: new, sealedSuccessor: "sealed:\(new)",
@@ -143,13 +154,7 @@ struct DirectoryPostgresTests {
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let tenant = "rotation-tenant"
             let (localId, first) = try await newSession(client, tenant: tenant)
-            for (provider, rawId) in [("google.com", "g-1"), ("apple.com", "a-1")] {
-                try await client.query(
-                    """
-                    INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, email)
-                    VALUES (\(tenant), \(provider), \(rawId), \(localId), 'someone@example.com')
-                    """, logger: logger)
-            }
+            try await linkTwoProviders(client, tenant: tenant, localId: localId)
             try await client.query(
                 "UPDATE users SET last_refresh_at = 1, display_name = 'Ada' WHERE tenant_id = \(tenant) AND local_id = \(localId)",
                 logger: logger)
@@ -174,13 +179,7 @@ struct DirectoryPostgresTests {
             let tenant = "lookup-tenant"
             let (localId, _) = try await newSession(client, tenant: tenant)
             let (other, _) = try await newSession(client, tenant: tenant)
-            for (provider, rawId) in [("google.com", "g-1"), ("apple.com", "a-1")] {
-                try await client.query(
-                    """
-                    INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id)
-                    VALUES (\(tenant), \(provider), \(rawId), \(localId))
-                    """, logger: logger)
-            }
+            try await linkTwoProviders(client, tenant: tenant, localId: localId)
             let user = try await accounts.userForClient(scope: tenant, localId: localId, logger: logger)
             #expect(user.localId == localId && user.providerUserInfo.map(\.rawId) == ["a-1", "g-1"])
             let unlinked = try await accounts.userForClient(scope: tenant, localId: other, logger: logger)

@@ -430,7 +430,7 @@ extension UsersOfScopeStatement {
 
 /// One user of a scope with its links, and whether the scope is disabled: no row, no such scope; user
 /// columns all null, no such user. `$1` the scope, `$2` the user's id.
-struct UserOfEnabledScope: PostgresPreparedStatement {
+struct UserOfEnabledScope: ScopeAndTextStatement {
     static let name = "tessera_user_of_enabled_scope"
     static let sql = """
         SELECT t.disable_auth, \(UsersByID.columns)
@@ -445,13 +445,7 @@ struct UserOfEnabledScope: PostgresPreparedStatement {
     typealias Row = (Bool, PostgresAccountRepository.UserRow)
     var scope: String
     var localId: String
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
-        bindings.append(scope)
-        bindings.append(localId)
-        return bindings
-    }
+    var text: String { localId }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let r = try row.decode(
@@ -466,6 +460,21 @@ struct UserOfEnabledScope: PostgresPreparedStatement {
                 r.19, r.20, r.21, r.22
             )
         )
+    }
+}
+
+/// A prepared statement whose parameters are `$1` the scope and `$2` one text value.
+protocol ScopeAndTextStatement: PostgresPreparedStatement {
+    var scope: String { get }
+    var text: String { get }
+}
+
+extension ScopeAndTextStatement {
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(scope)
+        bindings.append(text)
+        return bindings
     }
 }
 
