@@ -48,9 +48,9 @@ public enum JWS {
     /// grapheme clusters: it was a fifth of the token service's CPU per lookup). Tokens over 16 KiB
     /// are refused before they are looked at.
     struct Segments {
-        var header: Substring
-        var payload: Substring
-        var signature: Substring
+        var header: Substring.UTF8View
+        var payload: Substring.UTF8View
+        var signature: Substring.UTF8View
         /// `header.payload`, the bytes the signature covers.
         var signingInput: Data
 
@@ -62,14 +62,16 @@ public enum JWS {
             guard let second = bytes[afterFirst...].firstIndex(of: dot) else { throw Failure.malformed }
             let afterSecond = bytes.index(after: second)
             guard !bytes[afterSecond...].contains(dot) else { throw Failure.malformed }
-            header = token[..<first]
-            payload = token[afterFirst..<second]
-            signature = token[afterSecond...]
+            // Byte ranges, not `String` slices: a slice of the String would round an index that
+            // is not on a grapheme boundary.
+            header = bytes[..<first]
+            payload = bytes[afterFirst..<second]
+            signature = bytes[afterSecond...]
             signingInput = Data(bytes[..<second])
         }
 
         func decodedHeader() throws -> Header {
-            guard let data = Base64URL.decode(header),
+            guard let data = Base64URL.decode(utf8: header),
                 let header = try? JSONDecoder().decode(Header.self, from: data)
             else { throw Failure.malformed }
             return header
@@ -101,8 +103,8 @@ public enum JWS {
     }
 
     private static func verifyRS256(_ segments: Segments, key: _RSA.Signing.PublicKey) throws -> Data {
-        guard let payload = Base64URL.decode(segments.payload),
-            let signatureBytes = Base64URL.decode(segments.signature), !signatureBytes.isEmpty
+        guard let payload = Base64URL.decode(utf8: segments.payload),
+            let signatureBytes = Base64URL.decode(utf8: segments.signature), !signatureBytes.isEmpty
         else { throw Failure.malformed }
         let signature = _RSA.Signing.RSASignature(rawRepresentation: signatureBytes)
         guard key.isValidSignature(signature, for: segments.signingInput, padding: .insecurePKCS1v1_5) else {
@@ -115,7 +117,7 @@ public enum JWS {
 extension JWS {
     /// The payload of a compact JWS without verifying anything (to read `iss` before the key is known).
     public static func unverifiedPayload(of token: String) throws -> Data {
-        guard let payload = Base64URL.decode(try Segments(token).payload) else { throw Failure.malformed }
+        guard let payload = Base64URL.decode(utf8: try Segments(token).payload) else { throw Failure.malformed }
         return payload
     }
 
@@ -123,8 +125,8 @@ extension JWS {
     public static func verifyES256(_ token: String, key: P256.Signing.PublicKey) throws -> Data {
         let segments = try Segments(token)
         guard try segments.decodedHeader().alg == "ES256" else { throw Failure.unsupportedAlgorithm }
-        guard let payload = Base64URL.decode(segments.payload),
-            let signatureBytes = Base64URL.decode(segments.signature),
+        guard let payload = Base64URL.decode(utf8: segments.payload),
+            let signatureBytes = Base64URL.decode(utf8: segments.signature),
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes)
         else { throw Failure.malformed }
         guard key.isValidSignature(signature, for: segments.signingInput) else { throw Failure.badSignature }

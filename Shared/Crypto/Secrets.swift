@@ -51,7 +51,12 @@ public enum Base64URL {
     /// Decodes base64url (and, leniently, standard base64), with or without padding. Nil for any
     /// other character, misplaced padding or an impossible length.
     public static func decode(_ text: some StringProtocol) -> Data? {
-        var characters = Array(text.utf8)
+        decode(utf8: text.utf8)
+    }
+
+    /// The same, from UTF-8 bytes.
+    public static func decode(utf8: some Sequence<UInt8>) -> Data? {
+        var characters = Array(utf8)
         var padding = 0
         while let last = characters.last, last == UInt8(ascii: "=") {
             characters.removeLast()

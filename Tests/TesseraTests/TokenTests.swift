@@ -88,6 +88,8 @@ struct TokenTests {
         let malformed = [
             "", ".", "..", "a.b", parts[0] + "." + parts[1], token + ".", token + ".x", "." + parts[1] + "." + parts[2],
             parts[0] + "." + parts[1] + ".", parts[0] + "é." + parts[1] + "." + parts[2],
+            // A prepended or combining character makes the dot part of a grapheme cluster.
+            parts[0] + "\u{0600}." + parts[1] + "." + parts[2], parts[0] + ".\u{0301}" + parts[1] + "." + parts[2],
             parts[0] + "." + parts[1] + "." + String(repeating: "A", count: 16 * 1024),
         ]
         for candidate in malformed {

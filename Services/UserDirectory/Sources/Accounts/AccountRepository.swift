@@ -272,7 +272,8 @@ public struct PostgresAccountRepository: AccountRepository {
     }
 
     /// A user's columns, then one provider link's (null for a user without links). The user's are
-    /// all null in a row that has no user (a refused rotation); `UserRows` skips those.
+    /// all null in a row that has no user (a refused rotation, a lookup of no such user); `UserRows`
+    /// skips those.
     typealias UserRow = (
         String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?, Int64?,
         String?, Bool?, String?, String?, String?, String?, String?, String?, String?
