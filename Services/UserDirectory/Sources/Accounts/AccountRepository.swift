@@ -313,9 +313,9 @@ public struct PostgresAccountRepository: AccountRepository {
             answer = rotation
             users.add(user)
         }
-        guard let (outcome, scope, familyId, localId, provider, authTime, extraClaims, sealed, issuedAt) = answer,
-            outcome == "rotated" || outcome == "replayed", let scope, let familyId, let localId, let provider,
-            let authTime, let issuedAt
+        guard let (outcome, _, familyId, localId, provider, authTime, extraClaims, sealed, issuedAt) = answer,
+            outcome == "rotated" || outcome == "replayed", let familyId, let localId, let provider, let authTime,
+            let issuedAt
         else {
             switch answer?.0 {
             case "reuse"?:
