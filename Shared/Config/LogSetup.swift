@@ -48,7 +48,7 @@ public struct JSONLogHandler: LogHandler {
         if let provided = metadataProvider?.get() { fields.merge(provided) { _, new in new } }
         if let own = event.metadata { fields.merge(own) { _, new in new } }
         if let error = event.error { fields["error"] = .string(String(describing: error)) }
-        fields["time"] = .string(RFC3339.millis(fromEpochMillis: Self.nowMillis()))
+        fields["time"] = .string(RFC3339.millis(fromEpochMillis: RFC3339.nowMillis()))
         fields["level"] = .string(event.level.rawValue)
         fields["service"] = .string(label)
         fields["message"] = .string(event.message.description)
@@ -58,12 +58,6 @@ public struct JSONLogHandler: LogHandler {
         JSONLine.append(.dictionary(fields), to: &line)
         line.append(0x0A)
         Self.output.withLock { _ in JSONLine.write(line, to: STDERR_FILENO) }
-    }
-
-    static func nowMillis() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 }
 

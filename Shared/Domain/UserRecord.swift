@@ -124,6 +124,14 @@ public struct UserInfoWire: Codable, Sendable {
 }
 
 public enum RFC3339 {
+    /// The wall clock in whole milliseconds since the epoch (what `createdAt`, `lastLoginAt` and log
+    /// times are made of).
+    public static func nowMillis() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
     /// `2024-01-01T00:00:00.000Z`
     public static func millis(fromEpochMillis millis: Int64) -> String {
         // Whole seconds and milliseconds by integer arithmetic: a Double round-trip can turn .123

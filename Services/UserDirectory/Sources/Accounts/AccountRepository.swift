@@ -85,7 +85,7 @@ public struct PostgresAccountRepository: AccountRepository {
         self.oobCodeTTL = oobCodeTTL
     }
 
-    static func nowMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+    static func nowMillis() -> Int64 { RFC3339.nowMillis() }
 
     public func signUpAnonymous(
         scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String? = nil, logger: Logger
@@ -387,7 +387,7 @@ struct UserRows {
 /// The plain `tenant_id = $1 AND local_id = ANY($2)` was read by PostgreSQL 15 as an index scan on
 /// tenant_id with local_id as a filter whenever the tenant looked small to the planner (a tenant grown
 /// since its last ANALYZE, or any generic plan): a lookup then read every user of its tenant.
-struct UsersByID: UsersOfScopeStatement {
+struct UsersByID: ScopedStatement {
     static let name = "tessera_users_by_id"
     /// A user `u` and one of its provider links `l` (`UserRow`).
     static let columns = """
@@ -408,30 +408,33 @@ struct UsersByID: UsersOfScopeStatement {
     typealias Row = PostgresAccountRepository.UserRow
     var scope: String
     var localIds: [String]
+    var argument: [String] { localIds }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
-/// A prepared read of some users of one scope: `$1` the scope, `$2` the ids (one index probe each).
-/// Every prepared statement names itself: PostgresNIO's default name is `String(reflecting:)` of the
-/// type, computed on every execution (1.3% of the directory's CPU under refresh load).
-protocol UsersOfScopeStatement: PostgresPreparedStatement {
+/// A prepared statement whose parameters are `$1` the scope and `$2` one value (ids, an id, an
+/// email). Every prepared statement names itself: PostgresNIO's default name is
+/// `String(reflecting:)` of the type, computed on every execution (1.3% of the directory's CPU under
+/// refresh load).
+protocol ScopedStatement: PostgresPreparedStatement {
+    associatedtype Argument: PostgresDynamicTypeEncodable
     var scope: String { get }
-    var localIds: [String] { get }
+    var argument: Argument { get }
 }
 
-extension UsersOfScopeStatement {
+extension ScopedStatement {
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 2)
         bindings.append(scope)
-        bindings.append(localIds)
+        bindings.append(argument)
         return bindings
     }
 }
 
 /// One user of a scope with its links, and whether the scope is disabled: no row, no such scope; user
 /// columns all null, no such user. `$1` the scope, `$2` the user's id.
-struct UserOfEnabledScope: ScopeAndTextStatement {
+struct UserOfEnabledScope: ScopedStatement {
     static let name = "tessera_user_of_enabled_scope"
     static let sql = """
         SELECT t.disable_auth, \(UsersByID.columns)
@@ -446,7 +449,7 @@ struct UserOfEnabledScope: ScopeAndTextStatement {
     typealias Row = (Bool, PostgresAccountRepository.UserRow)
     var scope: String
     var localId: String
-    var text: String { localId }
+    var argument: String { localId }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let r = try row.decode(
@@ -461,21 +464,6 @@ struct UserOfEnabledScope: ScopeAndTextStatement {
                 r.19, r.20, r.21, r.22
             )
         )
-    }
-}
-
-/// A prepared statement whose parameters are `$1` the scope and `$2` one text value.
-protocol ScopeAndTextStatement: PostgresPreparedStatement {
-    var scope: String { get }
-    var text: String { get }
-}
-
-extension ScopeAndTextStatement {
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
-        bindings.append(scope)
-        bindings.append(text)
-        return bindings
     }
 }
 

@@ -404,7 +404,7 @@ struct ScopeFlagsLocked: ScopeFlagsStatement {
 
 /// A password sign-in's first read: the scope's switches (no row: no such scope) and the account
 /// with that email, if any, with its stored password. `$1` the scope, `$2` the email.
-struct PasswordSignInCandidate: ScopeAndTextStatement {
+struct PasswordSignInCandidate: ScopedStatement {
     static let name = "tessera_password_sign_in_candidate"
     static let sql = """
         SELECT \(ScopeFlagsRead.columns),
@@ -418,7 +418,7 @@ struct PasswordSignInCandidate: ScopeAndTextStatement {
     )
     var scope: String
     var email: String
-    var text: String { email }
+    var argument: String { email }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }

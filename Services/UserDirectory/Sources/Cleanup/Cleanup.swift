@@ -27,6 +27,43 @@ extension PostgresQuery.StringInterpolation {
         appendInterpolation(lease.token)
         appendLiteral(" AND expires_at > now() RETURNING token")
     }
+
+    /// The condition under which housekeeping prunes a row of `kind`'s table, on its unqualified
+    /// columns. Written once: the scope listing and the prune statement both use it.
+    mutating func appendInterpolation(prunable kind: Prunable, by request: HousekeepingRequest) {
+        func olderThan(_ column: String, _ seconds: Double) {
+            appendLiteral("\(column) < now() - make_interval(secs => ")
+            appendInterpolation(seconds)
+            appendLiteral(")")
+        }
+        let sessionRetention = request.sessionRetentionSeconds
+        appendLiteral("(")
+        switch kind {
+        case .session:
+            // Revoked, absolutely expired, or idle past the idle lifetime, then kept for the retention.
+            olderThan("revoked_at", sessionRetention)
+            appendLiteral(" OR ")
+            olderThan("expires_at", sessionRetention)
+            appendLiteral(" OR ")
+            olderThan("last_used_at", request.refreshIdleSeconds + sessionRetention)
+        case .code:
+            olderThan("used_at", request.codeRetentionSeconds)
+            appendLiteral(" OR ")
+            olderThan("expires_at", request.codeRetentionSeconds)
+        case .mail:
+            olderThan("delivered_at", request.mailRetentionSeconds)
+        case .counter:
+            // Rate-limit windows are an hour long; a day later nobody needs them.
+            appendLiteral("window_start < now() - interval '1 day'")
+        }
+        appendLiteral(")")
+    }
+}
+
+/// What housekeeping prunes: sessions (`refresh_families`), codes (`oob_codes`), delivered mail
+/// (`mail_outbox`) and rate-limit windows (`rate_counters`).
+enum Prunable {
+    case session, code, mail, counter
 }
 
 /// The directory's side of the anonymous cleanup and housekeeping (API.md A.6): the sweep lease,
@@ -152,25 +189,16 @@ struct CleanupStore: Sendable {
         // The scopes with anything to prune (one statement, instead of one pruning statement for each
         // of possibly thousands of tenants at every sweep), from the first (the default scope, "",
         // included) or after the one the last call finished.
-        let sessionRetention = request.sessionRetentionSeconds
         let scopes = try await client.query(
             """
             SELECT t.tenant_id FROM tenants t
             WHERE (\(request.after == nil) OR t.tenant_id > \(request.after ?? "")) AND (
-                EXISTS (SELECT 1 FROM refresh_families f WHERE f.tenant_id = t.tenant_id
-                    AND f.revoked_at < now() - make_interval(secs => \(sessionRetention)))
-                OR EXISTS (SELECT 1 FROM refresh_families f WHERE f.tenant_id = t.tenant_id
-                    AND f.expires_at < now() - make_interval(secs => \(sessionRetention)))
-                OR EXISTS (SELECT 1 FROM refresh_families f WHERE f.tenant_id = t.tenant_id
-                    AND f.last_used_at
-                        < now() - make_interval(secs => \(request.refreshIdleSeconds + sessionRetention)))
-                OR EXISTS (SELECT 1 FROM oob_codes c WHERE c.tenant_id = t.tenant_id
-                    AND (c.used_at < now() - make_interval(secs => \(request.codeRetentionSeconds))
-                        OR c.expires_at < now() - make_interval(secs => \(request.codeRetentionSeconds))))
-                OR EXISTS (SELECT 1 FROM mail_outbox m WHERE m.tenant_id = t.tenant_id
-                    AND m.delivered_at < now() - make_interval(secs => \(request.mailRetentionSeconds)))
-                OR EXISTS (SELECT 1 FROM rate_counters r WHERE r.tenant_id = t.tenant_id
-                    AND r.window_start < now() - interval '1 day'))
+                EXISTS (SELECT 1 FROM refresh_families f
+                    WHERE f.tenant_id = t.tenant_id AND \(prunable: .session, by: request))
+                OR EXISTS (SELECT 1 FROM oob_codes c WHERE c.tenant_id = t.tenant_id AND \(prunable: .code, by: request))
+                OR EXISTS (SELECT 1 FROM mail_outbox m WHERE m.tenant_id = t.tenant_id AND \(prunable: .mail, by: request))
+                OR EXISTS (SELECT 1 FROM rate_counters r
+                    WHERE r.tenant_id = t.tenant_id AND \(prunable: .counter, by: request)))
             ORDER BY t.tenant_id
             """, logger: logger)
         var tenants: [String] = []
@@ -201,40 +229,31 @@ struct CleanupStore: Sendable {
         -> HousekeepingResponse
     {
         let lease = request.lease
-        let sessionRetention = request.sessionRetentionSeconds
         let rows = try await client.query(
             """
             WITH lease AS (\(renewing: lease, for: request.ttlSeconds)), sessions AS (
                 DELETE FROM refresh_families WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
                     AND family_id IN (
-                        SELECT family_id FROM refresh_families WHERE tenant_id = \(tenant) AND (
-                            revoked_at < now() - make_interval(secs => \(sessionRetention))
-                            OR expires_at < now() - make_interval(secs => \(sessionRetention))
-                            OR last_used_at
-                                < now() - make_interval(secs => \(request.refreshIdleSeconds + sessionRetention)))
-                        LIMIT \(limit))
+                        SELECT family_id FROM refresh_families
+                        WHERE tenant_id = \(tenant) AND \(prunable: .session, by: request) LIMIT \(limit))
                 RETURNING 1
             ), codes AS (
                 DELETE FROM oob_codes WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
                     AND code_hash IN (
-                        SELECT code_hash FROM oob_codes WHERE tenant_id = \(tenant) AND (
-                            used_at < now() - make_interval(secs => \(request.codeRetentionSeconds))
-                            OR expires_at < now() - make_interval(secs => \(request.codeRetentionSeconds)))
-                        LIMIT \(limit))
+                        SELECT code_hash FROM oob_codes
+                        WHERE tenant_id = \(tenant) AND \(prunable: .code, by: request) LIMIT \(limit))
                 RETURNING 1
             ), mails AS (
                 DELETE FROM mail_outbox WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
                     AND id IN (
-                        SELECT id FROM mail_outbox WHERE tenant_id = \(tenant)
-                            AND delivered_at < now() - make_interval(secs => \(request.mailRetentionSeconds))
-                        LIMIT \(limit))
+                        SELECT id FROM mail_outbox
+                        WHERE tenant_id = \(tenant) AND \(prunable: .mail, by: request) LIMIT \(limit))
                 RETURNING 1
             ), counters AS (
-                -- Rate-limit windows are an hour long; a day later nobody needs them.
                 DELETE FROM rate_counters WHERE EXISTS (SELECT 1 FROM lease)
                     AND (tenant_id, bucket, key, window_start) IN (
                         SELECT tenant_id, bucket, key, window_start FROM rate_counters
-                        WHERE tenant_id = \(tenant) AND window_start < now() - interval '1 day' LIMIT \(limit))
+                        WHERE tenant_id = \(tenant) AND \(prunable: .counter, by: request) LIMIT \(limit))
             )
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM sessions), (SELECT count(*) FROM codes),
                 (SELECT count(*) FROM mails)

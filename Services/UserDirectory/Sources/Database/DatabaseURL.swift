@@ -27,7 +27,7 @@ extension PostgresClient.Configuration {
     /// connections open and sends no keep-alive queries.
     public mutating func applyPoolSettings(_ env: ConfigReader) throws {
         options.minimumConnections = try env.int("DATABASE_POOL_MIN", default: 4)
-        options.maximumConnections = try env.int("DATABASE_POOL_MAX", default: 20)
+        options.maximumConnections = try env.int("DATABASE_POOL_MAX", default: options.maximumConnections)
         guard options.minimumConnections >= 0, options.maximumConnections >= 1,
             options.minimumConnections <= options.maximumConnections
         else {
