@@ -1,4 +1,4 @@
-# Tessera — developer entry points. `make test` is exactly what CI runs (.ci/run).
+# Tessera — developer entry points. CI (.ci/run) runs `make test`, then `swift build -c release`.
 
 TESSERA_BUILD ?= debug
 export TESSERA_BUILD

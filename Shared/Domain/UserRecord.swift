@@ -127,9 +127,9 @@ public enum RFC3339 {
     /// The wall clock in whole milliseconds since the epoch (what `createdAt`, `lastLoginAt` and log
     /// times are made of).
     public static func nowMillis() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+        // Not `clock_gettime`: its `timespec` is owned by CDispatch's clang module here, which a
+        // whole-module (release) build refuses under MemberImportVisibility.
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
     }
 
     /// `2024-01-01T00:00:00.000Z`
