@@ -64,15 +64,14 @@ public struct JSONLogHandler: LogHandler {
 /// The JSON of one log line, written by hand: Foundation's `JSONSerialization` with sorted keys
 /// compared every key through ICU and formatted the time through a date style, which made the one
 /// info line of an anonymous sign-up about a tenth of the directory's CPU for that request.
-/// Object keys are sorted (Unicode scalar order), `/` is not escaped, other characters are escaped
-/// as JSON requires (`"`, `\`, and the control characters).
+/// Object keys are sorted (Unicode scalar order); strings are escaped by `JSONWriter.appendString`.
 enum JSONLine {
     static func append(_ value: Logger.Metadata.Value, to out: inout [UInt8]) {
         switch value {
         case .string(let text):
-            append(string: text, to: &out)
+            JSONWriter.appendString(text, to: &out)
         case .stringConvertible(let convertible):
-            append(string: convertible.description, to: &out)
+            JSONWriter.appendString(convertible.description, to: &out)
         case .array(let values):
             out.append(UInt8(ascii: "["))
             for (index, element) in values.enumerated() {
@@ -84,32 +83,12 @@ enum JSONLine {
             out.append(UInt8(ascii: "{"))
             for (index, field) in values.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                append(string: field.key, to: &out)
+                JSONWriter.appendString(field.key, to: &out)
                 out.append(UInt8(ascii: ":"))
                 append(field.value, to: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
-    }
-
-    static func append(string: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0F)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// Writes all of `bytes`, retrying short writes and interrupted calls; gives up on other errors

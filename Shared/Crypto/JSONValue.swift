@@ -60,3 +60,24 @@ public enum JSONValue: Codable, Sendable, Equatable {
         return nil
     }
 }
+
+/// Written by hand for the ID token's claims (`DirectJSONEncodable`), object members in the order
+/// of their names' UTF-8 bytes, so the same claims always make the same bytes (and the same token).
+extension JSONValue: DirectJSONEncodable {
+    public func writeJSON(to writer: inout JSONWriter) {
+        switch self {
+        case .null: writer.null()
+        case .bool(let value): writer.bool(value)
+        case .int(let value): writer.int(value)
+        case .double(let value): writer.double(value)
+        case .string(let value): writer.string(value)
+        case .array(let values): writer.array(values) { value, writer in value.writeJSON(to: &writer) }
+        case .object(let members):
+            writer.object { object in
+                for (name, value) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                    object.member(named: name) { value.writeJSON(to: &$0) }
+                }
+            }
+        }
+    }
+}

@@ -132,6 +132,14 @@ extension Request {
 
 public enum JSONBody {
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        if let direct = type as? any DirectJSONDecodable.Type {
+            // The internal requests of the hot paths (camelCase only: the token service writes them).
+            do {
+                if let value = try direct.init(jsonBytes: data) as? T { return value }
+            } catch {
+                throw FirebaseError.invalidJSON()
+            }
+        }
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         do {
@@ -173,10 +181,14 @@ public struct JSONResponse<Body: Encodable & Sendable>: ResponseGenerator {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
         var headers = self.headers
         headers[.contentType] = "application/json; charset=UTF-8"
+        if let direct = body as? any DirectJSONEncodable {
+            let bytes = direct.jsonBytes()
+            return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
         let data = try encoder.encode(body)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

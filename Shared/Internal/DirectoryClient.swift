@@ -33,7 +33,7 @@ public struct DirectoryClient: Sendable {
     public func call<Body: Encodable, Answer: Decodable>(
         _ path: String, _ body: Body, as answer: Answer.Type, requestID: String, logger: Logger
     ) async throws -> Answer {
-        let data = try JSONEncoder().encode(body)
+        let data = try (body as? any DirectJSONEncodable).map { Data($0.jsonBytes()) } ?? JSONEncoder().encode(body)
         var headers = HTTPHeaders()
         headers.add(name: "X-Tessera-Internal", value: secret)
         headers.add(name: "Content-Type", value: "application/json")
@@ -122,6 +122,10 @@ public struct DirectoryClient: Sendable {
     ) throws -> Answer {
         if (200..<300).contains(status) {
             do {
+                if let direct = Answer.self as? any DirectJSONDecodable.Type {
+                    // Succeeds for the answers that conform (the user and the session answers).
+                    if let answer = try direct.init(jsonBytes: bytes) as? Answer { return answer }
+                }
                 return try JSONDecoder().decode(Answer.self, from: bytes)
             } catch {
                 logger.error("undecodable internal answer", metadata: ["internal.path": .string(path)])

@@ -1,0 +1,95 @@
+/// Hand-written JSON (`DirectJSONEncodable`, `DirectJSONDecodable`) for the internal requests of
+/// the hot paths: lookup (`AccountRequest`), refresh (`RotateRefreshTokenRequest`) and anonymous
+/// sign-up (`SignUpAnonymousRequest`). The token service writes them, the directory reads them.
+
+extension AccountRequest: DirectJSONEncodable, DirectJSONDecodable {
+    public func writeJSON(to writer: inout JSONWriter) {
+        writer.object { object in
+            object.member("tenantId", tenantId)
+            object.member("localId", localId)
+        }
+    }
+
+    public init(json reader: inout JSONReader) throws {
+        var tenantId: String?
+        var localId: String?
+        try reader.object { key, reader in
+            switch key {
+            case "tenantId": tenantId = try reader.optionalString()
+            case "localId": localId = try reader.string()
+            default: try reader.skipValue()
+            }
+        }
+        guard let localId else { throw missingJSONMember("localId") }
+        self.init(tenantId: tenantId, localId: localId)
+    }
+}
+
+extension RotateRefreshTokenRequest: DirectJSONEncodable, DirectJSONDecodable {
+    public func writeJSON(to writer: inout JSONWriter) {
+        writer.object { object in
+            object.member("tokenHash", tokenHash)
+            object.member("newTokenHash", newTokenHash)
+            object.member("sealedSuccessor", sealedSuccessor)
+            object.member("graceSeconds", graceSeconds)
+            object.member("idleSeconds", idleSeconds)
+        }
+    }
+
+    public init(json reader: inout JSONReader) throws {
+        var tokenHash: String?
+        var newTokenHash: String?
+        var sealedSuccessor: String?
+        var graceSeconds: Int64?
+        var idleSeconds: Int64?
+        try reader.object { key, reader in
+            switch key {
+            case "tokenHash": tokenHash = try reader.string()
+            case "newTokenHash": newTokenHash = try reader.string()
+            case "sealedSuccessor": sealedSuccessor = try reader.string()
+            case "graceSeconds": graceSeconds = try reader.int()
+            case "idleSeconds": idleSeconds = try reader.int()
+            default: try reader.skipValue()
+            }
+        }
+        guard let tokenHash else { throw missingJSONMember("tokenHash") }
+        guard let newTokenHash else { throw missingJSONMember("newTokenHash") }
+        guard let sealedSuccessor else { throw missingJSONMember("sealedSuccessor") }
+        guard let graceSeconds else { throw missingJSONMember("graceSeconds") }
+        guard let idleSeconds else { throw missingJSONMember("idleSeconds") }
+        self.init(
+            tokenHash: tokenHash, newTokenHash: newTokenHash, sealedSuccessor: sealedSuccessor,
+            graceSeconds: graceSeconds, idleSeconds: idleSeconds)
+    }
+}
+
+extension SignUpAnonymousRequest: DirectJSONEncodable, DirectJSONDecodable {
+    public func writeJSON(to writer: inout JSONWriter) {
+        writer.object { object in
+            object.member("clientIP", clientIP)
+            object.member("tenantId", tenantId)
+            object.member("refreshTokenHash", refreshTokenHash)
+            object.member("sessionExpiresAt", sessionExpiresAt)
+        }
+    }
+
+    public init(json reader: inout JSONReader) throws {
+        var clientIP: String?
+        var tenantId: String?
+        var refreshTokenHash: String?
+        var sessionExpiresAt: Int64?
+        try reader.object { key, reader in
+            switch key {
+            case "clientIP": clientIP = try reader.optionalString()
+            case "tenantId": tenantId = try reader.optionalString()
+            case "refreshTokenHash": refreshTokenHash = try reader.string()
+            case "sessionExpiresAt": sessionExpiresAt = try reader.int()
+            default: try reader.skipValue()
+            }
+        }
+        guard let refreshTokenHash else { throw missingJSONMember("refreshTokenHash") }
+        guard let sessionExpiresAt else { throw missingJSONMember("sessionExpiresAt") }
+        self.init(tenantId: tenantId, refreshTokenHash: refreshTokenHash, sessionExpiresAt: sessionExpiresAt)
+        self.clientIP = clientIP
+    }
+}
