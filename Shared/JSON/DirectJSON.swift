@@ -2,8 +2,9 @@ import Foundation
 
 /// A type written to JSON bytes by hand instead of through Foundation's `JSONEncoder`.
 ///
-/// Only the answers on the hot internal paths conform (the user record and the answers that carry
-/// it). Foundation's encoder goes through `Codable`'s keyed containers and a generic value tree;
+/// Only what the hot paths write conforms: the user record and the internal answers and requests
+/// that carry it, the Firebase lookup answer, the JWS header and the ID token's claims. Foundation's
+/// encoder goes through `Codable`'s keyed containers and a generic value tree;
 /// under `accounts:lookup` the directory's encoder and the token service's decoder of the same user
 /// were about a tenth of all CPU samples (docs/benchmarks.md). The output is what `JSONEncoder`
 /// with `.withoutEscapingSlashes` writes for the same value, key order aside: optionals that are nil
@@ -14,7 +15,9 @@ public protocol DirectJSONEncodable: Encodable {
 }
 
 /// A type read from JSON bytes by hand instead of through Foundation's `JSONDecoder`: the answers
-/// of the hot internal calls. Unknown keys are skipped, as `JSONDecoder` skips them.
+/// and requests of the hot internal calls. Unknown keys are skipped, as `JSONDecoder` skips them.
+/// Member names are read as written: a request type that conforms loses `JSONBody`'s snake_case
+/// leniency, so only internal requests (which the token service writes) conform, never a client's.
 public protocol DirectJSONDecodable: Decodable {
     /// Reads one JSON value (the reader is positioned at it) and leaves the reader after it.
     init(json reader: inout JSONReader) throws
