@@ -26,6 +26,20 @@ public final class ServiceMetrics: Sendable {
 
     public init() {}
 
+    /// The series for `key`, made by `make` the first time (outside the lock; if two requests make
+    /// it at once, the registry hands both the same series and the first one stored is kept).
+    private static func series<Key: Hashable & Sendable, Series: Sendable>(
+        in cache: borrowing Mutex<[Key: Series]>, _ key: Key, make: () -> Series
+    ) -> Series {
+        if let known = cache.withLock({ $0[key] }) { return known }
+        let made = make()
+        return cache.withLock { known in
+            if let stored = known[key] { return stored }
+            known[key] = made
+            return made
+        }
+    }
+
     /// Latency buckets from half a millisecond to five seconds.
     public static let latencyBuckets: [Duration] = [
         .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
@@ -59,22 +73,20 @@ public final class ServiceMetrics: Sendable {
 
     /// One answered HTTP request, by route template (`NotFound` for unknown paths).
     public func recordRequest(method: String, route: String, status: Int, errorCode: String?, duration: Duration) {
-        let (requests, latency) = requestSeries.withLock { series in
-            let key = RequestSeries(method: method, route: route, status: status)
-            if let known = series[key] { return known }
-            let made = (
+        let (requests, latencies) = Self.series(
+            in: requestSeries, RequestSeries(method: method, route: route, status: status)
+        ) {
+            (
                 counter(
                     "http_requests", labels: [("method", method), ("route", route), ("status", String(status))],
                     help: "HTTP requests answered, by route template and status."),
-                self.latency(
+                latency(
                     "http_request_duration", labels: [("method", method), ("route", route)],
                     help: "Time to answer an HTTP request.")
             )
-            series[key] = made
-            return made
         }
         requests.increment()
-        latency.record(duration)
+        latencies.record(duration)
         if let errorCode {
             counter(
                 "http_errors", labels: [("route", route), ("code", errorCode)],
@@ -85,14 +97,10 @@ public final class ServiceMetrics: Sendable {
 
     /// One call to another Tessera service over the internal API.
     public func recordInternalCall(path: String, outcome: String, duration: Duration) {
-        let histogram = internalCallSeries.withLock { series in
-            let key = InternalCallSeries(path: path, outcome: outcome)
-            if let known = series[key] { return known }
-            let made = latency(
+        let histogram = Self.series(in: internalCallSeries, InternalCallSeries(path: path, outcome: outcome)) {
+            latency(
                 "internal_call_duration", labels: [("path", path), ("outcome", outcome)],
                 help: "Latency of internal calls between the services, by path and outcome.")
-            series[key] = made
-            return made
         }
         histogram.record(duration)
     }
