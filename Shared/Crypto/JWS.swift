@@ -155,7 +155,6 @@ extension JWS.Header: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let alg else { throw missingJSONMember("alg") }
-        self.init(alg: alg, kid: kid, typ: typ)
+        self.init(alg: try requiredJSONMember(alg, "alg"), kid: kid, typ: typ)
     }
 }

@@ -32,10 +32,8 @@ extension ProviderUserInfo: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let providerId else { throw missingJSONMember("providerId") }
-        guard let rawId else { throw missingJSONMember("rawId") }
-        self.providerId = providerId
-        self.rawId = rawId
+        self.providerId = try requiredJSONMember(providerId, "providerId")
+        self.rawId = try requiredJSONMember(rawId, "rawId")
     }
 }
 
@@ -90,18 +88,12 @@ extension UserRecord: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let localId else { throw missingJSONMember("localId") }
-        guard let emailVerified else { throw missingJSONMember("emailVerified") }
-        guard let disabled else { throw missingJSONMember("disabled") }
-        guard let validSince else { throw missingJSONMember("validSince") }
-        guard let createdAt else { throw missingJSONMember("createdAt") }
-        guard let providerUserInfo else { throw missingJSONMember("providerUserInfo") }
-        self.localId = localId
-        self.emailVerified = emailVerified
-        self.disabled = disabled
-        self.validSince = validSince
-        self.createdAt = createdAt
-        self.providerUserInfo = providerUserInfo
+        self.localId = try requiredJSONMember(localId, "localId")
+        self.emailVerified = try requiredJSONMember(emailVerified, "emailVerified")
+        self.disabled = try requiredJSONMember(disabled, "disabled")
+        self.validSince = try requiredJSONMember(validSince, "validSince")
+        self.createdAt = try requiredJSONMember(createdAt, "createdAt")
+        self.providerUserInfo = try requiredJSONMember(providerUserInfo, "providerUserInfo")
     }
 }
 
@@ -148,8 +140,7 @@ extension AccountResponse: DirectJSONEncodable, DirectJSONDecodable {
         try reader.object { key, reader in
             if key == "user" { user = try UserRecord(json: &reader) } else { try reader.skipValue() }
         }
-        guard let user else { throw missingJSONMember("user") }
-        self.init(user: user)
+        self.init(user: try requiredJSONMember(user, "user"))
     }
 }
 
@@ -180,12 +171,11 @@ extension SessionInfo: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let familyId else { throw missingJSONMember("familyId") }
-        guard let signInProvider else { throw missingJSONMember("signInProvider") }
-        guard let authTime else { throw missingJSONMember("authTime") }
-        guard let tokenIssuedAt else { throw missingJSONMember("tokenIssuedAt") }
         self.init(
-            familyId: familyId, signInProvider: signInProvider, authTime: authTime, tokenIssuedAt: tokenIssuedAt,
+            familyId: try requiredJSONMember(familyId, "familyId"),
+            signInProvider: try requiredJSONMember(signInProvider, "signInProvider"),
+            authTime: try requiredJSONMember(authTime, "authTime"),
+            tokenIssuedAt: try requiredJSONMember(tokenIssuedAt, "tokenIssuedAt"),
             extraClaims: extraClaims)
     }
 }
@@ -208,9 +198,7 @@ extension SessionCreatedResponse: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let user else { throw missingJSONMember("user") }
-        guard let session else { throw missingJSONMember("session") }
-        self.init(user: user, session: session)
+        self.init(user: try requiredJSONMember(user, "user"), session: try requiredJSONMember(session, "session"))
     }
 }
 
@@ -243,9 +231,8 @@ extension RotateRefreshTokenResponse: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let outcome else { throw missingJSONMember("outcome") }
-        guard let user else { throw missingJSONMember("user") }
-        guard let session else { throw missingJSONMember("session") }
-        self.init(outcome: outcome, user: user, session: session, sealedSuccessor: sealedSuccessor)
+        self.init(
+            outcome: try requiredJSONMember(outcome, "outcome"), user: try requiredJSONMember(user, "user"),
+            session: try requiredJSONMember(session, "session"), sealedSuccessor: sealedSuccessor)
     }
 }

@@ -20,8 +20,7 @@ extension AccountRequest: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let localId else { throw missingJSONMember("localId") }
-        self.init(tenantId: tenantId, localId: localId)
+        self.init(tenantId: tenantId, localId: try requiredJSONMember(localId, "localId"))
     }
 }
 
@@ -52,14 +51,12 @@ extension RotateRefreshTokenRequest: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let tokenHash else { throw missingJSONMember("tokenHash") }
-        guard let newTokenHash else { throw missingJSONMember("newTokenHash") }
-        guard let sealedSuccessor else { throw missingJSONMember("sealedSuccessor") }
-        guard let graceSeconds else { throw missingJSONMember("graceSeconds") }
-        guard let idleSeconds else { throw missingJSONMember("idleSeconds") }
         self.init(
-            tokenHash: tokenHash, newTokenHash: newTokenHash, sealedSuccessor: sealedSuccessor,
-            graceSeconds: graceSeconds, idleSeconds: idleSeconds)
+            tokenHash: try requiredJSONMember(tokenHash, "tokenHash"),
+            newTokenHash: try requiredJSONMember(newTokenHash, "newTokenHash"),
+            sealedSuccessor: try requiredJSONMember(sealedSuccessor, "sealedSuccessor"),
+            graceSeconds: try requiredJSONMember(graceSeconds, "graceSeconds"),
+            idleSeconds: try requiredJSONMember(idleSeconds, "idleSeconds"))
     }
 }
 
@@ -87,9 +84,9 @@ extension SignUpAnonymousRequest: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        guard let refreshTokenHash else { throw missingJSONMember("refreshTokenHash") }
-        guard let sessionExpiresAt else { throw missingJSONMember("sessionExpiresAt") }
-        self.init(tenantId: tenantId, refreshTokenHash: refreshTokenHash, sessionExpiresAt: sessionExpiresAt)
+        self.init(
+            tenantId: tenantId, refreshTokenHash: try requiredJSONMember(refreshTokenHash, "refreshTokenHash"),
+            sessionExpiresAt: try requiredJSONMember(sessionExpiresAt, "sessionExpiresAt"))
         self.clientIP = clientIP
     }
 }

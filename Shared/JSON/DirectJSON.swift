@@ -458,11 +458,20 @@ public struct JSONReader {
         return value
     }
 
+    /// Values nested deeper than this are refused while skipping, before the recursion could exhaust
+    /// the stack: a JWS header is read before its signature is checked, so anyone can send one.
+    public static let maximumSkippedDepth = 64
+
     /// Reads past one value of any kind (an unknown member).
     public mutating func skipValue() throws {
+        try skipValue(depth: 1)
+    }
+
+    private mutating func skipValue(depth: Int) throws {
+        guard depth <= Self.maximumSkippedDepth else { throw fail("nested too deeply") }
         switch try peek() {
-        case UInt8(ascii: "{"): try object { _, reader in try reader.skipValue() }
-        case UInt8(ascii: "["): _ = try array { reader in try reader.skipValue() }
+        case UInt8(ascii: "{"): try object { _, reader in try reader.skipValue(depth: depth + 1) }
+        case UInt8(ascii: "["): _ = try array { reader in try reader.skipValue(depth: depth + 1) }
         case UInt8(ascii: "\""): _ = try string()
         case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try bool()
         case UInt8(ascii: "n"): try literal("null")
@@ -504,7 +513,8 @@ public struct JSONReader {
     public mutating func optionalInt() throws -> Int64? { try null() ? nil : try int() }
 }
 
-/// A required member was absent.
-public func missingJSONMember(_ name: String) -> JSONReadError {
-    JSONReadError(offset: 0, reason: "missing member '\(name)'")
+/// A required member's value, or the error saying it was absent.
+public func requiredJSONMember<Value>(_ value: Value?, _ name: String) throws -> Value {
+    guard let value else { throw JSONReadError(offset: 0, reason: "missing member '\(name)'") }
+    return value
 }

@@ -198,4 +198,27 @@ struct DirectJSONTests {
         #expect(positions == positions.sorted())
         #expect(String(decoding: JSONValue.double(.nan).jsonBytes(), as: UTF8.self) == "null")
     }
+
+    @Test("a JWS header nested deeper than the skipping limit is refused, not recursed into")
+    func deepNestingIsRefused() throws {
+        let limit = JSONReader.maximumSkippedDepth
+        let within =
+            #"{"alg":"RS256","x":"# + String(repeating: "[", count: limit) + String(repeating: "]", count: limit) + "}"
+        #expect(try JWS.Header(jsonBytes: Array(within.utf8)).alg == "RS256")
+        // Well-formed, so only the depth limit refuses them (20,000 levels of recursion would not
+        // fit a thread's stack).
+        for depth in [limit + 1, 20_000] {
+            let nested =
+                #"{"alg":"RS256","x":"# + String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+                + "}"
+            #expect(throws: JSONReadError.self) { try JWS.Header(jsonBytes: Array(nested.utf8)) }
+        }
+        // Through the verifier, as an attacker would send it: malformed, not a crash.
+        let header =
+            #"{"alg":"RS256","kid":"k","x":"# + String(repeating: "[", count: 5_000)
+            + String(repeating: "]", count: 5_000)
+            + "}"
+        let token = Base64URL.encode(Data(header.utf8)) + ".e30.c2ln"
+        #expect(throws: JWS.Failure.malformed) { try JWS.header(of: token) }
+    }
 }

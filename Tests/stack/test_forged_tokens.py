@@ -149,6 +149,11 @@ def forge(kit: Kit, variant: str) -> tuple[str, str | None]:
         return encode_segment(h), tenant
     if variant == "empty_json_segments":
         return f"{b64url_encode(b'{}')}.{b64url_encode(b'{}')}.", tenant
+    if variant == "header_nested_5000_deep":
+        # The header is read before the signature is checked: deep nesting must be refused,
+        # not recursed into until the stack runs out.
+        nested = b'{"alg":"RS256","kid":"' + kid.encode() + b'","x":' + b"[" * 5000 + b"]" * 5000 + b"}"
+        return f"{b64url_encode(nested)}.{encode_segment(p)}.{sig}", tenant
     raise AssertionError(variant)
 
 
@@ -162,6 +167,7 @@ VARIANTS = [
     "real_signature_other_user", "real_signature_other_tenant",
     "real_payload_other_tokens_signature", "truncated_signature", "unknown_kid_real_signature",
     "garbage", "three_garbage_segments", "header_only", "empty_json_segments",
+    "header_nested_5000_deep",
 ]
 
 
