@@ -4,11 +4,11 @@ import Foundation
 ///
 /// Only what the hot paths write conforms: the user record and the internal answers and requests
 /// that carry it, the Firebase lookup answer, the JWS header and the ID token's claims. Foundation's
-/// encoder goes through `Codable`'s keyed containers and a generic value tree;
-/// under `accounts:lookup` the directory's encoder and the token service's decoder of the same user
-/// were about a tenth of all CPU samples (docs/benchmarks.md). The output is what `JSONEncoder`
-/// with `.withoutEscapingSlashes` writes for the same value, key order aside: optionals that are nil
-/// are left out, `/` and non-ASCII text are written as they are.
+/// encoder goes through `Codable`'s keyed containers and a generic value tree; under
+/// `accounts:lookup` the directory's encoder and the token service's decoder of the same user were
+/// about a tenth of all CPU samples (docs/benchmarks.md). The output is what `JSONEncoder` with
+/// `.withoutEscapingSlashes` writes for the same value, key order aside: optionals that are nil are
+/// left out, `/` and non-ASCII text are written as they are.
 public protocol DirectJSONEncodable: Encodable {
     /// Appends this value as one JSON value.
     func writeJSON(to writer: inout JSONWriter)
@@ -125,26 +125,25 @@ public struct JSONWriter {
 
     // MARK: Object members
 
-    private mutating func key(_ name: StaticString) {
+    /// The comma before every member but the first.
+    private mutating func separateMember() {
         if memberWritten { bytes.append(UInt8(ascii: ",")) }
         memberWritten = true
+    }
+
+    /// A member name written in the source (plain ASCII, nothing to escape).
+    private mutating func key(_ name: StaticString) {
+        separateMember()
         bytes.append(UInt8(ascii: "\""))
         bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
     }
 
-    /// A member whose value `body` writes (an object or an array).
-    public mutating func member(_ name: StaticString, _ body: (inout JSONWriter) -> Void) {
-        key(name)
-        body(&self)
-    }
-
     /// A member whose name is not known in advance (escaped like any string), its value written by
     /// `body`.
     public mutating func member(named name: String, _ body: (inout JSONWriter) -> Void) {
-        if memberWritten { bytes.append(UInt8(ascii: ",")) }
-        memberWritten = true
+        separateMember()
         string(name)
         bytes.append(UInt8(ascii: ":"))
         body(&self)
