@@ -123,8 +123,7 @@ public struct PostgresAccountRepository: AccountRepository {
                 VALUES (\(refreshTokenHash), \(scope), \(familyId), \(nowSeconds))
                 """, logger: logger)
             let session = SessionInfo(
-                familyId: familyId.uuidString.lowercased(), signInProvider: "anonymous", authTime: nowSeconds,
-                tokenIssuedAt: nowSeconds, extraClaims: nil)
+                newFamily: familyId, provider: "anonymous", authTime: nowSeconds, extraClaims: nil)
             let user = UserRecord(
                 tenantId: wireTenantID(scope), localId: localId, validSince: nowSeconds, createdAt: now,
                 lastLoginAt: now, lastRefreshAt: now)
@@ -152,9 +151,7 @@ public struct PostgresAccountRepository: AccountRepository {
             INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
             VALUES (\(refreshTokenHash), \(scope), \(familyId), \(authTime))
             """, logger: logger)
-        return SessionInfo(
-            familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
-            tokenIssuedAt: authTime, extraClaims: extraClaims)
+        return SessionInfo(newFamily: familyId, provider: provider, authTime: authTime, extraClaims: extraClaims)
     }
 
     /// A user as its own client sees it (`accounts:lookup`): one statement checks the scope and reads
@@ -345,6 +342,15 @@ public struct PostgresAccountRepository: AccountRepository {
     ]
 }
 
+extension SessionInfo {
+    /// A session just created: signed in at `authTime` (seconds), its first ID token issued then too.
+    init(newFamily familyId: UUID, provider: String, authTime: Int64, extraClaims: String?) {
+        self.init(
+            familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
+            tokenIssuedAt: authTime, extraClaims: extraClaims)
+    }
+}
+
 /// User records from rows of `UsersByID.columns`: a row per provider link, the user's columns
 /// repeated; a user without links has one row whose link columns are null.
 struct UserRows {
@@ -389,6 +395,16 @@ struct UserRows {
 /// since its last ANALYZE, or any generic plan): a lookup then read every user of its tenant.
 struct UsersByID: ScopedStatement {
     static let name = "tessera_users_by_id"
+    /// The provider links `l` of the user `localId` of scope `tenant` (SQL expressions), a row each,
+    /// or one row of nulls when it has none; the caller orders by `l.provider_id`. `OFFSET 0` keeps
+    /// the subquery from being flattened, so it stays one index probe per user.
+    static func linksJoin(tenant: String, localId: String) -> String {
+        """
+        LEFT JOIN LATERAL (
+            SELECT * FROM provider_links WHERE tenant_id = \(tenant) AND local_id = \(localId) OFFSET 0) AS l ON true
+        """
+    }
+
     /// A user `u` and one of its provider links `l` (`UserRow`).
     static let columns = """
         u.tenant_id, u.local_id, u.email, u.email_verified, u.display_name, u.photo_url, u.disabled,
@@ -401,8 +417,7 @@ struct UsersByID: ScopedStatement {
         FROM unnest($2::text[]) AS wanted (local_id)
         CROSS JOIN LATERAL (
             SELECT * FROM users WHERE tenant_id = $1 AND local_id = wanted.local_id OFFSET 0) AS u
-        LEFT JOIN LATERAL (
-            SELECT * FROM provider_links WHERE tenant_id = $1 AND local_id = wanted.local_id OFFSET 0) AS l ON true
+        \(linksJoin(tenant: "$1", localId: "wanted.local_id"))
         ORDER BY l.provider_id
         """
     typealias Row = PostgresAccountRepository.UserRow
@@ -441,8 +456,7 @@ struct UserOfEnabledScope: ScopedStatement {
         FROM tenants t
         LEFT JOIN LATERAL (
             SELECT * FROM users WHERE tenant_id = $1 AND local_id = $2 OFFSET 0) AS u ON true
-        LEFT JOIN LATERAL (
-            SELECT * FROM provider_links WHERE tenant_id = $1 AND local_id = u.local_id OFFSET 0) AS l ON true
+        \(UsersByID.linksJoin(tenant: "$1", localId: "u.local_id"))
         WHERE t.tenant_id = $1
         ORDER BY l.provider_id
         """
@@ -476,8 +490,7 @@ struct RotateRefreshToken: PostgresPreparedStatement {
             r.o_sealed, r.o_token_issued_at, \(UsersByID.columns)
         FROM tessera_rotate_refresh_token($1, $2, $3, $4, $5, $6) AS r
         CROSS JOIN LATERAL (SELECT (r.o_user).*) AS u
-        LEFT JOIN LATERAL (
-            SELECT * FROM provider_links WHERE tenant_id = r.o_scope AND local_id = r.o_local_id OFFSET 0) AS l ON true
+        \(UsersByID.linksJoin(tenant: "r.o_scope", localId: "r.o_local_id"))
         ORDER BY l.provider_id
         """
     typealias Row = (PostgresAccountRepository.RotationRow, PostgresAccountRepository.UserRow)

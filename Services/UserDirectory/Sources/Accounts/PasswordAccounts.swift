@@ -199,12 +199,7 @@ extension PostgresAccountRepository {
         guard let user = users.byId[localId] else {
             throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
         }
-        return (
-            user,
-            SessionInfo(
-                familyId: familyId.uuidString.lowercased(), signInProvider: "password", authTime: now / 1000,
-                tokenIssuedAt: now / 1000, extraClaims: nil)
-        )
+        return (user, SessionInfo(newFamily: familyId, provider: "password", authTime: now / 1000, extraClaims: nil))
     }
 
     /// What `createAuthUri` may tell about an email (B.2.1, B.5.9).
@@ -445,8 +440,7 @@ struct PasswordSignIn: PostgresPreparedStatement {
             SELECT $11, tenant_id, $9, $3 / 1000 FROM u
         )
         SELECT \(UsersByID.columns)
-        FROM u LEFT JOIN LATERAL (
-            SELECT * FROM provider_links WHERE tenant_id = u.tenant_id AND local_id = u.local_id OFFSET 0) AS l ON true
+        FROM u \(UsersByID.linksJoin(tenant: "u.tenant_id", localId: "u.local_id"))
         ORDER BY l.provider_id
         """
     typealias Row = PostgresAccountRepository.UserRow
