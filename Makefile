@@ -1,7 +1,10 @@
-# Tessera — developer entry points. CI (.ci/run) runs `make test`, then `swift build -c release`.
+# Tessera — developer entry points. CI (.ci/run) runs `make test`, then
+# `swift build -c release --static-swift-stdlib` (the container image's build).
 
 TESSERA_BUILD ?= debug
 export TESSERA_BUILD
+# Release binaries link the Swift runtime statically, as the container image does (deploy/Dockerfile).
+BUILD_FLAGS = -c $(TESSERA_BUILD)$(if $(filter release,$(TESSERA_BUILD)), --static-swift-stdlib)
 
 .PHONY: all build run test up down status fmt-check clean-stack cleanup-scale bench
 
@@ -9,7 +12,7 @@ all: build
 
 build:
 	scripts/build-deps
-	swift build -c $(TESSERA_BUILD)
+	swift build $(BUILD_FLAGS)
 
 ## Foreground stack: install what is missing, build, start everything, Ctrl-C stops it.
 run:
