@@ -43,10 +43,14 @@ let package = Package(
             path: "Native/COpenSSLRSA",
             linkerSettings: [.linkedLibrary("crypto")]
         ),
+        // The Swift Concurrency hook NIO's event-loop executor needs, reached through the linker
+        // (see Shared/Config/TaskExecutor.swift).
+        .target(name: "CTesseraRuntime", path: "Native/CTesseraRuntime"),
         .target(
             name: "TesseraShared",
             dependencies: [
                 "COpenSSLRSA",
+                "CTesseraRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

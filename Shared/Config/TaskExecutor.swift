@@ -1,3 +1,4 @@
+import CTesseraRuntime
 import Logging
 import NIOCore
 import NIOPosix
@@ -23,8 +24,37 @@ public enum TaskExecutorSetup: String, Sendable {
     /// a service's entry point, before any task is started.
     public static func install(_ env: ConfigReader = ConfigReader()) throws -> TaskExecutorSetup {
         guard try enabled(env) else { return .swiftPool }
-        return NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
-            ? .eventLoops : .swiftPoolFallback
+        if NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor() {
+            return .eventLoops
+        }
+        // NIO looks the hook up with dlsym, which finds nothing in a binary that links the Swift
+        // runtime statically (the container image, release stacks): there the symbol is local.
+        // The same hook, installed through the linker's address of it.
+        return installThroughLinker() ? .eventLoops : .swiftPoolFallback
+    }
+
+    /// Swift Concurrency's global-enqueue hook: the job, and the runtime's own enqueue (unused).
+    private typealias EnqueueGlobalHook =
+        @convention(thin) (UnownedJob, @convention(thin) (UnownedJob) -> Void) -> Void
+
+    /// What NIO's hook does: a job goes to the event loop it is enqueued from (NIO's `any()` is
+    /// sticky), or to the next loop of the singleton group.
+    private static func installThroughLinker() -> Bool {
+        let hook: EnqueueGlobalHook = { job, _ in
+            MultiThreadedEventLoopGroup.singleton.any().enqueue(ExecutorJob(job))
+        }
+        return withUnsafeTemporaryAllocation(of: EnqueueGlobalHook.self, capacity: 1) { storage in
+            storage.baseAddress!.initialize(to: hook)
+            return storage.baseAddress!.withMemoryRebound(to: UnsafeMutableRawPointer.self, capacity: 1) {
+                tessera_swift_install_enqueue_global_hook($0.pointee)
+            }
+        }
+    }
+
+    /// Where the linker found the runtime's global-enqueue hook (nil if the runtime has none). For
+    /// tests: with a shared runtime it must be the address dlsym gives.
+    public static var linkedEnqueueGlobalHookAddress: UnsafeMutableRawPointer? {
+        tessera_swift_enqueue_global_hook_address().map { UnsafeMutableRawPointer($0) }
     }
 
     /// One startup line saying where tasks run (`tasks.executor`); a warning if the event loops

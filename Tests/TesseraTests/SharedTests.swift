@@ -218,4 +218,36 @@ struct TraceExportTests {
         }
         #expect(try TaskExecutorSetup.install(ConfigReader(["TESSERA_TASKS_ON_EVENT_LOOPS": "no"])) == .swiftPool)
     }
+
+    @Test("the linker's address of the runtime's enqueue hook is the one the runtime exports")
+    func linkedEnqueueHook() throws {
+        // This test binary links the Swift runtime as a shared library, where dlsym (NIO's way)
+        // finds the hook. The address the linker gives TaskExecutorSetup, which a statically linked
+        // service installs through, must be that very variable: not a copy of its own.
+        let linked = try #require(TaskExecutorSetup.linkedEnqueueGlobalHookAddress)
+        let exported = try #require(dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueGlobal_hook"))
+        #expect(linked == exported)
+        // And it lies in the runtime's own image (a copy relocation would put both in this binary).
+        let address = UInt(bitPattern: linked)
+        // Read to the end: /proc files report a size of 0, and a sized read stops short.
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps"))
+        defer { try? handle.close() }
+        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        // A library's .bss is the anonymous mapping right after its last file-backed one.
+        var image = "no mapping"
+        var previous: (end: UInt, path: String)?
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            let range = fields.first?.split(separator: "-").compactMap { UInt($0, radix: 16) } ?? []
+            guard range.count == 2 else { continue }
+            let path = fields.count >= 6 ? String(fields[5]) : ""
+            let owner = path.isEmpty && previous?.end == range[0] ? previous?.path ?? "" : path
+            if range[0] <= address && address < range[1] {
+                image = owner
+                break
+            }
+            previous = (range[1], owner)
+        }
+        #expect(image.hasSuffix("libswift_Concurrency.so"), "the hook lies in \(image)")
+    }
 }

@@ -1,0 +1,17 @@
+#ifndef TESSERA_RUNTIME_H
+#define TESSERA_RUNTIME_H
+
+#include <stdbool.h>
+
+/// The address of Swift Concurrency's global-enqueue hook (`swift_task_enqueueGlobal_hook`), as the
+/// linker resolved it. NIO finds the hook with dlsym, which works when the runtime is a shared
+/// library; a binary that links the runtime statically (`--static-swift-stdlib`, as the container
+/// image and release stacks do) keeps the symbol local, so dlsym cannot see it but the linker can.
+/// NULL if the runtime has no such hook.
+void *_Nullable *_Nullable tessera_swift_enqueue_global_hook_address(void);
+
+/// Stores `hook` in the global-enqueue hook if none is installed yet (an atomic compare-and-swap
+/// from NULL). Returns false if the hook is missing or another one is already installed.
+bool tessera_swift_install_enqueue_global_hook(void *_Nonnull hook);
+
+#endif
