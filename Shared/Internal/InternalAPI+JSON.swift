@@ -1,6 +1,7 @@
 /// Hand-written JSON (`DirectJSONEncodable`, `DirectJSONDecodable`) for the internal requests of
-/// the hot paths: lookup (`AccountRequest`), refresh (`RotateRefreshTokenRequest`) and anonymous
-/// sign-up (`SignUpAnonymousRequest`). The token service writes them, the directory reads them.
+/// the hot paths: lookup (`AccountRequest`), refresh (`RotateRefreshTokenRequest`), anonymous
+/// sign-up (`SignUpAnonymousRequest`) and password sign-in (`SignInWithPasswordRequest`). The token
+/// service writes them, the directory reads them.
 
 extension AccountRequest: DirectJSONEncodable, DirectJSONDecodable {
     public func writeJSON(to writer: inout JSONWriter) {
@@ -87,6 +88,65 @@ extension SignUpAnonymousRequest: DirectJSONEncodable, DirectJSONDecodable {
         self.init(
             tenantId: tenantId, refreshTokenHash: try requiredJSONMember(refreshTokenHash, "refreshTokenHash"),
             sessionExpiresAt: try requiredJSONMember(sessionExpiresAt, "sessionExpiresAt"))
+        self.clientIP = clientIP
+    }
+}
+
+extension NewSession: DirectJSONEncodable, DirectJSONDecodable {
+    public func writeJSON(to writer: inout JSONWriter) {
+        writer.object { object in
+            object.member("refreshTokenHash", refreshTokenHash)
+            object.member("expiresAt", expiresAt)
+        }
+    }
+
+    public init(json reader: inout JSONReader) throws {
+        var refreshTokenHash: String?
+        var expiresAt: Int64?
+        try reader.object { key, reader in
+            switch key {
+            case "refreshTokenHash": refreshTokenHash = try reader.string()
+            case "expiresAt": expiresAt = try reader.int()
+            default: try reader.skipValue()
+            }
+        }
+        self.init(
+            refreshTokenHash: try requiredJSONMember(refreshTokenHash, "refreshTokenHash"),
+            expiresAt: try requiredJSONMember(expiresAt, "expiresAt"))
+    }
+}
+
+extension SignInWithPasswordRequest: DirectJSONEncodable, DirectJSONDecodable {
+    public func writeJSON(to writer: inout JSONWriter) {
+        writer.object { object in
+            object.member("clientIP", clientIP)
+            object.member("tenantId", tenantId)
+            object.member("email", email)
+            object.member("password", password)
+            object.member("session", session)
+        }
+    }
+
+    public init(json reader: inout JSONReader) throws {
+        var clientIP: String?
+        var tenantId: String?
+        var email: String?
+        var password: String?
+        var session: NewSession?
+        try reader.object { key, reader in
+            switch key {
+            case "clientIP": clientIP = try reader.optionalString()
+            case "tenantId": tenantId = try reader.optionalString()
+            case "email": email = try reader.string()
+            case "password": password = try reader.string()
+            case "session": session = try NewSession(json: &reader)
+            default: try reader.skipValue()
+            }
+        }
+        self.init(
+            tenantId: tenantId, email: try requiredJSONMember(email, "email"),
+            password: try requiredJSONMember(password, "password"),
+            session: try requiredJSONMember(session, "session"))
         self.clientIP = clientIP
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import TesseraShared
+@testable import TokenService
 
 @Suite("hand-written JSON of the internal answers")
 struct DirectJSONTests {
@@ -174,11 +175,39 @@ struct DirectJSONTests {
         #expect(throws: JSONReadError.self) {
             try RotateRefreshTokenRequest(jsonBytes: Array(#"{"tokenHash":"a"}"#.utf8))
         }
+        // A password is any string: quotes, backslashes, controls, non-ASCII and astral characters.
+        var signIn = SignInWithPasswordRequest(
+            tenantId: "t", email: "a@example.com", password: "p\"a\\s/s\u{1}\tw\u{e9}\u{1F511}",
+            session: NewSession(refreshTokenHash: "h", expiresAt: 1_700_000_000))
+        signIn.clientIP = "2001:db8::1"
+        #expect(try canonical(signIn.jsonBytes()) == canonical(foundationBytes(signIn)))
+        let readSignIn = try SignInWithPasswordRequest(jsonBytes: foundationBytes(signIn))
+        #expect(try canonical(readSignIn.jsonBytes()) == canonical(foundationBytes(signIn)))
+        #expect(readSignIn.password == signIn.password && readSignIn.clientIP == "2001:db8::1")
+        let noTenant = try SignInWithPasswordRequest(
+            jsonBytes: foundationBytes(
+                SignInWithPasswordRequest(
+                    tenantId: nil, email: "a@example.com", password: "x", session: signIn.session)))
+        #expect(noTenant.tenantId == nil && noTenant.clientIP == nil)
+        #expect(throws: JSONReadError.self) {
+            try SignInWithPasswordRequest(
+                jsonBytes: Array(#"{"email":"a@example.com","password":"x","session":{"refreshTokenHash":"h"}}"#.utf8))
+        }
 
         let header = JWS.Header(alg: "RS256", kid: "k1", typ: "JWT")
         #expect(String(decoding: header.jsonBytes(), as: UTF8.self) == #"{"alg":"RS256","kid":"k1","typ":"JWT"}"#)
         #expect(try JWS.Header(jsonBytes: foundationBytes(header)) == header)
         #expect(throws: JSONReadError.self) { try JWS.Header(jsonBytes: Array(#"{"kid":"k1"}"#.utf8)) }
+    }
+
+    @Test("the password sign-in answer: the writer agrees with Foundation, every member written")
+    func passwordSignInResponseAgreesWithFoundation() throws {
+        let answer = AccountsController.PasswordSignInResponse(
+            localId: "u1", email: "a\"b@example.com", displayName: "Zoë 😀", idToken: "a.b.c", refreshToken: "r/1")
+        #expect(try canonical(answer.jsonBytes()) == canonical(foundationBytes(answer)))
+        // Every stored member is written (a member added later fails here until the writer has it).
+        let written = try #require(try JSONSerialization.jsonObject(with: Data(answer.jsonBytes())) as? [String: Any])
+        #expect(Set(written.keys) == Set(Mirror(reflecting: answer).children.compactMap(\.label)))
     }
 
     @Test("claims: any JSON value is written as JSONEncoder writes it, members sorted by their UTF-8 bytes")

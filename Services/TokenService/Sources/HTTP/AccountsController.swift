@@ -340,3 +340,19 @@ struct AccountsController {
         return raw
     }
 }
+
+/// Written by hand: the answer of every password sign-in (the same members as `JSONEncoder` writes).
+extension AccountsController.PasswordSignInResponse: DirectJSONEncodable {
+    func writeJSON(to writer: inout JSONWriter) {
+        writer.object { object in
+            object.member("kind", kind)
+            object.member("localId", localId)
+            object.member("email", email)
+            object.member("displayName", displayName)
+            object.member("registered", registered)
+            object.member("idToken", idToken)
+            object.member("refreshToken", refreshToken)
+            object.member("expiresIn", expiresIn)
+        }
+    }
+}
