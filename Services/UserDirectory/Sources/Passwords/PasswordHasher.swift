@@ -119,20 +119,28 @@ public struct PasswordHasher: Sendable {
     /// Parameters for new hashes (Firebase's are rounds 8, mem_cost 14).
     let rounds: Int
     let memCost: Int
+    /// The `params` stored with every native hash made now (JSON, sorted keys). A stored hash
+    /// with exactly these is read without parsing them: most sign-ins.
+    let currentParams: String
 
     public init(pool: HashingPool, rounds: Int = 8, memCost: Int = 14) {
         self.pool = pool
         self.rounds = rounds
         self.memCost = memCost
-    }
-
-    var currentParams: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        return String(
+        self.currentParams = String(
             decoding: try! encoder.encode(
                 ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)),
             as: UTF8.self)
+    }
+
+    /// A stored Firebase-scrypt hash's parameters (nil if they are not valid JSON of them).
+    private func scryptParams(_ stored: StoredPassword) -> ScryptParams? {
+        if stored.params == currentParams {
+            return ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)
+        }
+        return try? JSONDecoder().decode(ScryptParams.self, from: Data(stored.params.utf8))
     }
 
     public func hash(_ password: String, key: ProjectHashKey) async throws -> StoredPassword {
@@ -151,11 +159,9 @@ public struct PasswordHasher: Sendable {
         guard let salt = Data(base64Encoded: stored.salt), let expected = Data(base64Encoded: stored.hash) else {
             return false
         }
-        let params = Data(stored.params.utf8)
         switch stored.algorithm {
         case StoredPassword.firebaseScrypt:
-            guard let p = try? JSONDecoder().decode(ScryptParams.self, from: params),
-                (1...8).contains(p.rounds), (1...17).contains(p.memCost)
+            guard let p = scryptParams(stored), (1...8).contains(p.rounds), (1...17).contains(p.memCost)
             else { return false }
             let scrypt = FirebaseScrypt(
                 signerKey: p.signerKey.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.signerKey,
@@ -165,7 +171,9 @@ public struct PasswordHasher: Sendable {
                 try scrypt.verify(password: password, salt: Array(salt), expected: Array(expected))
             }
         default:
-            guard let p = try? JSONDecoder().decode(ImportedParams.self, from: params) else { return false }
+            guard let p = try? JSONDecoder().decode(ImportedParams.self, from: Data(stored.params.utf8)) else {
+                return false
+            }
             return try await pool.run {
                 try ImportedHash.verify(
                     password: password, algorithm: stored.algorithm, params: p, salt: salt, expected: expected)
@@ -186,7 +194,7 @@ public struct PasswordHasher: Sendable {
     /// successful sign-in.
     public func isOutdated(_ stored: StoredPassword) -> Bool {
         stored.algorithm != StoredPassword.firebaseScrypt
-            || (try? JSONDecoder().decode(ScryptParams.self, from: Data(stored.params.utf8)))
+            || scryptParams(stored)
                 != ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)
     }
 }
