@@ -1,12 +1,12 @@
 # Tessera — developer entry points. CI (.ci/run) runs `make test`, then
-# `swift build -c release --static-swift-stdlib` (the container image's build).
+# `swift build -c release --static-swift-stdlib` (the container image's build) and `make release-smoke`.
 
 TESSERA_BUILD ?= debug
 export TESSERA_BUILD
 # Release binaries link the Swift runtime statically, as the container image does (deploy/Dockerfile).
 BUILD_FLAGS = -c $(TESSERA_BUILD)$(if $(filter release,$(TESSERA_BUILD)), --static-swift-stdlib)
 
-.PHONY: all build run test up down status fmt-check clean-stack cleanup-scale bench
+.PHONY: all build run test up down status fmt-check clean-stack cleanup-scale bench release-smoke
 
 all: build
 
@@ -36,6 +36,13 @@ status:
 cleanup-scale:
 	scripts/test-venv
 	scripts/cleanup-scale --build $(TESSERA_BUILD)
+
+## The release binaries (the container image's build) start as a stack of their own on port 39399,
+## run their tasks on their event loops and answer a sign-up and a lookup (scripts/release-smoke).
+release-smoke:
+	scripts/build-deps
+	swift build -c release --static-swift-stdlib
+	scripts/release-smoke
 
 ## The benchmark of issue #8 (not in `make test`): release build, a release stack of its own on port
 ## 39099, every scenario with wrk; writes bench/results/<date>.{json,md} (docs/benchmarks.md).
