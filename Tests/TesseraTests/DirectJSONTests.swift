@@ -214,7 +214,7 @@ struct DirectJSONTests {
     func claimsAgreeWithFoundation() throws {
         let claims: JSONValue = .object([
             "sub": .string("u1"), "iat": .int(1_700_000_000), "ratio": .double(0.1), "big": .double(1e21),
-            "whole": .double(100), "tiny": .double(-5e-324), "none": .null, "yes": .bool(true),
+            "whole": .double(100), "tiny": .double(-Double.leastNonzeroMagnitude), "none": .null, "yes": .bool(true),
             "list": .array([.int(-1), .string("a/b\"\u{7}"), .object([:]), .array([])]),
             "firebase": .object(["sign_in_provider": .string("anonymous"), "identities": .object([:])]),
             "é": .string("accent"), "Z": .string("upper"),
