@@ -37,8 +37,7 @@ extension PostgresAccountRepository {
     }
 
     func isDescribedByHashConfig(algorithm: String, params: String, key: ProjectHashKey) -> Bool {
-        guard algorithm == StoredPassword.firebaseScrypt,
-            let p = try? JSONDecoder().decode(ScryptParams.self, from: Data(params.utf8)),
+        guard algorithm == StoredPassword.firebaseScrypt, let p = hasher.scryptParams(params),
             p.rounds == hasher.hashConfig.rounds, p.memCost == hasher.hashConfig.memCost
         else { return false }
         let signer = p.signerKey.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.signerKey

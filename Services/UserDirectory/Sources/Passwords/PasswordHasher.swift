@@ -119,28 +119,24 @@ public struct PasswordHasher: Sendable {
     /// Parameters for new hashes (Firebase's are rounds 8, mem_cost 14).
     let rounds: Int
     let memCost: Int
-    /// The `params` stored with every native hash made now (JSON, sorted keys). A stored hash
-    /// with exactly these is read without parsing them: most sign-ins.
+    /// The parameters of every native hash made now, and their stored form (JSON, sorted keys). A
+    /// stored hash with exactly that text is read without parsing it: most sign-ins.
+    private let current: ScryptParams
     let currentParams: String
 
     public init(pool: HashingPool, rounds: Int = 8, memCost: Int = 14) {
         self.pool = pool
         self.rounds = rounds
         self.memCost = memCost
+        current = ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        self.currentParams = String(
-            decoding: try! encoder.encode(
-                ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)),
-            as: UTF8.self)
+        currentParams = String(decoding: try! encoder.encode(current), as: UTF8.self)
     }
 
     /// A stored Firebase-scrypt hash's parameters (nil if they are not valid JSON of them).
-    private func scryptParams(_ stored: StoredPassword) -> ScryptParams? {
-        if stored.params == currentParams {
-            return ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)
-        }
-        return try? JSONDecoder().decode(ScryptParams.self, from: Data(stored.params.utf8))
+    func scryptParams(_ params: String) -> ScryptParams? {
+        params == currentParams ? current : try? JSONDecoder().decode(ScryptParams.self, from: Data(params.utf8))
     }
 
     public func hash(_ password: String, key: ProjectHashKey) async throws -> StoredPassword {
@@ -161,7 +157,7 @@ public struct PasswordHasher: Sendable {
         }
         switch stored.algorithm {
         case StoredPassword.firebaseScrypt:
-            guard let p = scryptParams(stored), (1...8).contains(p.rounds), (1...17).contains(p.memCost)
+            guard let p = scryptParams(stored.params), (1...8).contains(p.rounds), (1...17).contains(p.memCost)
             else { return false }
             let scrypt = FirebaseScrypt(
                 signerKey: p.signerKey.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.signerKey,
@@ -194,7 +190,6 @@ public struct PasswordHasher: Sendable {
     /// successful sign-in.
     public func isOutdated(_ stored: StoredPassword) -> Bool {
         stored.algorithm != StoredPassword.firebaseScrypt
-            || scryptParams(stored)
-                != ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)
+            || scryptParams(stored.params) != current
     }
 }
