@@ -53,7 +53,7 @@ public enum TaskExecutorSetup: String, Sendable {
 
     /// Where the linker found the runtime's global-enqueue hook (nil if the runtime has none). For
     /// tests: with a shared runtime it must be the address dlsym gives.
-    public static var linkedEnqueueGlobalHookAddress: UnsafeMutableRawPointer? {
+    static var linkedEnqueueGlobalHookAddress: UnsafeMutableRawPointer? {
         tessera_swift_enqueue_global_hook_address().map { UnsafeMutableRawPointer($0) }
     }
 
