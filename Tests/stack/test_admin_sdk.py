@@ -237,7 +237,7 @@ def test_import_reports_each_collision_and_keeps_the_first_of_a_batch(app, admin
 
 
 @pytest.mark.parametrize("algorithm", ["STANDARD_SCRYPT", "PBKDF2_SHA256", "HMAC_SHA256", "BCRYPT"])
-def test_import_verifies_each_declared_algorithm(app, client, make_tenant, algorithm):
+def test_import_verifies_each_declared_algorithm(app, admin, client, make_tenant, algorithm):
     tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
     tenant_auth = tenant_mgt.auth_for_tenant(tenant_id, app=app)
     email, password, salt = address(), "imported password", os.urandom(12)
@@ -261,9 +261,26 @@ def test_import_verifies_each_declared_algorithm(app, client, make_tenant, algor
                                    password_salt=salt or None)
     result = tenant_auth.import_users([record], hash_alg=hash_alg)
     assert result.success_count == 1, [e.reason for e in result.errors]
+
+    def exported():
+        (user,) = list(tenant_auth.list_users().iterate_all())
+        return user
+
+    # A hash of another algorithm is not exported (the project's hash config does not describe it).
+    assert exported().password_hash is None
     assert sign_in(client, tenant_id, email, "not it").status_code == 400
+    assert exported().password_hash is None, "a failed sign-in re-hashes nothing"
     expect_ok(sign_in(client, tenant_id, email, password))
-    expect_ok(sign_in(client, tenant_id, email, password))  # and again, after the re-hash
+    # A.9: re-hashed on the successful sign-in, to Firebase scrypt with the project's hash config, so
+    # it is exported now and is that function of the password and the new salt.
+    user = exported()
+    assert user.password_hash and user.password_salt, "the successful sign-in re-hashed the password"
+    config = expect_ok(admin.get_config())["signIn"]["hashConfig"]
+    assert base64.b64decode(user.password_hash) == firebase_scrypt(
+        password, base64.b64decode(user.password_salt), base64.b64decode(config["signerKey"]),
+        base64.b64decode(config["saltSeparator"]), config["rounds"], config["memoryCost"])
+    expect_ok(sign_in(client, tenant_id, email, password))  # and again, with the new hash
+    assert exported().password_hash == user.password_hash, "a current hash is not re-hashed again"
 
 
 def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_tenant):
