@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "user-directory", targets: ["UserDirectoryMain"]),
         .executable(name: "cleanup-worker", targets: ["CleanupWorkerMain"]),
         .executable(name: "tessera-bench", targets: ["BenchTool"]),
+        .executable(name: "tessera-floor", targets: ["BenchFloor"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -158,6 +159,19 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             path: "Benchmarks/Tool",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "BenchFloor",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/Floor",
             swiftSettings: swiftSettings
         ),
         .testTarget(

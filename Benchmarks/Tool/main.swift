@@ -23,8 +23,39 @@ struct Raw: ParsableCommand {
     @Option(help: "Firebase-scrypt mem cost (the services' default: 14).") var memCost: Int = 14
     @Option(help: "Hashing threads for the parallel scrypt figure (the directory's default: the core count).")
     var threads: Int = ProcessInfo.processInfo.activeProcessorCount
+    @Flag(help: "Measure only the Firebase-scrypt figures (scripts/bench takes them again around the sign-in runs).")
+    var scryptOnly = false
 
     func run() throws {
+        var report: [String: Double] = [
+            "scrypt_rounds": Double(rounds),
+            "scrypt_mem_cost": Double(memCost),
+        ]
+        if !scryptOnly {
+            try measureSignatures(into: &report)
+        }
+        // The directory's hashing path, with the project's kind of key material.
+        let scrypt = FirebaseScrypt(
+            signerKey: Array(Secrets.randomBytes(64)), saltSeparator: [0x42], rounds: rounds, memCost: memCost)
+        let salt = Array(Secrets.randomBytes(12))
+        report["firebase_scrypt_hashes_per_second"] = try measure(seconds: seconds) {
+            _ = try scrypt.hash(password: "correct horse battery staple", salt: salt)
+        }
+        // The same hashes on `threads` threads at once, as the directory's hashing pool runs them: what
+        // the cores allow together, shared caches and memory bandwidth included.
+        report["firebase_scrypt_parallel_hashes_per_second"] = try measureParallel(
+            threads: max(1, threads), seconds: seconds
+        ) {
+            _ = try scrypt.hash(password: "correct horse battery staple", salt: salt)
+        }
+        report["firebase_scrypt_parallel_threads"] = Double(max(1, threads))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        print(String(decoding: try encoder.encode(report), as: UTF8.self))
+    }
+
+    /// RS256 signatures per second with the token service's signer and with swift-crypto's.
+    func measureSignatures(into report: inout [String: Double]) throws {
         // The token service's signing path: a 2048-bit key, a typical ID-token payload.
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let payload = Data(
@@ -41,31 +72,9 @@ struct Raw: ParsableCommand {
         let boringSignatures = try measure(seconds: seconds) {
             _ = try JWS.signRS256(payload: payload, kid: "bench", key: key)
         }
-        // The directory's hashing path, with the project's kind of key material.
-        let scrypt = FirebaseScrypt(
-            signerKey: Array(Secrets.randomBytes(64)), saltSeparator: [0x42], rounds: rounds, memCost: memCost)
-        let salt = Array(Secrets.randomBytes(12))
-        let hashes = try measure(seconds: seconds) {
-            _ = try scrypt.hash(password: "correct horse battery staple", salt: salt)
-        }
-        // The same hashes on `threads` threads at once, as the directory's hashing pool runs them: what
-        // the cores allow together, shared caches and memory bandwidth included.
-        let parallelHashes = try measureParallel(threads: max(1, threads), seconds: seconds) {
-            _ = try scrypt.hash(password: "correct horse battery staple", salt: salt)
-        }
-        let report: [String: Double] = [
-            "rs256_signatures_per_second": signatures,
-            "rs256_signer_is_openssl": signer.isNative ? 1 : 0,
-            "rs256_swift_crypto_signatures_per_second": boringSignatures,
-            "firebase_scrypt_hashes_per_second": hashes,
-            "firebase_scrypt_parallel_hashes_per_second": parallelHashes,
-            "firebase_scrypt_parallel_threads": Double(max(1, threads)),
-            "scrypt_rounds": Double(rounds),
-            "scrypt_mem_cost": Double(memCost),
-        ]
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        report["rs256_signatures_per_second"] = signatures
+        report["rs256_signer_is_openssl"] = signer.isNative ? 1 : 0
+        report["rs256_swift_crypto_signatures_per_second"] = boringSignatures
     }
 
     /// Operations per second of `body` on `threads` threads together, each after one warm-up call;
