@@ -1,0 +1,84 @@
+"""The benchmark's verdicts (scripts/bench `evaluate`): the password sign-in target compares each
+sign-in run with the raw hash rate taken just before and just after it, and the floor service's
+figures are reported for the record. Pure: no request reaches the stack."""
+
+import importlib.machinery
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    os.environ.setdefault("BENCH_REEXEC", "1")  # already in the test environment: no re-exec
+    loader = importlib.machinery.SourceFileLoader("tessera_bench_script", str(BENCH))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def raw_rates(one_core: float) -> dict:
+    return {"one_core": one_core, "parallel": 2 * one_core, "threads": 2, "at": "2026-11-25T00:00:00"}
+
+
+def signin_run(connections: int, throughput: float, before: float | None, after: float | None) -> dict:
+    run = {"connections": connections, "throughput": throughput}
+    if before is not None:
+        run["raw_around"] = {"before": raw_rates(before), "after": raw_rates(after)}
+    return run
+
+
+def results(runs: list[dict], **extra) -> dict:
+    return {"settings": {"passthrough": {"TESSERA_HASH_THREADS": "2"}},
+            "raw": {"firebase_scrypt_hashes_per_second": 40.0, "firebase_scrypt_parallel_hashes_per_second": 76.0},
+            "runs": {"signin": runs}, **extra}
+
+
+def rows_named(rows, prefix: str) -> list:
+    return [row for row in rows if row[0].startswith(prefix)]
+
+
+def test_signin_target_uses_the_rate_measured_around_the_best_run(bench):
+    # c=16: 56 / (2 × 35) = 80%; c=64: 57 / (2 × 31.5) = 90.5%. The start-of-run rate (40/s) would
+    # give 71% at best: the verdict must come from the bracketed pair.
+    rows = bench.evaluate(results([signin_run(16, 56.0, 36.0, 34.0), signin_run(64, 57.0, 32.0, 31.0)]))
+    (target,) = rows_named(rows, "password sign-in vs raw hash rate")
+    assert target[1] == "≥ 90%"
+    assert target[2].startswith("57.0/s = 90.5% of 63.0/s (one core 32.0 before, 31.0 after)")
+    assert target[3] is True
+    (start,) = rows_named(rows, "(for the record) password sign-in vs the start-of-run")
+    assert start[2] == "57.0/s = 71.2% of 80.0/s" and start[3] is None
+
+
+def test_signin_target_is_missed_when_the_bracketed_ratio_is_below_90_percent(bench):
+    rows = bench.evaluate(results([signin_run(16, 60.0, 35.0, 35.0)]))
+    (target,) = rows_named(rows, "password sign-in vs raw hash rate")
+    assert "85.7%" in target[2] and target[3] is False
+
+
+def test_without_brackets_the_start_of_run_rate_decides(bench):
+    rows = bench.evaluate(results([signin_run(16, 73.0, None, None)]))
+    (target,) = rows_named(rows, "password sign-in vs raw hash rate")
+    assert target[0] == "password sign-in vs raw hash rate × 2 cores"
+    assert target[2] == "73.0/s = 91.2% of 80.0/s" and target[3] is True
+    assert not rows_named(rows, "(for the record) password sign-in vs the start-of-run")
+
+
+def test_floor_figures_are_for_the_record(bench):
+    floor = {"hashing_threads": 2, "connections": 16, "throughput": 62.2, "peak_rss_mb": 67.4,
+             "idle": {"rss": 32.9, "file": 30.2, "anon": 2.7}, "loaded": {"file": 30.3, "anon": 37.1},
+             "raw_around": {"before": raw_rates(31.9), "after": raw_rates(34.0)}}
+    rows = bench.evaluate(results([], floor=floor))
+    (peak,) = rows_named(rows, "(for the record) peak RSS of the floor service")
+    assert peak[2] == "67.4 MB" and peak[3] is None
+    (rate,) = rows_named(rows, "(for the record) floor service's hashes")
+    assert rate[2].startswith("62.2/s = 94.4% of 65.9/s") and rate[3] is None
+    assert "floor: `tessera-floor`" in bench.markdown({
+        **results([], floor=floor), "machine": {"cpu": "x", "cores": 2, "memory_gib": 1, "kernel": "k", "swift": "s",
+                                                "commit": "c", "dirty": False},
+        "date": "2026-11-25", "duration": 15, "settings": {"build": "release", "bin_dir": "b", "url": "u",
+                                                           "passthrough": {}}})
