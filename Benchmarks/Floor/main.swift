@@ -48,9 +48,11 @@ struct Floor {
         }
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
+        // The application stops on SIGTERM or SIGINT; the database client runs until it is cancelled.
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await database.run() }
             try await app.runService()
+            group.cancelAll()
         }
         try await pool.shutdownGracefully()
     }
