@@ -36,6 +36,23 @@ struct DirectoryUnitTests {
         #expect(service.database.options.minimumConnections == 2)
     }
 
+    @Test("freed memory is trimmed every 30 s unless TESSERA_HEAP_TRIM_INTERVAL says otherwise; 0 is never")
+    func heapTrimInterval() throws {
+        let base = [
+            "DATABASE_URL": "postgres://u:p@db:5433/tessera", "TESSERA_ADMIN_TOKEN": "a",
+            "TESSERA_INTERNAL_SECRET": "s",
+        ]
+        func interval(_ value: String?) throws -> Duration {
+            var env = base
+            env["TESSERA_HEAP_TRIM_INTERVAL"] = value
+            return try DirectoryConfiguration(environment: ConfigReader(env)).heapTrimInterval
+        }
+        #expect(try interval(nil) == .seconds(30))
+        #expect(try interval("5m") == .seconds(300))
+        #expect(try interval("0s") == .zero)
+        #expect(throws: ConfigError.self) { try interval("often") }
+    }
+
     @Test("update masks expand parents to leaves and refuse unknown paths")
     func updateMasks() throws {
         let known = Array(TenantWire.fields.keys)

@@ -14,4 +14,9 @@ void *_Nullable *_Nullable tessera_swift_enqueue_global_hook_address(void);
 /// from NULL). Returns false if the hook is missing or another one is already installed.
 bool tessera_swift_install_enqueue_global_hook(void *_Nonnull hook);
 
+/// Returns the C allocator's free memory to the system: glibc's `malloc_trim(0)`, which gives back the
+/// unused pages inside free chunks of every arena and the top of the main one. 1 if memory was
+/// released, 0 if none was, -1 where the C library has no such call.
+int tessera_heap_trim(void);
+
 #endif

@@ -22,6 +22,8 @@ public struct DirectoryConfiguration: Sendable {
     /// Threads that hash, and how many more hashes may wait before callers get a 503.
     public var hashThreads: Int = System.coreCount
     public var hashQueue: Int = 64
+    /// How often freed memory is given back to the system (`HeapTrimService`); zero: never.
+    public var heapTrimInterval: Duration = .seconds(30)
     /// Out-of-band codes expire after this long (A.7: 1 hour).
     public var oobCodeTTL: Duration = .seconds(3600)
     public var mail = MailDispatcher.Settings(smtp: nil)
@@ -71,6 +73,7 @@ public struct DirectoryConfiguration: Sendable {
         }
         hashThreads = try env.int("TESSERA_HASH_THREADS", default: hashThreads)
         hashQueue = try env.int("TESSERA_HASH_QUEUE", default: hashQueue)
+        heapTrimInterval = try env.duration("TESSERA_HEAP_TRIM_INTERVAL", default: heapTrimInterval)
         oobCodeTTL = try env.duration("TESSERA_OOB_CODE_TTL", default: oobCodeTTL)
         if let url = env.string("SMTP_URL") {
             mail.smtp = try SMTPConfiguration(
@@ -170,6 +173,7 @@ public func buildDirectoryApplication(
         services: [
             client, HashingPoolService(pool: hashing, logger: logger),
             MailDispatcher(client: client, settings: configuration.mail, logger: logger),
+            HeapTrimService(interval: configuration.heapTrimInterval, logger: logger),
         ],
         logger: logger)
     app.beforeServerStarts {
