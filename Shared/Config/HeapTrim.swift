@@ -8,9 +8,10 @@ import ServiceLifecycle
 /// the system only from the top of the main heap. So a service's resident memory stays at the high-water
 /// mark of its busiest minute: after the benchmark's 64-connection runs, an import and a cleanup, the
 /// idle directory held 25 MB of freed memory, which `malloc_trim(0)` returned (docs/benchmarks.md).
-/// A trim costs a walk of the arenas' free lists and a page fault for each trimmed page used again;
-/// the hashing threads' 16 MiB scrypt working sets sit at the top of their arenas, which glibc does not
-/// trim, so a trim never makes the next hash fault its working set back in.
+/// A trim costs a walk of the arenas' free lists and a page fault for each trimmed page used again.
+/// A hashing thread's 16 MiB scrypt working set is freed last and so sits at the top of its arena,
+/// which glibc does not trim: after a trim it was still resident, and the next hash does not fault it
+/// back in.
 public struct HeapTrimService: Service {
     /// Zero: never trim.
     public let interval: Duration
