@@ -116,18 +116,14 @@ public struct ProjectHashKey: Sendable, Equatable {
 /// algorithm and parameters.
 public struct PasswordHasher: Sendable {
     let pool: HashingPool
-    /// Parameters for new hashes (Firebase's are rounds 8, mem_cost 14).
-    let rounds: Int
-    let memCost: Int
-    /// The parameters of every native hash made now, and their stored form (JSON, sorted keys). A
-    /// stored hash with exactly that text is read without parsing it: most sign-ins.
+    /// The parameters of every native hash made now (Firebase's are rounds 8, mem_cost 14), and their
+    /// stored form (JSON, sorted keys). A stored hash with exactly that text is read without parsing
+    /// it: most sign-ins.
     private let current: ScryptParams
     let currentParams: String
 
     public init(pool: HashingPool, rounds: Int = 8, memCost: Int = 14) {
         self.pool = pool
-        self.rounds = rounds
-        self.memCost = memCost
         current = ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -142,7 +138,8 @@ public struct PasswordHasher: Sendable {
     public func hash(_ password: String, key: ProjectHashKey) async throws -> StoredPassword {
         let salt = Secrets.randomBytes(12)
         let scrypt = FirebaseScrypt(
-            signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: rounds, memCost: memCost)
+            signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: current.rounds,
+            memCost: current.memCost)
         let hash = try await pool.run { try scrypt.hash(password: password, salt: salt) }
         return StoredPassword(
             algorithm: StoredPassword.firebaseScrypt, params: currentParams, salt: Data(salt).base64EncodedString(),
@@ -178,7 +175,7 @@ public struct PasswordHasher: Sendable {
     }
 
     /// The parameters native hashes are made with, as the project's hash config publishes them.
-    public var hashConfig: (rounds: Int, memCost: Int) { (rounds, memCost) }
+    public var hashConfig: (rounds: Int, memCost: Int) { (current.rounds, current.memCost) }
 
     /// Costs what a verification costs, for accounts that do not exist: answers for unknown and
     /// known emails then take comparable time (B.5.9).
