@@ -14,7 +14,7 @@ import ServiceLifecycle
 /// back in.
 public struct HeapTrimService: Service {
     /// Zero: never trim.
-    public let interval: Duration
+    let interval: Duration
     let logger: Logger
 
     public init(interval: Duration, logger: Logger) {
@@ -42,7 +42,7 @@ public struct HeapTrimService: Service {
 
     /// Trims once; true if the allocator gave memory back.
     @discardableResult
-    public static func trim() -> Bool {
+    static func trim() -> Bool {
         tessera_heap_trim() == 1
     }
 }
