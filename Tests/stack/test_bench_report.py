@@ -14,10 +14,18 @@ BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench"
 
 @pytest.fixture(scope="module")
 def bench():
-    os.environ.setdefault("BENCH_REEXEC", "1")  # already in the test environment: no re-exec
-    loader = importlib.machinery.SourceFileLoader("tessera_bench_script", str(BENCH))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(module)
+    # The script re-executes itself under .venv unless told not to: this test runs there already.
+    saved = os.environ.get("BENCH_REEXEC")
+    os.environ["BENCH_REEXEC"] = "1"
+    try:
+        loader = importlib.machinery.SourceFileLoader("tessera_bench_script", str(BENCH))
+        module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+        loader.exec_module(module)
+    finally:
+        if saved is None:
+            del os.environ["BENCH_REEXEC"]
+        else:
+            os.environ["BENCH_REEXEC"] = saved
     return module
 
 
