@@ -595,6 +595,33 @@ def tenant_id(tenant: dict) -> str:
 
 
 # --------------------------------------------------------------------------------------
+# Prometheus metrics (each service's own /metrics, not through the ingress)
+# --------------------------------------------------------------------------------------
+
+PROMETHEUS_SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$')
+
+
+def scrape(url: str) -> list[tuple[str, dict[str, str], float]]:
+    resp = requests.get(url + "/metrics", timeout=HTTP_TIMEOUT)
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["Content-Type"].startswith("text/plain"), resp.headers
+    samples = []
+    for line in resp.text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = PROMETHEUS_SAMPLE.match(line)
+        assert match, f"not Prometheus text: {line!r}"
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', match.group("labels") or ""))
+        samples.append((match.group("name"), labels, float(match.group("value"))))
+    return samples
+
+
+def value(samples, name: str, **labels: str) -> float:
+    """The sum of the samples of `name` whose labels include `labels` (0 when none)."""
+    return sum(v for n, l, v in samples if n == name and all(l.get(k) == x for k, x in labels.items()))
+
+
+# --------------------------------------------------------------------------------------
 # Stack control (restart / stop services)
 # --------------------------------------------------------------------------------------
 

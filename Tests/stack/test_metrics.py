@@ -4,35 +4,11 @@ queue; `/metrics` is served on each service's own port and not through the ingre
 
 from __future__ import annotations
 
-import re
 import uuid
 
 import requests
 
-from conftest import HTTP_TIMEOUT, expect_error, expect_ok
-
-SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$')
-
-
-def scrape(url: str) -> list[tuple[str, dict[str, str], float]]:
-    resp = requests.get(url + "/metrics", timeout=HTTP_TIMEOUT)
-    assert resp.status_code == 200, resp.text
-    assert resp.headers["Content-Type"].startswith("text/plain"), resp.headers
-    samples = []
-    for line in resp.text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = SAMPLE.match(line)
-        assert match, f"not Prometheus text: {line!r}"
-        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', match.group("labels") or ""))
-        samples.append((match.group("name"), labels, float(match.group("value"))))
-    return samples
-
-
-def value(samples, name: str, **labels: str) -> float:
-    """The sum of the samples of `name` whose labels include `labels` (0 when none)."""
-    return sum(v for n, l, v in samples if n == name and all(l.get(k) == x for k, x in labels.items()))
-
+from conftest import HTTP_TIMEOUT, expect_error, expect_ok, scrape, value
 
 def test_token_service_counts_requests_errors_and_tokens(stack, client, make_tenant):
     url = stack.env["TESSERA_TOKEN_SERVICE_URL"]

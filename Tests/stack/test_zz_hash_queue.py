@@ -1,0 +1,111 @@
+"""A.9 through the running stack: password hashing has bounded concurrency, and when its queue is full
+the client gets `503 UNAVAILABLE` with `Retry-After` at once, not a pile-up and never a 500.
+
+The directory is restarted with one hashing thread, a queue of one and Firebase-scrypt's production
+memory cost (so that each hash takes long enough to overlap), through `scripts/stack restart SERVICE
+NAME=VALUE`, which changes those settings for that one start; a plain restart afterwards gives it the
+test stack's own settings back. Disruptive: runs after every calm test (conftest)."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import (REPO_ROOT, Client, describe, expect_ok, require_running_service, run_stack, scrape,
+                      stack_command_env, stack_script, value)
+
+pytestmark = pytest.mark.disruptive
+
+PASSWORD = "queue-test-password"
+SMALL_POOL = ("TESSERA_HASH_THREADS=1", "TESSERA_HASH_QUEUE=1", "TESSERA_PASSWORD_HASH_MEM_COST=14")
+ACCOUNTS = 4
+PER_ACCOUNT = 5  # 20 sign-ins at once, well under the per-account (30) and per-IP (300) hourly limits
+
+
+def sign_in(client: Client, tenant_id: str, address: str):
+    return client.post("/v1/accounts:signInWithPassword",
+                       {"tenantId": tenant_id, "email": address, "password": PASSWORD, "returnSecureToken": True})
+
+
+def test_restart_refuses_settings_that_are_not_pass_through(stack):
+    pid = require_running_service(stack, "user-directory")
+    for bad in ("DATABASE_URL=postgres://elsewhere/db", "TESSERA_HASH_THREADS", "NOT_A_SETTING=1"):
+        proc = subprocess.run([str(stack_script()), "restart", "user-directory", bad], cwd=REPO_ROOT,
+                              env=stack_command_env(stack), capture_output=True, text=True, timeout=60)
+        assert proc.returncode != 0, f"restart accepted {bad!r}:\n{proc.stdout}\n{proc.stderr}"
+        assert "pass-through" in proc.stderr, proc.stderr
+    # Refused before anything was stopped.
+    assert require_running_service(stack, "user-directory") == pid
+
+
+def test_full_hash_queue_answers_503_with_retry_after_at_once(stack, make_tenant):
+    run_stack(stack, "restart", "user-directory", *SMALL_POOL)
+    try:
+        tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+        client = Client(stack)
+        addresses = [f"queue-{uuid.uuid4().hex[:10]}@example.com" for _ in range(ACCOUNTS)]
+        for address in addresses:
+            expect_ok(client.post("/v1/accounts:signUp", {"tenantId": tenant_id, "email": address,
+                                                          "password": PASSWORD}))
+        started = time.monotonic()
+        expect_ok(sign_in(client, tenant_id, addresses[0]))
+        one_sign_in = time.monotonic() - started
+
+        results: list[tuple[int, float, object]] = []
+        lock = threading.Lock()
+        gate = threading.Barrier(ACCOUNTS * PER_ACCOUNT)
+
+        def attempt(address: str) -> None:
+            own = Client(stack)  # a connection of its own, as separate clients would have
+            gate.wait(timeout=30)
+            begun = time.monotonic()
+            resp = sign_in(own, tenant_id, address)
+            with lock:
+                results.append((resp.status_code, time.monotonic() - begun, resp))
+
+        threads = [threading.Thread(target=attempt, args=(address,))
+                   for address in addresses for _ in range(PER_ACCOUNT)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert len(results) == len(threads), "some sign-ins never answered"
+
+        statuses = sorted(code for code, _, _ in results)
+        assert set(statuses) <= {200, 503}, f"only successes and 503s allowed: {statuses}\n" + "\n".join(
+            describe(resp) for code, _, resp in results if code not in (200, 503))
+        refused = [(elapsed, resp) for code, elapsed, resp in results if code == 503]
+        assert refused, f"one thread and a queue of one took {len(results)} simultaneous sign-ins: {statuses}"
+        assert len(refused) < len(results), f"nothing was admitted: {statuses}"
+        for elapsed, resp in refused:
+            assert resp.headers.get("Retry-After", "").strip().isdigit(), describe(resp)
+            err = resp.json().get("error", {})
+            assert err.get("code") == 503 and err.get("status") == "UNAVAILABLE", describe(resp)
+            assert isinstance(err.get("message"), str) and err["message"], describe(resp)
+        # Refused at once: no refused caller waited for the hashes ahead of it. Twenty sign-ins through
+        # one thread would take twenty times `one_sign_in` for the last of them.
+        slowest = max(elapsed for elapsed, _ in refused)
+        assert slowest < max(1.0, 3 * one_sign_in), (
+            f"a refused sign-in took {slowest:.2f}s (one sign-in alone: {one_sign_in:.2f}s)")
+
+        # The refusals were the hashing queue's (not, say, the database's), and nothing is left in it.
+        samples = scrape(stack.env["TESSERA_DIRECTORY_URL"])
+        assert value(samples, "tessera_password_hash_refused_total") == len(refused)
+        assert value(samples, "tessera_password_hash_queue_depth_operations") == 0
+        # The next sign-in goes through.
+        expect_ok(sign_in(client, tenant_id, addresses[1]))
+    finally:
+        run_stack(stack, "restart", "user-directory")
+    # Back on the stack's own settings, which the one-off ones never replaced in the saved configuration.
+    pid = require_running_service(stack, "user-directory")
+    with open(f"/proc/{pid}/environ", "rb") as handle:
+        variables = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
+    for setting in SMALL_POOL:
+        name, one_off = setting.encode().split(b"=")
+        assert variables.get(name) != one_off, f"{name.decode()} is still {one_off.decode()} after a plain restart"
+    # The refused count starts again from zero with the new process.
+    assert value(scrape(stack.env["TESSERA_DIRECTORY_URL"]), "tessera_password_hash_refused_total") == 0
