@@ -60,6 +60,45 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test("a deleted tenant's rate counters and audit entries go with it; other scopes' stay")
+    func tenantDeletionTakesItsCountersAndAudit() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let audit = AdminCredentialStore(client: client, bootstrapSecret: "bootstrap-secret")
+            for name in ["gone-1", "kept-1"] {
+                _ = try await tenants.create(ScopeSettings(tenantId: name, displayName: name), logger: logger)
+            }
+            for scope in ["gone-1", "kept-1", ""] {
+                try await client.withConnection { connection in
+                    try await RateLimiter.hit(
+                        connection, scope: scope, bucket: "sign_up", key: "203.0.113.7", limit: 100, logger: logger)
+                }
+                try await audit.audit(
+                    tenant: scope, actor: "bootstrap", action: "POST /test", target: "/test", requestID: "r-\(scope)",
+                    logger: logger)
+            }
+            #expect(try await tenants.delete("gone-1", logger: logger))
+
+            func rows(_ table: String, _ scope: String) async throws -> Int64 {
+                let rows = try await client.query(
+                    "SELECT count(*) FROM \(unescaped: table) WHERE tenant_id = \(scope)", logger: logger)
+                for try await count in rows.decode(Int64.self) { return count }
+                return -1
+            }
+            for table in ["rate_counters", "audit_log"] {
+                #expect(try await rows(table, "gone-1") == 0, "\(table) of the deleted tenant")
+                #expect(try await rows(table, "kept-1") == 1, "\(table) of another tenant")
+                #expect(try await rows(table, "") == 1, "\(table) of the default scope")
+            }
+            // Nothing can be written for a tenant that does not exist (it would outlive any deletion).
+            await #expect(throws: PSQLError.self) {
+                try await audit.audit(
+                    tenant: "gone-1", actor: "bootstrap", action: "POST /test", target: "/test", requestID: "late",
+                    logger: logger)
+            }
+        }
+    }
+
     @Test("anonymous sign-up obeys disableAuth, disabledUserSignup and enableAnonymousUser")
     func anonymousSignUpSwitches() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in

@@ -105,6 +105,25 @@ def test_every_admin_write_is_in_the_audit_log(stack, admin, make_tenant):
     assert any(e["actor"] == "bootstrap" for e in entries)
 
 
+def test_a_tenant_deletion_is_in_the_project_audit_log_and_its_own_log_goes_with_it(stack, admin, make_tenant):
+    """The tenant's own entries (and its rate counters) are deleted with it, so a later tenant given the
+    same id could never read them; the deletion itself is the project's entry."""
+    p = stack.project_id
+    tenant_id = make_tenant()["tenantId"]
+    expect_ok(admin.request("POST", f"/v1/projects/{p}/tenants/{tenant_id}/accounts", json={"displayName": "x"}))
+    assert expect_ok(admin.request("GET", f"/v2/projects/{p}/tenants/{tenant_id}/auditLog"))["entries"]
+    expect_ok(admin.request("DELETE", f"/v2/projects/{p}/tenants/{tenant_id}",
+                            headers={"X-Request-ID": "audit-tenant-deletion"}))
+
+    entries = expect_ok(admin.request("GET", f"/v2/projects/{p}/auditLog?pageSize=20"))["entries"]
+    deletion = [e for e in entries if e["requestId"] == "audit-tenant-deletion"]
+    assert len(deletion) == 1, entries
+    assert deletion[0]["action"] == "DELETE /v2/projects/{project}/tenants/{tenant}", deletion
+    assert deletion[0]["target"] == f"/v2/projects/{p}/tenants/{tenant_id}", deletion
+    assert deletion[0]["actor"] == "bootstrap" and deletion[0].get("tenantId") is None, deletion
+    expect_error(admin.request("GET", f"/v2/projects/{p}/tenants/{tenant_id}/auditLog"), "TENANT_NOT_FOUND")
+
+
 def test_tenant_isolation_matrix(stack, admin, client, make_tenant):
     """A tenant credential cannot read, write, list or delete anything of another tenant, on any
     tenant-scoped endpoint, and nothing of the other tenant changes."""

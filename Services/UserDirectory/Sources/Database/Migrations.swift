@@ -548,6 +548,19 @@ public enum Migrations {
                 $$
                 """,
             ]),
+        Migration(
+            version: 12, name: "tenant_counters_and_audit_go_with_the_tenant",
+            statements: [
+                // A deleted tenant's rate counters and audit entries went nowhere: housekeeping only
+                // walks live tenants, and a later tenant given the same id would have read the old
+                // entries. They now go with the tenant, like every other row of it; the deletion
+                // itself is recorded in the project's audit log. Rows of tenants deleted before this
+                // migration are removed first, so the constraints hold.
+                "DELETE FROM rate_counters r WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.tenant_id = r.tenant_id)",
+                "DELETE FROM audit_log a WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.tenant_id = a.tenant_id)",
+                "ALTER TABLE rate_counters ADD FOREIGN KEY (tenant_id) REFERENCES tenants (tenant_id) ON DELETE CASCADE",
+                "ALTER TABLE audit_log ADD FOREIGN KEY (tenant_id) REFERENCES tenants (tenant_id) ON DELETE CASCADE",
+            ]),
     ]
 
     public static var latestVersion: Int { all.last?.version ?? 0 }

@@ -81,10 +81,10 @@ struct AdminAuthMiddleware: RouterMiddleware {
         }
         let pathTenant = context.parameters.get("tenant")
         let template = context.endpointPath ?? request.uri.path
+        let deletesTenant = request.method == .delete && template.hasSuffix("{tenant}")
         if let own = principal.tenantId {
             // Its tenant's users and self-service settings, nothing else (issue #4).
-            let projectResource =
-                template.contains("adminCredentials") || (request.method == .delete && template.hasSuffix("{tenant}"))
+            let projectResource = template.contains("adminCredentials") || deletesTenant
             guard pathTenant == own, !projectResource else { throw FirebaseError.insufficientPermission }
         }
         var context = context
@@ -105,7 +105,8 @@ struct AdminAuthMiddleware: RouterMiddleware {
             } else {
                 target = request.uri.path
             }
-            let tenant = pathTenant ?? fields["tenantId"]?.stringValue ?? ""
+            // A tenant's deletion is the project's entry: the tenant's own log goes with the tenant.
+            let tenant = deletesTenant ? "" : pathTenant ?? fields["tenantId"]?.stringValue ?? ""
             do {
                 try await credentials.audit(
                     tenant: tenant, actor: principal.credentialId, action: "\(request.method.rawValue) \(template)",
