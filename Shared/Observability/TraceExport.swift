@@ -8,7 +8,7 @@ import Tracing
 import UnixSignals
 
 /// OpenTelemetry tracing, off unless the operator turns it on with the standard
-/// `OTEL_TRACES_EXPORTER` key (`otlp` or `console`; Tessera's default is `none`). The other standard
+/// `OTEL_TRACES_EXPORTER` key (`otlp`; Tessera's default is `none`). The other standard
 /// `OTEL_*` keys (endpoint, protocol, headers, sampler, batch settings, service name) are read by
 /// swift-otel. Spans cover each HTTP request (route template as the name) and each internal call, and
 /// the W3C `traceparent` header carries the trace from the token service and the worker into the
@@ -31,6 +31,19 @@ public struct TraceExport: Sendable {
         let exporter = environment["OTEL_TRACES_EXPORTER", default: "none"].lowercased()
         guard !exporter.isEmpty, exporter != "none" else { return nil }
         if environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return nil }
+        // swift-otel throws an unexplained error for its other exporters and stops the process
+        // (fatalError) for OTLP over gRPC, which is not built in: refuse both with a clear message.
+        guard exporter == "otlp" else {
+            throw ConfigError.invalid(
+                "OTEL_TRACES_EXPORTER", "'\(exporter)' is not supported; use otlp, or none (the default)")
+        }
+        for key in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            guard let value = environment[key]?.lowercased(), !value.isEmpty else { continue }
+            guard ["http/protobuf", "http/json"].contains(value) else {
+                throw ConfigError.invalid(
+                    key, "'\(value)' is not supported; use http/protobuf (the default) or http/json (no gRPC exporter)")
+            }
+        }
         var configuration = OTel.Configuration.default
         configuration.serviceName = serviceName
         configuration.logs.enabled = false

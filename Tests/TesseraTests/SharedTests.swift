@@ -199,6 +199,22 @@ struct TraceExportTests {
         #expect(!TraceExport.isEnabled)
     }
 
+    @Test("an exporter or OTLP protocol that is not built in is a configuration error, not a crash")
+    func unsupportedExporters() throws {
+        for exporter in ["console", "zipkin", "jaeger", "otlp,console"] {
+            #expect(throws: ConfigError.self) {
+                try TraceExport.bootstrap(serviceName: "test", environment: ["OTEL_TRACES_EXPORTER": exporter])
+            }
+        }
+        for key in ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] {
+            #expect(throws: ConfigError.self) {
+                try TraceExport.bootstrap(
+                    serviceName: "test", environment: ["OTEL_TRACES_EXPORTER": "otlp", key: "grpc"])
+            }
+        }
+        #expect(!TraceExport.isEnabled)
+    }
+
     @Test("the shutdown deadline defaults inside Kubernetes' grace period and is configurable")
     func shutdownTimeout() throws {
         #expect(try ConfigReader([:]).shutdownTimeout() == .seconds(25))
