@@ -174,6 +174,10 @@ def test_compose_and_kubernetes_run_the_same_services_with_documented_keys():
     for key in config["data"]:
         assert key in documented, f"ConfigMap key {key} is not in docs/configuration.md"
     assert compose["services"]["migrate"]["command"] == ["user-directory", "migrate"]
+    # The one-shot migration gets the database and its log settings, no secret it does not use.
+    migrate_env = compose["services"]["migrate"]["environment"]
+    assert set(migrate_env) == {"DATABASE_URL", "LOG_LEVEL", "LOG_FORMAT"}, migrate_env
+    assert migrate_env["DATABASE_URL"] == compose["services"]["user-directory"]["environment"]["DATABASE_URL"]
 
 
 def test_the_dockerfile_builds_every_product_and_runs_them_as_the_stack_does():
