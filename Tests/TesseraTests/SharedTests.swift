@@ -186,6 +186,25 @@ struct ClientAddressTests {
     }
 }
 
+@Suite("form-encoded bodies")
+struct FormURLEncodedTests {
+    @Test("pairs, + for a space, escapes, the first of a repeated name, a name without a value")
+    func parses() throws {
+        let fields = try #require(FormURLEncoded.parse("a=1&b=x+y%2Bz&a=2&c&=skipped&d=%C3%A9&&e="))
+        #expect(fields == ["a": "1", "b": "x y+z", "c": "", "d": "é", "e": ""])
+        #expect(FormURLEncoded.parse("") == [:])
+    }
+
+    @Test("stray %, a bad escape and escaped invalid UTF-8 are nil, never a trap")
+    func refusesMalformed() {
+        for text in ["a=%", "a=%z", "a=%zz", "%=1", "a=%C3%28", "a=%FF"] {
+            #expect(FormURLEncoded.parse(text) == nil, "\(text)")
+        }
+        // Characters a query may not hold are taken as they are (URLComponents' setter trapped on them).
+        #expect(FormURLEncoded.parse("a=é \"<#>") == ["a": "é \"<#>"])
+    }
+}
+
 @Suite("tracing configuration")
 struct TraceExportTests {
     @Test("tracing is off unless OTEL_TRACES_EXPORTER names an exporter, and off when the SDK is disabled")

@@ -518,6 +518,12 @@ def _lifetime_over_an_hour(stack, account, key, uid):
     return sign(token_payload(account, uid, iat=now - 60, exp=now + 3600), key, account["private_key_id"])
 
 
+def _lifetime_overflowing_int64(stack, account, key, uid):
+    # exp - iat does not fit in 64 bits: this once trapped the directory.
+    return sign(token_payload(account, uid, iat=-9_000_000_000_000_000_000, exp=9_000_000_000_000_000_000), key,
+                account["private_key_id"])
+
+
 def _issued_in_the_future(stack, account, key, uid):
     now = int(time.time())
     return sign(token_payload(account, uid, iat=now + 1800, exp=now + 2400), key, account["private_key_id"])
@@ -551,6 +557,7 @@ REFUSED = {
     "aud-project-id": _project_id_aud,
     "expired": _expired,
     "lifetime-over-3600": _lifetime_over_an_hour,
+    "lifetime-overflowing-int64": _lifetime_overflowing_int64,
     "iat-in-future": _issued_in_the_future,
     "iss-not-client-email": _iss_not_client_email,
     "sub-not-client-email": _sub_not_client_email,

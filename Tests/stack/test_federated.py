@@ -484,6 +484,15 @@ def test_forged_provider_tokens_are_refused(client, admin, make_tenant, fake_idp
     assert signed_in(oidc_sign_in(client, fake_idp, "google.com", tenant_id, sub, email))["isNewUser"] is True
 
 
+def test_an_expiry_at_the_end_of_int64_is_not_a_crash(client, admin, make_tenant, fake_idp):
+    """`exp` is the provider's integer: 2^63 - 1 once trapped the token service (`exp + leeway`). A
+    far expiry is the provider's decision; the sign-in goes through and the service stays up."""
+    tenant_id = idp_tenant(make_tenant, admin, fake_idp, "google.com")
+    token = fake_idp.id_token("google", new_sub(), email=address("gmail.com"), exp=2**63 - 1)
+    assert signed_in(sign_in_with_idp(client, "google.com", id_token=token, tenant_id=tenant_id))["isNewUser"]
+    assert signed_in(oidc_sign_in(client, fake_idp, "google.com", tenant_id, new_sub(), address("gmail.com")))
+
+
 def test_audience_may_be_a_list_containing_the_client_id(client, admin, make_tenant, fake_idp):
     tenant_id = idp_tenant(make_tenant, admin, fake_idp, "microsoft.com")
     token = fake_idp.id_token("microsoft", new_sub(), email=address("outlook.com"),

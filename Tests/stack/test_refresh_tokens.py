@@ -125,6 +125,26 @@ def test_token_endpoint_request_errors(stack, client, tenant_id):
     assert data["user_id"] == session.local_id
 
 
+def test_malformed_form_bodies_are_a_400_and_the_service_stays_up(stack, client, tenant_id):
+    """Stray `%`, characters outside a query, invalid UTF-8: each a 400 INVALID_ARGUMENT. (Foundation's
+    URLComponents stopped the token service on the first of these.)"""
+    session = client.sign_up_anonymous(tenant_id)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for body in (b"grant_type=refresh_token&refresh_token=%", b"grant_type=refresh_token&refresh_token=%zz",
+                 b"grant_type=refresh_token&refresh_token=%C3%28", b"%=1"):
+        resp = client.request("POST", "/v1/token", data=body, headers=form)
+        expect_status_error(resp, 400, "INVALID_ARGUMENT")
+    # Characters a URL query may not hold, and bytes that are not UTF-8, are read as they are: the
+    # token is then simply not one.
+    for body in ("grant_type=refresh_token&refresh_token=\u00e9 \"<#".encode(),
+                 b"grant_type=refresh_token&refresh_token=\xff\xfe"):
+        expect_error(client.request("POST", "/v1/token", data=body, headers=form), "INVALID_REFRESH_TOKEN")
+    # Still up, and `+`, escapes and a repeated name (the first wins) read as before.
+    body = f"grant_type=refresh%5Ftoken&refresh_token={session.refresh_token}&refresh_token=other&x=a+b"
+    data = expect_ok(client.request("POST", "/v1/token", data=body, headers=form))
+    assert data["user_id"] == session.local_id
+
+
 def test_concurrent_refreshes_of_one_token_agree_on_one_successor(stack, tenant_id):
     workers = 20
     setup = Client(stack)

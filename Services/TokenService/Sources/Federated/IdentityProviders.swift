@@ -15,22 +15,10 @@ struct ProviderCredential: Sendable {
     var code: String?
     var samlResponse: String?
 
-    /// Parses `application/x-www-form-urlencoded` text.
-    static func parseForm(_ text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let decode: (Substring) -> String? = {
-                $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
-            }
-            guard let name = decode(parts[0]), !name.isEmpty else { continue }
-            fields[name] = parts.count == 2 ? decode(parts[1]) ?? "" : ""
-        }
-        return fields
-    }
-
     init(postBody: String) throws {
-        let fields = Self.parseForm(postBody)
+        guard let fields = FormURLEncoded.parse(postBody) else {
+            throw FirebaseError.invalid("INVALID_IDP_RESPONSE", "postBody is not valid form-encoded text.")
+        }
         guard let providerId = fields["providerId"], !providerId.isEmpty else {
             throw FirebaseError.invalid("INVALID_IDP_RESPONSE", "postBody must name the providerId.")
         }
@@ -154,7 +142,8 @@ struct IdentityProviders: Sendable {
         guard audienceMatches else { throw Self.invalid("The id_token's audience is not this app's client id.") }
         let now = Int64(Date().timeIntervalSince1970)
         guard let exp = object["exp"]?.intValue else { throw Self.invalid("The id_token has no expiry.") }
-        guard exp + Self.leeway > now else { throw Self.invalid("The id_token has expired.") }
+        // `exp` is whatever the provider wrote: compare without adding to it (Int64.max would trap).
+        guard exp > now - Self.leeway else { throw Self.invalid("The id_token has expired.") }
         if let iat = object["iat"]?.intValue, iat > now + 300 {
             throw Self.invalid("The id_token was issued in the future.")
         }

@@ -61,11 +61,8 @@ struct TokenController {
         } catch {
             throw FirebaseError.payloadTooLarge
         }
-        var components = URLComponents()
-        components.percentEncodedQuery = String(buffer: buffer).replacingOccurrences(of: "+", with: "%20")
-        var fields: [String: String] = [:]
-        for item in components.queryItems ?? [] where fields[item.name] == nil {
-            fields[item.name] = item.value ?? ""
+        guard let fields = FormURLEncoded.parse(String(buffer: buffer)) else {
+            throw FirebaseError.invalidArgument("The request body is not valid application/x-www-form-urlencoded text.")
         }
         return GrantRequest(
             grantType: fields["grant_type"] ?? fields["grantType"],

@@ -265,7 +265,9 @@ enum CustomTokens {
         }
         let nowSeconds = Int64(now.timeIntervalSince1970)
         guard exp > nowSeconds else { throw invalid("The custom token has expired.") }
-        guard exp > iat, exp - iat <= maximumLifetime else {
+        // Claims are any JSON integers: subtract without trapping on overflow.
+        let (lifetime, overflow) = exp.subtractingReportingOverflow(iat)
+        guard exp > iat, !overflow, lifetime <= maximumLifetime else {
             throw invalid("The custom token's lifetime (exp - iat) must not exceed one hour.")
         }
         guard iat <= nowSeconds + clockSkew else { throw invalid("The custom token was issued in the future.") }
