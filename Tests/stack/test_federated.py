@@ -511,7 +511,7 @@ def test_nonce_must_match_raw_or_sha256_hex(client, admin, make_tenant, fake_idp
     signed_in(attempt(raw, raw, new_sub()))
     signed_in(attempt(sha256_hex(raw), raw, new_sub()))
     for token_nonce, body_nonce in (("something-else", raw), (None, raw), (raw, sha256_hex(raw)),
-                                    (sha256_hex("other"), raw)):
+                                    (sha256_hex("other"), raw), (raw, None), (sha256_hex(raw), None)):
         expect_error(attempt(token_nonce, body_nonce, new_sub()), "MISSING_OR_INVALID_NONCE")
     assert len(tenant_user_ids(admin, tenant_id)) == 2
 

@@ -155,6 +155,10 @@ struct IdentityProviders: Sendable {
             guard let tokenNonce = claims.string("nonce"), tokenNonce == nonce || tokenNonce == hashed else {
                 throw FirebaseError.invalid("MISSING_OR_INVALID_NONCE", "The nonce does not match the id_token's.")
             }
+        } else if claims.string("nonce") != nil {
+            // A token bound to a nonce is only good with it: otherwise a token captured from another
+            // sign-in flow could be replayed here.
+            throw FirebaseError.invalid("MISSING_OR_INVALID_NONCE", "Nonce is missing in the request.")
         }
         let firstName = claims.string("given_name")
         let lastName = claims.string("family_name")
