@@ -24,6 +24,58 @@ struct PasswordHashTests {
         #expect(!(try scrypt.verify(password: "user1password", salt: salt + [0], expected: hash)))
     }
 
+    @Test("imported hash limits: costs a verification can afford, bcrypt strings, hash lengths")
+    func importLimits() {
+        typealias Limits = ImportedHash.Limits
+        #expect(Limits.standardScryptError(n: 16384, r: 8, p: 1, dkLen: 64) == nil)
+        #expect(Limits.standardScryptError(n: 1 << 17, r: 8, p: 1, dkLen: 32) == nil)
+        #expect(Limits.standardScryptError(n: 1 << 56, r: 8, p: 1, dkLen: 3) == "INVALID_HASH_MEMORY_COST")
+        #expect(Limits.standardScryptError(n: 1000, r: 8, p: 1, dkLen: 64) == "INVALID_HASH_MEMORY_COST")
+        #expect(Limits.standardScryptError(n: 1 << 18, r: 8, p: 1, dkLen: 64) == "INVALID_HASH_MEMORY_COST")
+        #expect(Limits.standardScryptError(n: 1 << 16, r: 1, p: 1, dkLen: 64) == "INVALID_HASH_BLOCK_SIZE")
+        #expect(Limits.standardScryptError(n: 1024, r: 17, p: 1, dkLen: 64) == "INVALID_HASH_BLOCK_SIZE")
+        #expect(Limits.standardScryptError(n: 1024, r: 8, p: 17, dkLen: 64) == "INVALID_HASH_PARALLELIZATION")
+        #expect(Limits.standardScryptError(n: 1 << 17, r: 8, p: 5, dkLen: 64) == "INVALID_HASH_MEMORY_COST")
+        #expect(Limits.standardScryptError(n: 1024, r: 8, p: 1, dkLen: 0) == "INVALID_HASH_DERIVED_KEY_LENGTH")
+        #expect(Limits.standardScryptError(n: nil, r: 8, p: 1, dkLen: 64) == "INVALID_HASH_MEMORY_COST")
+        let bcrypt = Data("$2b$10$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234".utf8)
+        #expect(Limits.bcryptCost(of: bcrypt) == 10)
+        #expect(Limits.bcryptCost(of: Data("$2b$10$short".utf8)) == nil)
+        #expect(Limits.bcryptCost(of: Data("$1$10$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ012345".utf8)) == nil)
+        let params = ImportedParams()
+        #expect(Limits.hashError(bcrypt, algorithm: "BCRYPT", params: params) == nil)
+        let slow = Data("$2b$31$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234".utf8)
+        #expect(Limits.hashError(slow, algorithm: "BCRYPT", params: params) == "bcrypt cost must be 4 to 14")
+        #expect(Limits.hashError(Data(), algorithm: "PBKDF2_SHA256", params: params) == "passwordHash is invalid")
+        #expect(Limits.hashError(Data(count: 257), algorithm: "HMAC_SHA256", params: params) != nil)
+    }
+
+    @Test("stored hashes outside the limits, or empty, never verify and never trap")
+    func verificationRefusesWhatImportRefuses() throws {
+        let salt = Data("salt".utf8)
+        // The parameters that overflowed swift-crypto's memory arithmetic or failed in BoringSSL.
+        for (n, r, p) in [(1 << 56, 8, 1), (65536, 1, 1), (1 << 33, 8, 1), (1024, 17, 1)] {
+            let params = ImportedParams(cpuMemCost: n, blockSize: r, parallelization: p, dkLen: 3)
+            #expect(
+                !(try ImportedHash.verify(
+                    password: "whatever1", algorithm: "STANDARD_SCRYPT", params: params, salt: salt,
+                    expected: Data([1, 2, 3]))))
+        }
+        let pbkdf2 = ImportedParams(rounds: 10_000_000)
+        #expect(
+            !(try ImportedHash.verify(
+                password: "p", algorithm: "PBKDF2_SHA256", params: pbkdf2, salt: salt, expected: Data(count: 32))))
+        let emptyKey = ImportedParams(signerKey: "")
+        #expect(
+            !(try ImportedHash.verify(
+                password: "p", algorithm: "HMAC_SHA256", params: emptyKey, salt: salt, expected: Data())))
+        // An empty signer key and hash matched every password.
+        let scrypt = FirebaseScrypt(signerKey: [], saltSeparator: [], rounds: 1, memCost: 1)
+        #expect(!(try scrypt.verify(password: "anything", salt: [1], expected: [])))
+        let keyed = FirebaseScrypt(signerKey: [1, 2, 3], saltSeparator: [], rounds: 1, memCost: 1)
+        #expect(!(try keyed.verify(password: "anything", salt: [1], expected: [])))
+    }
+
     @Test("stored parameters: the current ones are read without parsing, others by value; outdated ones re-hash")
     func storedParameters() async throws {
         let hasher = PasswordHasher(pool: HashingPool(threads: 1, queueLength: 4), rounds: 8, memCost: 8)

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import expect_ok
+from conftest import describe, error_code, expect_ok
 
 firebase_admin = pytest.importorskip("firebase_admin")
 from firebase_admin import auth, tenant_mgt  # noqa: E402
@@ -281,6 +281,59 @@ def test_import_verifies_each_declared_algorithm(app, admin, client, make_tenant
         base64.b64decode(config["saltSeparator"]), config["rounds"], config["memoryCost"])
     expect_ok(sign_in(client, tenant_id, email, password))  # and again, with the new hash
     assert exported().password_hash == user.password_hash, "a current hash is not re-hashed again"
+
+
+def test_import_refuses_hash_settings_whose_verification_would_trap_or_stall(admin, client, make_tenant):
+    """Import bounds what one verification may cost and refuses hashes that would let any password
+    in; a refused request creates nobody. (An N of 2^56 trapped the directory at the first sign-in,
+    a bcrypt cost of 31 held a hashing thread for days, an empty signer key and hash opened the
+    account to every password.)"""
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    path = admin.accounts_path(tenant_id, "batchCreate")
+    b64 = lambda raw: base64.b64encode(raw).decode()  # noqa: E731
+
+    def user(**fields):
+        return {"localId": f"bound-{uuid.uuid4().hex[:10]}", "email": address(), **fields}
+
+    scrypt = {"hashAlgorithm": "STANDARD_SCRYPT", "cpuMemCost": 1024, "blockSize": 8, "parallelization": 1,
+              "dkLen": 64}
+    refused = [
+        ({**scrypt, "cpuMemCost": 1 << 56}, "INVALID_HASH_MEMORY_COST"),
+        ({**scrypt, "cpuMemCost": 1000}, "INVALID_HASH_MEMORY_COST"),
+        ({**scrypt, "cpuMemCost": 1 << 20, "blockSize": 8}, "INVALID_HASH_MEMORY_COST"),
+        ({**scrypt, "cpuMemCost": 65536, "blockSize": 1}, "INVALID_HASH_BLOCK_SIZE"),
+        ({**scrypt, "blockSize": 17}, "INVALID_HASH_BLOCK_SIZE"),
+        ({**scrypt, "parallelization": 17}, "INVALID_HASH_PARALLELIZATION"),
+        ({**scrypt, "dkLen": 0}, "INVALID_HASH_DERIVED_KEY_LENGTH"),
+        ({"hashAlgorithm": "PBKDF2_SHA256", "rounds": 10_000_000}, "INVALID_HASH_ROUNDS"),
+        ({"hashAlgorithm": "SCRYPT", "signerKey": "", "rounds": 8, "memoryCost": 14}, "MISSING_SIGNER_KEY"),
+        ({"hashAlgorithm": "HMAC_SHA256", "signerKey": ""}, "MISSING_SIGNER_KEY"),
+    ]
+    for settings, code in refused:
+        victim = user(passwordHash=b64(b"x" * 64))
+        resp = admin.request("POST", path, json={**settings, "users": [victim]})
+        assert error_code(resp) == code and resp.status_code == 400, (settings, describe(resp))
+        assert "users" not in expect_ok(admin.lookup_raw(tenant_id, [victim["localId"]])), settings
+
+    # Per user: each bad hash fails its own user, the good one is imported.
+    import bcrypt
+    good = bcrypt.hashpw(b"imported password", bcrypt.gensalt(rounds=4))
+    slow = good[:4] + b"31" + good[6:]
+    users = [user(passwordHash=b64(slow)), user(passwordHash=""), user(passwordHash="!!not base64!!"),
+             user(passwordHash=b64(b"$2b$04$short")), user(passwordHash=b64(good))]
+    resp = admin.request("POST", path, json={"hashAlgorithm": "BCRYPT", "users": users})
+    assert resp.status_code == 200, describe(resp)  # per-user failures are in the body's `error`
+    data = resp.json()
+    assert {e["index"]: e["message"] for e in data["error"]} == {
+        0: "bcrypt cost must be 4 to 14", 1: "passwordHash is invalid", 2: "passwordHash is invalid",
+        3: "passwordHash is not a bcrypt hash"}, data
+    found = expect_ok(admin.lookup_raw(tenant_id, [u["localId"] for u in users])).get("users", [])
+    assert [u["localId"] for u in found] == [users[4]["localId"]]
+    expect_ok(sign_in(client, tenant_id, users[4]["email"], "imported password"))
+    resp = admin.request("POST", path, json={**scrypt, "users": [user(passwordHash=b64(b"y" * 32))]})
+    assert resp.status_code == 200, describe(resp)
+    data = resp.json()
+    assert [e["message"] for e in data["error"]] == ["passwordHash length does not match dkLen"], data
 
 
 def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_tenant):

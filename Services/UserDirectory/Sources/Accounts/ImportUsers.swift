@@ -219,6 +219,15 @@ struct ImportController<Tenants: TenantRepository> {
         }
     }
 
+    /// Why an imported hash cannot be stored with these settings (a per-user message), or nil.
+    static func hashProblem(_ hash: Data, settings: (algorithm: String, params: String)) -> String? {
+        guard ImportedHash.Limits.hashBytes.contains(hash.count) else { return "passwordHash is invalid" }
+        guard settings.algorithm != StoredPassword.firebaseScrypt,
+            let params = try? JSONDecoder().decode(ImportedParams.self, from: Data(settings.params.utf8))
+        else { return nil }
+        return ImportedHash.Limits.hashError(hash, algorithm: settings.algorithm, params: params)
+    }
+
     /// The stored algorithm and parameters for the request's hash settings.
     static func hashSettings(_ body: Request_) throws -> (algorithm: String, params: String)? {
         guard let algorithm = body.hashAlgorithm else { return nil }
@@ -226,7 +235,9 @@ struct ImportController<Tenants: TenantRepository> {
         encoder.outputFormatting = .sortedKeys
         switch algorithm {
         case "SCRYPT":
-            guard let key = standardBase64(body.signerKey) else { throw FirebaseError.invalid("MISSING_SIGNER_KEY") }
+            guard let key = standardBase64(body.signerKey), !key.isEmpty else {
+                throw FirebaseError.invalid("MISSING_SIGNER_KEY")
+            }
             guard let rounds = body.rounds, (1...8).contains(rounds) else {
                 throw FirebaseError.invalid("INVALID_HASH_ROUNDS")
             }
@@ -238,6 +249,11 @@ struct ImportController<Tenants: TenantRepository> {
                 saltSeparator: standardBase64(body.saltSeparator ?? "") ?? "")
             return (StoredPassword.firebaseScrypt, String(decoding: try encoder.encode(params), as: UTF8.self))
         case "STANDARD_SCRYPT":
+            if let error = ImportedHash.Limits.standardScryptError(
+                n: body.cpuMemCost, r: body.blockSize, p: body.parallelization, dkLen: body.dkLen)
+            {
+                throw FirebaseError.invalid(error)
+            }
             let params = ImportedParams(
                 cpuMemCost: body.cpuMemCost, blockSize: body.blockSize, parallelization: body.parallelization,
                 dkLen: body.dkLen)
@@ -245,10 +261,14 @@ struct ImportController<Tenants: TenantRepository> {
         case "BCRYPT":
             return (algorithm, "{}")
         case "PBKDF2_SHA256":
-            guard let rounds = body.rounds, rounds > 0 else { throw FirebaseError.invalid("INVALID_HASH_ROUNDS") }
+            guard let rounds = body.rounds, ImportedHash.Limits.pbkdf2Rounds.contains(rounds) else {
+                throw FirebaseError.invalid("INVALID_HASH_ROUNDS")
+            }
             return (algorithm, String(decoding: try encoder.encode(ImportedParams(rounds: rounds)), as: UTF8.self))
         case "HMAC_SHA256":
-            guard let key = standardBase64(body.signerKey) else { throw FirebaseError.invalid("MISSING_SIGNER_KEY") }
+            guard let key = standardBase64(body.signerKey), !key.isEmpty else {
+                throw FirebaseError.invalid("MISSING_SIGNER_KEY")
+            }
             let params = ImportedParams(signerKey: key, passwordHashOrder: body.passwordHashOrder)
             return (algorithm, String(decoding: try encoder.encode(params), as: UTF8.self))
         case _ where firebaseHashAlgorithms.contains(algorithm):
@@ -318,11 +338,15 @@ struct ImportController<Tenants: TenantRepository> {
             user.lastLoginAt = Self.millis(wire.lastLoginAt)
             if let raw = wire.rawPassword {
                 user.password = try await accounts.hasher.hash(raw, key: key)
-            } else if let passwordHash = Self.standardBase64(wire.passwordHash) {
+            } else if let passwordHash = wire.passwordHash {
                 guard let hash else { throw FirebaseError.invalid("MISSING_HASH_ALGORITHM") }
+                // A hash that is not base64, is empty, or costs more than import allows fails this
+                // user, instead of importing it without a password (or with one any password opens).
+                guard let bytes = Base64URL.decode(passwordHash) else { fail("passwordHash is invalid"); continue }
+                if let problem = Self.hashProblem(bytes, settings: hash) { fail(problem); continue }
                 user.password = StoredPassword(
                     algorithm: hash.algorithm, params: hash.params, salt: Self.standardBase64(wire.salt) ?? "",
-                    hash: passwordHash)
+                    hash: bytes.base64EncodedString())
             }
             var providerFailure = false
             for provider in wire.providerUserInfo ?? [] {

@@ -30,6 +30,8 @@ public struct FirebaseScrypt: Sendable, Equatable {
     }
 
     public func verify(password: String, salt: [UInt8], expected: [UInt8]) throws -> Bool {
+        // An empty key encrypts to nothing, which would match an empty stored hash for any password.
+        guard !signerKey.isEmpty, !expected.isEmpty else { return false }
         let actual = try hash(password: password, salt: salt)
         return actual.count == expected.count && Secrets.constantTimeEquals(Data(actual), Data(expected))
     }

@@ -9,32 +9,89 @@ import _CryptoExtras
 enum ImportedHash {
     static let algorithms: Set<String> = ["STANDARD_SCRYPT", "BCRYPT", "PBKDF2_SHA256", "HMAC_SHA256"]
 
+    /// Import's bounds on what one verification may cost, checked when the hash is imported and
+    /// again before it is verified (a stored hash is never trusted to be sane). Each verification
+    /// holds a hashing thread, so an unbounded cost would stall every password operation.
+    enum Limits {
+        /// STANDARD_SCRYPT: working memory 128·r·N of at most 128 MiB, and N·r·p at most 2^22 (32
+        /// times Firebase's own hash); r ≤ 16 and p ≤ 16; N a power of two below 2^(16·r), as
+        /// BoringSSL requires; a derived key of 1–256 bytes.
+        static func standardScryptError(n: Int?, r: Int?, p: Int?, dkLen: Int?) -> String? {
+            guard let n, n > 1, n <= 1 << 20, n & (n - 1) == 0 else { return "INVALID_HASH_MEMORY_COST" }
+            // (Past 63 bits a shift gives 0 in Swift; every N allowed here is below 2^(16·r) then.)
+            guard let r, (1...16).contains(r), 16 * r >= 63 || n < 1 << (16 * r) else {
+                return "INVALID_HASH_BLOCK_SIZE"
+            }
+            guard let p, (1...16).contains(p) else { return "INVALID_HASH_PARALLELIZATION" }
+            guard r * n <= 1 << 20, n * r * p <= 1 << 22 else { return "INVALID_HASH_MEMORY_COST" }
+            guard let dkLen, (1...256).contains(dkLen) else { return "INVALID_HASH_DERIVED_KEY_LENGTH" }
+            return nil
+        }
+        /// PBKDF2_SHA256 iterations (OWASP's 2023 advice is 600,000).
+        static let pbkdf2Rounds = 1...2_000_000
+        /// bcrypt's cost (log2 of its rounds); 14 takes about a second on one core.
+        static let bcryptCosts = 4...14
+        /// Length of an imported hash, in bytes (a bcrypt string is 60).
+        static let hashBytes = 1...256
+
+        /// The cost of a modular-crypt bcrypt string (`$2a$`, `$2b$` or `$2y$`, two digits, `$`,
+        /// 53 characters), or nil when it is not one.
+        static func bcryptCost(of hash: Data) -> Int? {
+            let bytes = Array(hash)
+            guard bytes.count == 60, bytes[0] == UInt8(ascii: "$"), bytes[1] == UInt8(ascii: "2"),
+                [UInt8(ascii: "a"), UInt8(ascii: "b"), UInt8(ascii: "y")].contains(bytes[2]),
+                bytes[3] == UInt8(ascii: "$"), bytes[6] == UInt8(ascii: "$"),
+                let cost = Int(String(decoding: bytes[4...5], as: UTF8.self))
+            else { return nil }
+            return cost
+        }
+
+        /// Why `hash` cannot be imported for `algorithm` (a per-user message), or nil.
+        static func hashError(_ hash: Data, algorithm: String, params: ImportedParams) -> String? {
+            guard hashBytes.contains(hash.count) else { return "passwordHash is invalid" }
+            switch algorithm {
+            case "STANDARD_SCRYPT" where hash.count != params.dkLen:
+                return "passwordHash length does not match dkLen"
+            case "BCRYPT":
+                guard let cost = bcryptCost(of: hash) else { return "passwordHash is not a bcrypt hash" }
+                guard bcryptCosts.contains(cost) else { return "bcrypt cost must be 4 to 14" }
+            default: break
+            }
+            return nil
+        }
+    }
+
     static func verify(password: String, algorithm: String, params: ImportedParams, salt: Data, expected: Data) throws
         -> Bool
     {
+        guard Limits.hashError(expected, algorithm: algorithm, params: params) == nil else { return false }
         let passwordBytes = Data(password.utf8)
         let actual: Data
         switch algorithm {
         case "STANDARD_SCRYPT":
-            guard let n = params.cpuMemCost, let r = params.blockSize, let p = params.parallelization,
-                let length = params.dkLen, n > 1, n & (n - 1) == 0, (1...64).contains(r), (1...16).contains(p),
-                length == expected.count
+            guard
+                Limits.standardScryptError(
+                    n: params.cpuMemCost, r: params.blockSize, p: params.parallelization, dkLen: params.dkLen) == nil,
+                let n = params.cpuMemCost, let r = params.blockSize, let p = params.parallelization
             else { return false }
             actual = try KDF.Scrypt.deriveKey(
-                from: passwordBytes, salt: salt, outputByteCount: length, rounds: n, blockSize: r, parallelism: p
+                from: passwordBytes, salt: salt, outputByteCount: expected.count, rounds: n, blockSize: r,
+                parallelism: p
             ).withUnsafeBytes { Data($0) }
         case "BCRYPT":
             // The hash field holds the modular-crypt string (`$2a$10$…`) as bytes.
             guard let text = String(data: expected, encoding: .utf8) else { return false }
             return Bcrypt.verify(password, hash: text)
         case "PBKDF2_SHA256":
-            guard let rounds = params.rounds, (1...10_000_000).contains(rounds), !expected.isEmpty else { return false }
+            guard let rounds = params.rounds, Limits.pbkdf2Rounds.contains(rounds) else { return false }
             actual = try KDF.Insecure.PBKDF2.deriveKey(
                 from: passwordBytes, salt: salt, using: .sha256, outputByteCount: expected.count,
                 unsafeUncheckedRounds: rounds
             ).withUnsafeBytes { Data($0) }
         case "HMAC_SHA256":
-            guard let keyText = params.signerKey, let key = Data(base64Encoded: keyText) else { return false }
+            guard let keyText = params.signerKey, let key = Data(base64Encoded: keyText), !key.isEmpty else {
+                return false
+            }
             let message = params.passwordHashOrder == "PASSWORD_AND_SALT" ? passwordBytes + salt : salt + passwordBytes
             actual = Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
         default:
