@@ -3,11 +3,43 @@ import HTTPTypes
 import Hummingbird
 
 extension Request {
-    /// The external base URL as the client reached the service (through the ingress).
-    public var externalBaseURL: String {
-        let proto = headers[HTTPField.Name("X-Forwarded-Proto")!] ?? "http"
-        let host = head.authority ?? headers[HTTPField.Name("Host")!] ?? "127.0.0.1"
-        return "\(proto)://\(host)"
+    /// The external base URL as the client reached the service (through the ingress), or nil when
+    /// the Host is not a plain `name[:port]` or `[IPv6][:port]`. The scheme is `https` when
+    /// `X-Forwarded-Proto` says so, else `http`. Both headers are the client's to write: use this
+    /// only where a wrong value harms nobody but the caller, or after checking the host.
+    public var externalBaseURL: String? {
+        guard let authority = hostAuthority, Self.hostName(ofAuthority: authority) != nil else { return nil }
+        let proto = headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https" ? "https" : "http"
+        return "\(proto)://\(authority)"
+    }
+
+    /// The Host as sent (HTTP/1.1 `Host`, HTTP/2 `:authority`).
+    var hostAuthority: String? { head.authority ?? headers[HTTPField.Name("Host")!] }
+
+    /// The lower-cased host name of `name[:port]` or `[IPv6][:port]`, or nil when it is anything else
+    /// (userinfo, a path, a fragment, stray characters).
+    static func hostName(ofAuthority authority: String) -> String? {
+        var host = Substring(authority)
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return nil }
+            let rest = host[host.index(after: close)...]
+            guard rest.isEmpty || (rest.first == ":" && isPort(rest.dropFirst())) else { return nil }
+            let inside = host[host.index(after: host.startIndex)..<close]
+            guard !inside.isEmpty, inside.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return nil }
+            return String(host[...close]).lowercased()
+        }
+        if let colon = host.firstIndex(of: ":") {
+            guard isPort(host[host.index(after: colon)...]) else { return nil }
+            host = host[..<colon]
+        }
+        guard !host.isEmpty, host.count <= 253,
+            host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
+        else { return nil }
+        return host.lowercased()
+    }
+
+    private static func isPort(_ text: Substring) -> Bool {
+        !text.isEmpty && text.count <= 5 && text.allSatisfy { $0.isASCII && $0.isNumber }
     }
 }
 
@@ -35,8 +67,26 @@ public struct ActionLinks: Sendable {
         return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
     }
 
-    public func prefix(mode: String, tenant: String?, request: Request) -> String {
-        let base = actionURL ?? ((publicURL ?? request.externalBaseURL) + "/__/auth/action")
+    /// The configured action URL, else the public URL's action page. Without either, the request's
+    /// own host, but only when it is an authorized domain: the Host header is the caller's to write,
+    /// and a reset link pointing at the caller's server would hand it the victim's code.
+    public func prefix(mode: String, tenant: String?, request: Request) throws -> String {
+        let base: String
+        if let actionURL {
+            base = actionURL
+        } else if let publicURL {
+            base = publicURL + "/__/auth/action"
+        } else {
+            guard let requestBase = request.externalBaseURL,
+                let host = request.hostAuthority.flatMap(Request.hostName(ofAuthority:)),
+                isAuthorized(host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+            else {
+                throw FirebaseError.invalid(
+                    "UNAUTHORIZED_DOMAIN",
+                    "The request's host is not an authorized domain; set TESSERA_PUBLIC_URL or TESSERA_ACTION_URL")
+            }
+            base = requestBase + "/__/auth/action"
+        }
         var prefix = "\(base)?mode=\(mode)&apiKey=\(apiKey)&lang=en"
         if let tenant { prefix += "&tenantId=\(tenant)" }
         return prefix
@@ -48,9 +98,14 @@ public struct ActionLinks: Sendable {
         guard let url = URL(string: raw), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = url.host?.lowercased()
         else { throw FirebaseError.invalid("INVALID_CONTINUE_URI") }
-        guard authorizedDomains.contains(where: { host == $0 || host.hasSuffix("." + $0) }) else {
+        guard isAuthorized(host: host) else {
             throw FirebaseError.invalid("UNAUTHORIZED_DOMAIN", "Domain not allowlisted by project")
         }
         return raw
+    }
+
+    /// An authorized domain or a subdomain of one.
+    func isAuthorized(host: String) -> Bool {
+        authorizedDomains.contains(where: { host == $0 || host.hasSuffix("." + $0) })
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTPTypes
+import Hummingbird
 import Logging
 import Testing
 
@@ -202,6 +203,22 @@ struct FormURLEncodedTests {
         }
         // Characters a query may not hold are taken as they are (URLComponents' setter trapped on them).
         #expect(FormURLEncoded.parse("a=é \"<#>") == ["a": "é \"<#>"])
+    }
+}
+
+@Suite("request hosts")
+struct RequestHostTests {
+    @Test("a Host is a plain name or [IPv6], with an optional port; anything else is not a host")
+    func hostNames() {
+        #expect(Request.hostName(ofAuthority: "127.0.0.1:19099") == "127.0.0.1")
+        #expect(Request.hostName(ofAuthority: "Auth.Example.com") == "auth.example.com")
+        #expect(Request.hostName(ofAuthority: "[::1]:8080") == "[::1]")
+        for bad in [
+            "", "evil.tld#.localhost", "localhost@evil.tld", "127.0.0.1/x", "host:abc", "host:", "[::1]x", "[::1",
+            "a b", "é.example", "host:123456",
+        ] {
+            #expect(Request.hostName(ofAuthority: bad) == nil, "\(bad)")
+        }
     }
 }
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import describe, expect_error, expect_ok, oob_link
+from conftest import describe, error_message, expect_error, expect_ok, oob_link
 
 PASSWORD = "correct horse 1"
 CONTINUE = "http://localhost:3000/after"
@@ -81,6 +81,31 @@ def test_password_reset_through_the_mailed_code(client, mail_sink, tenant):
     assert user["emailVerified"] is True, "a reset through the mailbox proves the address (B.5.10)"
     expect_error(client.post("/v1/accounts:resetPassword",
                              {"tenantId": tenant, "oobCode": code, "newPassword": "third password"}), "INVALID_OOB_CODE")
+
+
+def test_links_never_follow_a_host_header_that_is_not_an_authorized_domain(client, mail_sink, tenant, stack):
+    """With no TESSERA_PUBLIC_URL, the mailed link is built on the request's host only when that is an
+    authorized domain: a reset requested with `Host: evil.example` would otherwise mail the victim a
+    genuine link to the attacker's server, code included."""
+    email = address()
+    sign_up(client, tenant, email)
+    for host in ("evil.example", "evil.example#.localhost", "localhost@evil.example", "127.0.0.1/x"):
+        resp = client.post("/v1/accounts:sendOobCode", {"tenantId": tenant, "requestType": "PASSWORD_RESET",
+                                                        "email": email}, headers={"Host": host})
+        assert resp.status_code == 400, describe(resp)
+        # nginx itself refuses some of these Host headers; the plain foreign name reaches the service.
+        if host == "evil.example" or resp.headers.get("Content-Type", "").startswith("application/json"):
+            assert "UNAUTHORIZED_DOMAIN" in (error_message(resp) or ""), describe(resp)
+    # An authorized host (the default list: localhost, 127.0.0.1) is used as it came, with its port;
+    # the scheme is http or https, whatever else a client writes into X-Forwarded-Proto.
+    port = stack.port
+    expect_ok(client.post("/v1/accounts:sendOobCode", {"tenantId": tenant, "requestType": "PASSWORD_RESET",
+                                                       "email": email},
+                          headers={"Host": f"localhost:{port}", "X-Forwarded-Proto": "https://evil.example/?"}))
+    mails = mail_sink.wait_for(email)
+    assert len(mails) == 1, "only the request from an authorized host sent a mail"
+    link, _ = oob_link(mails[0])
+    assert link.startswith(f"http://localhost:{port}/__/auth/action?"), link
 
 
 def test_expired_code_answers_expired_oob_code(client, mail_sink, tenant):

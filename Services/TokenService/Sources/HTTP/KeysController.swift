@@ -73,7 +73,9 @@ struct KeysController {
         if let project = context.parameters.get("project"), project != configuration.projectID {
             throw FirebaseError.notFound
         }
-        let base = configuration.publicURL ?? request.externalBaseURL
+        guard let base = configuration.publicURL ?? request.externalBaseURL else {
+            throw FirebaseError.invalidArgument("The request's Host header is not a host name.")
+        }
         return JSONResponse(
             Discovery(
                 issuer: "https://securetoken.google.com/\(configuration.projectID)",

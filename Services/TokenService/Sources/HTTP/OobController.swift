@@ -69,7 +69,7 @@ struct OobController {
         }
         var send = SendOobCodeRequest(
             tenantId: tenant, requestType: type, email: email, localId: localId, newEmail: newEmail,
-            linkPrefix: configuration.links.prefix(mode: type.mode, tenant: tenant, request: request),
+            linkPrefix: try configuration.links.prefix(mode: type.mode, tenant: tenant, request: request),
             continueUrl: continueUrl)
         send.clientIP = tokens.clientIP(request, context)
         let answer = try await tokens.directory.call(

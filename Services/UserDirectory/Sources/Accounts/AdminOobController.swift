@@ -49,7 +49,7 @@ struct AdminOobController<Tenants: TenantRepository> {
         let answer = try await accounts.sendOobCode(
             SendOobCodeRequest(
                 tenantId: wireTenantID(scope), requestType: type, email: email, localId: nil, newEmail: newEmail,
-                linkPrefix: links.prefix(mode: type.mode, tenant: wireTenantID(scope), request: request),
+                linkPrefix: try links.prefix(mode: type.mode, tenant: wireTenantID(scope), request: request),
                 continueUrl: continueUrl, returnLink: body.returnOobLink == true), logger: context.logger)
         return JSONResponse(
             SendResponse(email: answer.email ?? email, oobCode: answer.oobCode, oobLink: answer.oobLink))
