@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 import jwt
 import pytest
 
-from conftest import describe, expect_error, expect_ok, expect_status_error, unverified_claims
+from conftest import describe, expect_error, expect_ok, expect_status_error, oob_link, unverified_claims
 from fake_idp import (BUILT_IN_PROVIDER_IDS, VERIFY_ASSERTION_KIND, configure_provider,
                       delete_provider_config, facebook_appsecret_proof,
                       idp_config_path, sha256_hex, sign_in_with_idp)
@@ -416,6 +416,29 @@ def test_oidc_provider_trusted_for_its_domain_takes_over_an_unverified_password_
     claims = unverified_claims(taken["idToken"])
     assert claims["firebase"]["sign_in_provider"] == provider_id
     assert claims["firebase"]["identities"][provider_id] == [sub]
+
+
+def test_a_takeover_kills_the_codes_the_previous_holder_asked_for(client, admin, make_tenant, fake_idp, mail_sink):
+    """The one who set the password of an unverified account asks for an email change to an address
+    of theirs; the owner then signs in with a provider trusted for the address and takes the account
+    over. The pending change code must not move the account to the other party's address."""
+    provider_id, domain = oidc_id(), f"acme{uuid.uuid4().hex[:6]}.test"
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    configure_provider(admin, fake_idp, provider_id, tenant_id=tenant_id, trusted_email_domains=[domain])
+    email, theirs = address(domain), address("elsewhere.test")
+    account = sign_up_password(client, tenant_id, email)
+    expect_ok(client.post("/v1/accounts:sendOobCode", {"tenantId": tenant_id, "requestType": "VERIFY_AND_CHANGE_EMAIL",
+                                                       "idToken": account["idToken"], "newEmail": theirs}))
+    [mail] = mail_sink.wait_for(theirs)
+    _, params = oob_link(mail)
+    time.sleep(1.1)  # validSince resolution
+
+    taken = signed_in(oidc_sign_in(client, fake_idp, provider_id, tenant_id, new_sub(), email, email_verified=True))
+    assert taken["localId"] == account["localId"]
+    expect_error(client.post("/v1/accounts:update", {"tenantId": tenant_id, "oobCode": params["oobCode"]}),
+                 "INVALID_OOB_CODE")
+    user = user_record(admin, tenant_id, account["localId"])
+    assert user["email"] == email and user["emailVerified"] is True
 
 
 def test_oidc_provider_is_untrusted_outside_its_domains_or_when_it_says_unverified(client, admin, make_tenant,

@@ -157,6 +157,12 @@ extension PostgresAccountRepository {
                     "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)", logger: logger)
                 try await revokeSessions(
                     connection, scope: scope, localId: localId, reason: "account_takeover", logger: logger)
+                // Codes sent before (an email change to the other party's address, say) die too.
+                try await connection.query(
+                    """
+                    UPDATE oob_codes SET used_at = now()
+                    WHERE tenant_id = \(scope) AND local_id = \(localId) AND used_at IS NULL
+                    """, logger: logger)
                 logger.notice(
                     "trusted provider took over an account with an unverified email",
                     metadata: [

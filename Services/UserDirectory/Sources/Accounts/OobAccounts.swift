@@ -175,12 +175,17 @@ extension PostgresAccountRepository {
     }
 
     /// A code that exists in this scope, is unused and has not expired.
+    /// A code is good until used, expired, or overtaken by its user's `validSince` (a password reset,
+    /// an email change, an account takeover or an admin's revocation after it was sent).
     func readCode(_ code: String, scope: String, logger: Logger) async throws -> StoredCode {
         let hash = Secrets.tokenHash(code)
         let rows = try await client.query(
             """
-            SELECT local_id, request_type, email, new_email, used_at IS NOT NULL, now() > expires_at
-            FROM oob_codes WHERE code_hash = \(hash) AND tenant_id = \(scope)
+            SELECT c.local_id, c.request_type, c.email, c.new_email,
+                c.used_at IS NOT NULL OR c.created_at < to_timestamp(coalesce(u.valid_since, 0)),
+                now() > c.expires_at
+            FROM oob_codes c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.local_id = c.local_id
+            WHERE c.code_hash = \(hash) AND c.tenant_id = \(scope)
             """, logger: logger)
         for try await (localId, type, email, newEmail, used, expired) in rows.decode(
             (String, String, String, String?, Bool, Bool).self)
