@@ -1,3 +1,4 @@
+import Foundation
 import PostgresNIO
 import Testing
 
@@ -51,6 +52,25 @@ struct DirectoryUnitTests {
         #expect(try interval("5m") == .seconds(300))
         #expect(try interval("0s") == .zero)
         #expect(throws: ConfigError.self) { try interval("often") }
+    }
+
+    @Test("a display name cannot end the Subject header or inject SMTP commands")
+    func mailSubjectInjection() {
+        let attack = "Eve\r\n.\r\nMAIL FROM:<spam@evil.example>\r\nBcc: all@example.com"
+        let template = MailTemplate(subject: "Hello %DISPLAY_NAME%", body: "%LINK%")
+        let parts = template.render(
+            appName: "App", link: "https://x/a", email: "v@example.com", newEmail: nil, displayName: attack)
+        #expect(!parts.subject.contains("\r") && !parts.subject.contains("\n"))
+        // Even a subject that still holds line breaks is written as one encoded header line.
+        let text = MailFormat.render(
+            MailMessage(to: "v@example.com", subject: "Hello " + attack, body: "b"), from: "noreply@example.com")
+        let headers = text.components(separatedBy: "\r\n\r\n")[0].components(separatedBy: "\r\n")
+        #expect(headers.count == 8, "\(headers)")
+        #expect(headers.contains { $0.hasPrefix("Subject: =?UTF-8?B?") })
+        #expect(!text.components(separatedBy: "\r\n").contains { $0 == "." || $0.hasPrefix("MAIL FROM") })
+        let plain = MailFormat.render(
+            MailMessage(to: "v@example.com", subject: "Plain subject", body: "b"), from: "noreply@example.com")
+        #expect(plain.contains("\r\nSubject: Plain subject\r\n"))
     }
 
     @Test("update masks expand parents to leaves and refuse unknown paths")

@@ -75,7 +75,12 @@ public struct MailTemplate: Sendable, Equatable, Codable {
                 .replacingOccurrences(of: "%NEW_EMAIL%", with: newEmail ?? email)
                 .replacingOccurrences(of: "%DISPLAY_NAME%", with: displayName ?? "")
         }
-        return MailMessage.Parts(subject: fill(subject), body: fill(body))
+        // A subject is one line: line breaks and other control characters of filled-in values
+        // (a display name is the user's to choose) become spaces.
+        let oneLine = String(
+            String.UnicodeScalarView(
+                fill(subject).unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+        return MailMessage.Parts(subject: oneLine, body: fill(body))
     }
 }
 

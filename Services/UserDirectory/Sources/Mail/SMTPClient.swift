@@ -204,8 +204,11 @@ struct SMTPLineDecoder: ByteToMessageDecoder {
 /// RFC 5321 §4.5.2, ending before the terminating "." line.
 enum MailFormat {
     static func render(_ message: MailMessage, from: String, date: Date = Date()) -> String {
+        // Printable ASCII as it is; anything else (non-ASCII, and control characters such as a CR or
+        // LF that a display name put there) as an RFC 2047 encoded word, so no text of the user's
+        // can end the header and start another, or a command of the SMTP session.
         let subject =
-            message.subject.allSatisfy(\.isASCII)
+            message.subject.unicodeScalars.allSatisfy { (0x20..<0x7F).contains($0.value) }
             ? message.subject : "=?UTF-8?B?\(Data(message.subject.utf8).base64EncodedString())?="
         let messageID = "<\(UUID().uuidString.lowercased())@\(from.split(separator: "@").last ?? "tessera")>"
         var headers = [
