@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 DEFAULT = object()  # "use the fake's default" for optional arguments where None means "omit"
 
+MICROSOFT_CONSUMER_TENANT = "9188040d-6c67-4c5b-b112-36a304b66dad"
 OIDC_BUILT_INS = {"google": "google.com", "apple": "apple.com", "microsoft": "microsoft.com",
                   "yahoo": "yahoo.com"}
 OAUTH_BUILT_INS = {"facebook": "facebook.com", "github": "github.com", "twitter": "twitter.com"}
@@ -363,6 +364,9 @@ class FakeIdp:
             "iat": now if iat is None else iat,
         }
         claims["exp"] = claims["iat"] + 3600 if exp is None else exp
+        if _key_name(provider) == "microsoft":
+            # A personal Microsoft account's token: its tenant is the consumer (MSA) tenant.
+            claims["tid"] = MICROSOFT_CONSUMER_TENANT
         if email is not None:
             claims["email"] = email
             if email_verified is not None:

@@ -239,6 +239,36 @@ def test_new_user_email_verified_follows_provider_trust(client, admin, verifier,
     assert links(user) == [(provider_id, sub)]
 
 
+@pytest.mark.parametrize("tid, edov, trusted", [
+    ("0b3c1d2e-aaaa-bbbb-cccc-000000000001", None, False),  # any other Entra tenant ("nOAuth")
+    ("0b3c1d2e-aaaa-bbbb-cccc-000000000001", True, True),   # its tenant verified the domain
+    (None, None, False),
+])
+def test_microsoft_vouches_for_outlook_addresses_only_from_the_consumer_tenant(client, admin, make_tenant, fake_idp,
+                                                                            tid, edov, trusted):
+    """Microsoft sends no email_verified, and an Entra tenant can write any address into a user's mail
+    attribute: an @outlook.com address counts as proven only in a consumer-account token or with
+    xms_edov. Otherwise it never joins the verified account that owns the address."""
+    tenant_id = idp_tenant(make_tenant, admin, fake_idp, "microsoft.com", "google.com")
+    email = address("outlook.com")
+    extra = {"tid": tid, **({"xms_edov": edov} if edov is not None else {})}
+    token = fake_idp.id_token("microsoft", new_sub(), email=email, email_verified=None, extra=extra,
+                              omit=("tid",) if tid is None else ())
+    data = signed_in(sign_in_with_idp(client, "microsoft.com", id_token=token, tenant_id=tenant_id))
+    assert user_record(admin, tenant_id, data["localId"])["emailVerified"] is trusted
+    # The owner of the address, proven: a foreign tenant's token for it needs confirmation.
+    owner = address("outlook.com")
+    signed_in(sign_in_with_idp(client, "microsoft.com", tenant_id=tenant_id, id_token=fake_idp.id_token(
+        "microsoft", new_sub(), email=owner, email_verified=None)))
+    token = fake_idp.id_token("microsoft", new_sub(), email=owner, email_verified=None, extra=extra,
+                              omit=("tid",) if tid is None else ())
+    resp = sign_in_with_idp(client, "microsoft.com", id_token=token, tenant_id=tenant_id)
+    if trusted:
+        signed_in(resp)
+    else:
+        needs_confirmation(resp)
+
+
 def test_google_sign_in_fills_empty_profile_fields_but_never_overwrites_them(client, admin, make_tenant, fake_idp):
     tenant_id = idp_tenant(make_tenant, admin, fake_idp, "google.com")
     sub, email, picture = new_sub(), address("gmail.com"), "https://img.example/later.png"

@@ -51,6 +51,18 @@ struct IdentityProviders: Sendable {
     /// Tolerated clock difference with providers.
     static let leeway: Int64 = 30
 
+    /// Microsoft's consumer-account (MSA) tenant: the one directory that owns outlook.com and
+    /// hotmail.com addresses.
+    static let microsoftConsumerTenant = "9188040d-6c67-4c5b-b112-36a304b66dad"
+
+    /// Whether a Microsoft ID token's `email` is the user's own: Microsoft sends no
+    /// `email_verified`, and any Entra tenant may write any address into a user's mail attribute
+    /// ("nOAuth"). So only the consumer tenant's tokens, or a token whose `xms_edov` says the
+    /// domain is verified by its tenant, vouch for the address (A.4's microsoft.com row).
+    static func microsoftVouchesForEmail(_ claims: Claims) -> Bool {
+        claims.string("tid") == microsoftConsumerTenant || claims.bool("xms_edov") == true
+    }
+
     static func invalid(_ detail: String) -> FirebaseError {
         FirebaseError.invalid("INVALID_IDP_RESPONSE", detail)
     }
@@ -164,10 +176,13 @@ struct IdentityProviders: Sendable {
         let lastName = claims.string("family_name")
         let fullName =
             claims.string("name") ?? [firstName, lastName].compactMap { $0 }.joined(separator: " ").nilIfEmpty
-        let identity = FederatedIdentity(
+        var identity = FederatedIdentity(
             providerId: providerId, rawId: sub, email: claims.string("email").flatMap(Credentials.normalizedEmail),
             emailVerified: claims.bool("email_verified"), displayName: fullName, photoUrl: claims.string("picture"),
             screenName: claims.string("preferred_username"))
+        if providerId == "microsoft.com", !Self.microsoftVouchesForEmail(claims) {
+            identity.emailVerified = false
+        }
         return ProviderProfile(
             identity: identity, firstName: firstName, lastName: lastName,
             rawUserInfo: String(decoding: payload, as: UTF8.self))
