@@ -10,7 +10,16 @@ extension PostgresAccountRepository {
         let scope = scopeKey(request.tenantId)
         let flags = try await flags(scope, logger: logger)
         let ttlSeconds = oobCodeTTL.timeInterval
+        let limit = flags.rateLimits.oobEmailsPerAccountPerHour
+        // An end user's request by address counts against the address, whether an account has it or
+        // not: were only known addresses counted, the limit would tell them apart under protection.
+        let countsByAddress = request.localId == nil && !request.returnLink
         return try await client.transaction(logger: logger) { connection in
+            if countsByAddress, let email = request.email {
+                try await RateLimiter.hit(
+                    connection, scope: scope, bucket: "oob_email", key: "address:" + email, limit: limit,
+                    logger: logger)
+            }
             let localId: String
             // A user is named by a verified ID token (`localId`) or, for resets and for admins, by email.
             if request.localId == nil {
@@ -35,10 +44,9 @@ extension PostgresAccountRepository {
                     .first
             else { throw FirebaseError.invalid("USER_NOT_FOUND") }
             // Mails per account are limited for end users; an admin asking for the link is not.
-            if !request.returnLink {
+            if !request.returnLink && !countsByAddress {
                 try await RateLimiter.hit(
-                    connection, scope: scope, bucket: "oob_email", key: localId,
-                    limit: flags.rateLimits.oobEmailsPerAccountPerHour, logger: logger)
+                    connection, scope: scope, bucket: "oob_email", key: localId, limit: limit, logger: logger)
             }
             let recipient: String
             switch request.requestType {
