@@ -149,6 +149,7 @@ public struct SMTPClient: Sendable {
             _ = try await reply("connect", expect: [220])
             let hello = "tessera.local"
             var ehlo = try await command("EHLO \(hello)", "EHLO", expect: [250])
+            var encrypted = configuration.implicitTLS
             if !configuration.implicitTLS, ehlo.lines.contains(where: { $0.uppercased().hasPrefix("STARTTLS") }) {
                 _ = try await command("STARTTLS", "STARTTLS", expect: [220])
                 let context = try tlsContext()
@@ -157,8 +158,14 @@ public struct SMTPClient: Sendable {
                         NIOSSLClientHandler(context: context, serverHostname: configuration.host), position: .first)
                 }.get()
                 ehlo = try await command("EHLO \(hello)", "EHLO after STARTTLS", expect: [250])
+                encrypted = true
             }
             if let username = configuration.username, let password = configuration.password {
+                // Credentials never cross the network in clear: a relay that stops offering STARTTLS
+                // (or someone in the path who strips it) gets no password. The mail stays queued.
+                guard encrypted else {
+                    throw SMTPError.protocolViolation("the relay offers no STARTTLS; not sending credentials in clear")
+                }
                 let mechanisms = ehlo.lines.first { $0.uppercased().hasPrefix("AUTH") }?.uppercased() ?? ""
                 if mechanisms.contains("PLAIN") {
                     let token = Data("\u{0}\(username)\u{0}\(password)".utf8).base64EncodedString()
