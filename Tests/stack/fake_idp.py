@@ -8,6 +8,8 @@ env file, ``http://127.0.0.1:<TEST_PORT+26>``)::
     B/oidc/<name>/jwks                               a generic OIDC provider's JWKS (any name works)
     B/facebook/me?access_token=T[&appsecret_proof=P] Graph API "me"
     B/github/user  (Authorization: Bearer T)         GitHub REST "user"
+    POST B/github/applications/<client id>/token     GitHub's check that token T was issued to that app
+                   (Basic client id:secret, {"access_token": T}): 200, or 404
     B/twitter/verify_credentials.json                Twitter 1.1, OAuth 1.0a (HMAC-SHA1, RFC 5849)
 
 google/apple/microsoft and every generic OIDC provider sign RS256 with RSA-2048 keys; yahoo signs
@@ -457,13 +459,35 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def do_POST(self):  # noqa: N802 - only GET is served
+    def do_POST(self):  # noqa: N802 - only GitHub's token check is a POST
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
-        record = RecordedRequest("POST", urlparse(self.path).path, {}, dict(self.headers.items()))
+        raw = self.rfile.read(length) if length else b""
+        path = urlparse(self.path).path
+        record = RecordedRequest("POST", path, {}, {k.lower(): v for k, v in self.headers.items()})
         self.idp._record(record)
+        parts = [p for p in path.split("/") if p]
+        if len(parts) == 4 and parts[:2] == ["github", "applications"] and parts[3] == "token":
+            return self._github_token_check(record, parts[2], raw)
         self._send_json(record, 405, {"error": "method not allowed"})
+
+    def _github_token_check(self, record: RecordedRequest, client_id: str, raw: bytes) -> None:
+        """GitHub's POST /applications/{client_id}/token: Basic client_id:client_secret; 200 when the
+        token was issued to that app, 404 otherwise."""
+        scheme, _, encoded = record.headers.get("authorization", "").partition(" ")
+        try:
+            login, _, secret = base64.b64decode(encoded).decode().partition(":")
+        except ValueError:
+            login, secret = "", ""
+        if scheme.lower() != "basic" or login != client_id or secret != self.idp.client_secret("github"):
+            return self._send_json(record, 404, {"message": "Not Found"}, refusal="bad app credentials")
+        try:
+            token = json.loads(raw or b"{}").get("access_token", "")
+        except ValueError:
+            token = ""
+        user = self.idp._oauth_lookup("github", token) if token else None
+        if user is None or user.client_id != client_id:
+            return self._send_json(record, 404, {"message": "Not Found"}, refusal="token not issued to this app")
+        self._send_json(record, 200, {"token": token, "app": {"client_id": client_id}, "user": user.profile})
 
     def do_GET(self):  # noqa: N802
         parsed = urlparse(self.path)

@@ -746,7 +746,30 @@ def test_github_sign_in_through_the_user_api(client, admin, make_tenant, fake_id
 
     expect_error(sign_in_with_idp(client, "github.com", access_token="gho_wrong", tenant_id=tenant_id),
                  "INVALID_IDP_RESPONSE")
-    assert fake_idp.requests_to("/github/user")[-1].status == 401
+    check = fake_idp.requests_to("/github/applications/")[-1]
+    assert check.method == "POST" and check.status == 404, "an unknown token fails GitHub's app check"
+
+
+def test_github_and_facebook_tokens_issued_to_another_app_are_refused(client, admin, make_tenant, fake_idp):
+    """The provider's user API answers for any token of the user, whichever app obtained it: a site
+    the victim signed in to with GitHub or Facebook could otherwise sign in here as them. GitHub's
+    token check and Facebook's appsecret_proof bind a token to this app, so both need the secret."""
+    tenant_id = idp_tenant(make_tenant, admin, fake_idp, "github.com", "facebook.com")
+    email = address()
+    token, profile = github_user(fake_idp, email=email)
+    fake_idp.oauth_user("github", token, profile, client_id="some-other-app")
+    expect_error(sign_in_with_idp(client, "github.com", access_token=token, tenant_id=tenant_id),
+                 "INVALID_IDP_RESPONSE")
+    assert fake_idp.requests_to("/github/applications/")[-1].refusal == "token not issued to this app"
+    fb_token, fb_profile = facebook_user(fake_idp, email=address())
+    assert tenant_user_ids(admin, tenant_id) == []
+    # Without the secret neither can be checked: the provider is refused, not trusted blindly.
+    for provider_id, credential in (("github.com", {"access_token": token}),
+                                    ("facebook.com", {"access_token": fb_token})):
+        expect_ok(patch_provider(admin, provider_id, tenant_id, {}, "clientSecret"))
+        expect_error(sign_in_with_idp(client, provider_id, tenant_id=tenant_id, **credential),
+                     "OPERATION_NOT_ALLOWED")
+    assert tenant_user_ids(admin, tenant_id) == []
 
 
 def test_twitter_sign_in_with_an_oauth1_signed_request(client, admin, make_tenant, fake_idp):

@@ -190,6 +190,29 @@ struct IdentityProviders: Sendable {
 
     // MARK: OAuth user info
 
+    /// GitHub's user API answers for any token of the user, whichever app it was issued to: so a
+    /// site the user signed in to with GitHub could sign in here as them. GitHub's check of a token
+    /// against this app's client id and secret (`POST /applications/{client_id}/token`) tells.
+    func checkGitHubToken(_ accessToken: String, config: IdpConfigResponse, logger: Logger) async throws {
+        guard let secret = config.clientSecret else {
+            throw FirebaseError.invalid(
+                "OPERATION_NOT_ALLOWED", "github.com is configured without its client secret (clientSecret).")
+        }
+        guard let template = endpoints["github.com"]?.tokenCheckURL else { throw FirebaseError.internal }
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        let clientID = config.clientId.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+        let basic = Data("\(config.clientId):\(secret)".utf8).base64EncodedString()
+        let body = try JSONEncoder().encode(["access_token": accessToken])
+        let answer = try await http.post(
+            template.replacingOccurrences(of: "{client_id}", with: clientID), json: body,
+            headers: [("Authorization", "Basic \(basic)")], logger: logger)
+        if answer.status >= 500 {
+            throw FirebaseError.unavailable("The identity provider answered \(answer.status); retry shortly.")
+        }
+        guard answer.status == 200 else { throw Self.invalid("The access token was not issued to this app.") }
+    }
+
     func fetchUserInfo(
         _ accessToken: String, credential: ProviderCredential, config: IdpConfigResponse, logger: Logger
     ) async throws -> ProviderProfile {
@@ -198,16 +221,20 @@ struct IdentityProviders: Sendable {
         let answer: ProviderHTTP.Answer
         switch providerId {
         case "facebook.com":
-            var query =
-                "fields=id,name,email,first_name,last_name,picture&access_token=\(Self.percentEncode(accessToken))"
-            if let secret = config.clientSecret {
-                // appsecret_proof: Facebook refuses it unless the token was issued to this app.
-                let proof = HMAC<SHA256>.authenticationCode(
-                    for: Data(accessToken.utf8), using: SymmetricKey(data: Data(secret.utf8)))
-                query += "&appsecret_proof=" + proof.map { String(format: "%02x", $0) }.joined()
+            // appsecret_proof: Facebook refuses it unless the token was issued to this app. Without
+            // it, a token any other Facebook app obtained from the user would sign in here.
+            guard let secret = config.clientSecret else {
+                throw FirebaseError.invalid(
+                    "OPERATION_NOT_ALLOWED", "facebook.com is configured without its app secret (clientSecret).")
             }
+            let proof = HMAC<SHA256>.authenticationCode(
+                for: Data(accessToken.utf8), using: SymmetricKey(data: Data(secret.utf8)))
+            let query =
+                "fields=id,name,email,first_name,last_name,picture&access_token=\(Self.percentEncode(accessToken))"
+                + "&appsecret_proof=" + proof.map { String(format: "%02x", $0) }.joined()
             answer = try await http.get(base + (base.contains("?") ? "&" : "?") + query, logger: logger)
         case "github.com":
+            try await checkGitHubToken(accessToken, config: config, logger: logger)
             answer = try await http.get(base, headers: [("Authorization", "Bearer \(accessToken)")], logger: logger)
         case "twitter.com":
             guard let tokenSecret = credential.tokenSecret else {

@@ -13,7 +13,7 @@ enum ProviderKey: Sendable {
     case p256(P256.Signing.PublicKey)
 }
 
-/// GETs to identity providers: bounded time and size, no redirects. A provider that cannot be
+/// Calls to identity providers: bounded time and size, no redirects. A provider that cannot be
 /// reached is a dependency that is down (503); an answer it gives is the caller's to judge.
 struct ProviderHTTP: Sendable {
     let client: HTTPClient
@@ -26,8 +26,21 @@ struct ProviderHTTP: Sendable {
     }
 
     func get(_ url: String, headers: [(String, String)] = [], logger: Logger) async throws -> Answer {
+        try await send(.GET, url, headers: headers, body: nil, logger: logger)
+    }
+
+    /// A POST of a JSON body.
+    func post(_ url: String, json: Data, headers: [(String, String)] = [], logger: Logger) async throws -> Answer {
+        try await send(
+            .POST, url, headers: headers + [("Content-Type", "application/json")], body: json, logger: logger)
+    }
+
+    private func send(
+        _ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data?, logger: Logger
+    ) async throws -> Answer {
         var request = HTTPClientRequest(url: url)
-        request.method = .GET
+        request.method = method
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "Tessera")
         for (name, value) in headers { request.headers.add(name: name, value: value) }

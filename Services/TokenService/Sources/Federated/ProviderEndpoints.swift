@@ -2,7 +2,8 @@ import Foundation
 import TesseraShared
 
 /// Where a built-in provider publishes its keys and user info (API.md A.8): production defaults,
-/// each overridable per deployment with `IDP_<NAME>_ISSUER`, `_JWKS_URL`, `_USERINFO_URL`.
+/// each overridable per deployment with `IDP_<NAME>_ISSUER`, `_JWKS_URL`, `_USERINFO_URL`,
+/// `_TOKEN_CHECK_URL`.
 public struct ProviderEndpoints: Sendable, Equatable {
     /// For OIDC providers; `{tenantid}` stands for the token's `tid` claim (Microsoft).
     public var issuer: String?
@@ -10,6 +11,9 @@ public struct ProviderEndpoints: Sendable, Equatable {
     public var alternateIssuers: [String] = []
     public var jwksURL: String?
     public var userInfoURL: String?
+    /// Where an OAuth access token is checked to belong to this app (GitHub); `{client_id}` stands
+    /// for the configured client id.
+    public var tokenCheckURL: String?
 
     public static let defaults: [String: ProviderEndpoints] = [
         "google.com": ProviderEndpoints(
@@ -23,7 +27,9 @@ public struct ProviderEndpoints: Sendable, Equatable {
         "yahoo.com": ProviderEndpoints(
             issuer: "https://api.login.yahoo.com", jwksURL: "https://api.login.yahoo.com/openid/v1/certs"),
         "facebook.com": ProviderEndpoints(userInfoURL: "https://graph.facebook.com/me"),
-        "github.com": ProviderEndpoints(userInfoURL: "https://api.github.com/user"),
+        "github.com": ProviderEndpoints(
+            userInfoURL: "https://api.github.com/user",
+            tokenCheckURL: "https://api.github.com/applications/{client_id}/token"),
         "twitter.com": ProviderEndpoints(
             userInfoURL: "https://api.twitter.com/1.1/account/verify_credentials.json"),
     ]
@@ -40,6 +46,7 @@ public struct ProviderEndpoints: Sendable, Equatable {
             }
             if let jwks = env.string("IDP_\(name)_JWKS_URL") { endpoints.jwksURL = jwks }
             if let userInfo = env.string("IDP_\(name)_USERINFO_URL") { endpoints.userInfoURL = userInfo }
+            if let check = env.string("IDP_\(name)_TOKEN_CHECK_URL") { endpoints.tokenCheckURL = check }
             result[providerId] = endpoints
         }
         return result
