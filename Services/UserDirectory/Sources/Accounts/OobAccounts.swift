@@ -182,9 +182,9 @@ extension PostgresAccountRepository {
         var newEmail: String?
     }
 
-    /// A code that exists in this scope, is unused and has not expired.
-    /// A code is good until used, expired, or overtaken by its user's `validSince` (a password reset,
-    /// an email change, an account takeover or an admin's revocation after it was sent).
+    /// A code that exists in this scope, unused and unexpired, and not overtaken by its user's
+    /// `validSince` (a password reset, an email change, an account takeover or an admin's revocation
+    /// after it was sent).
     func readCode(_ code: String, scope: String, logger: Logger) async throws -> StoredCode {
         let hash = Secrets.tokenHash(code)
         let rows = try await client.query(
