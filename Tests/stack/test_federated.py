@@ -471,6 +471,32 @@ def test_a_takeover_kills_the_codes_the_previous_holder_asked_for(client, admin,
     assert user["email"] == email and user["emailVerified"] is True
 
 
+def test_a_password_reset_by_the_owner_unlinks_what_was_linked_before_anyone_proved_the_address(
+        client, admin, make_tenant, fake_idp, mail_sink):
+    """Pre-account hijacking: someone signs up with the victim's address and links their own GitHub.
+    The victim cannot sign up (EMAIL_EXISTS), resets the password through the mailbox, and must then
+    be the only one who can sign in."""
+    tenant_id = idp_tenant(make_tenant, admin, fake_idp, "github.com", allowPasswordSignup=True)
+    email = address()
+    account = sign_up_password(client, tenant_id, email)
+    token, profile = github_user(fake_idp, email=address())
+    signed_in(sign_in_with_idp(client, "github.com", access_token=token, tenant_id=tenant_id,
+                               link_id_token=account["idToken"]))
+    assert ("github.com", str(profile["id"])) in links(user_record(admin, tenant_id, account["localId"]))
+
+    expect_ok(client.post("/v1/accounts:sendOobCode", {"tenantId": tenant_id, "requestType": "PASSWORD_RESET",
+                                                       "email": email}))
+    [mail] = mail_sink.wait_for(email)
+    _, params = oob_link(mail)
+    expect_ok(client.post("/v1/accounts:resetPassword", {"tenantId": tenant_id, "oobCode": params["oobCode"],
+                                                         "newPassword": "the owner's password"}))
+    user = user_record(admin, tenant_id, account["localId"])
+    assert user["emailVerified"] is True and provider_ids(user) == ["password"], user
+    # The GitHub identity no longer opens this account: it is a user of its own now.
+    data = signed_in(sign_in_with_idp(client, "github.com", access_token=token, tenant_id=tenant_id))
+    assert data["localId"] != account["localId"]
+
+
 def test_oidc_provider_is_untrusted_outside_its_domains_or_when_it_says_unverified(client, admin, make_tenant,
                                                                                    fake_idp):
     provider_id, domain = oidc_id(), f"acme{uuid.uuid4().hex[:6]}.test"

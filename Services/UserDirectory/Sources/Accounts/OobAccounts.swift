@@ -116,18 +116,30 @@ extension PostgresAccountRepository {
         return try await client.transaction(logger: logger) { connection in
             try await Self.consumeCode(connection, hash: code.hash, logger: logger)
             let now = Self.nowMillis()
+            // `before.email_verified`: the row as it was, read in the same statement (the old
+            // version of the updated row, which this statement's FROM sees).
             let updated = try await connection.query(
                 """
-                UPDATE users SET password_algorithm = \(stored.algorithm), password_params = \(stored.params),
+                UPDATE users u SET password_algorithm = \(stored.algorithm), password_params = \(stored.params),
                     password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now),
                     email_verified = true, valid_since = \(now / 1000), is_anonymous = false, anonymous_due_at = NULL
-                WHERE tenant_id = \(scope) AND local_id = \(code.localId) AND email = \(code.email)
-                RETURNING local_id
+                FROM users before
+                WHERE u.tenant_id = \(scope) AND u.local_id = \(code.localId) AND u.email = \(code.email)
+                    AND before.tenant_id = u.tenant_id AND before.local_id = u.local_id
+                RETURNING before.email_verified
                 """, logger: logger)
-            var found = false
-            for try await _ in updated.decode(String.self) { found = true }
+            var wasVerified: Bool?
+            for try await verified in updated.decode(Bool.self) { wasVerified = verified }
             // The account is gone or its email changed since the code was sent.
-            guard found else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+            guard let wasVerified else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+            if !wasVerified {
+                // The mailbox's owner proves the address for the first time: providers linked while
+                // nobody had (by whoever created the account, perhaps, to keep a way in) are
+                // unlinked, as a trusted provider's takeover does (A.4).
+                try await connection.query(
+                    "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(code.localId)",
+                    logger: logger)
+            }
             try await Self.revokeSessions(
                 connection, scope: scope, localId: code.localId, reason: "password_reset", logger: logger)
             logger.info("password reset", metadata: ["tenant.id": .string(scope), "user.id": .string(code.localId)])
