@@ -99,6 +99,50 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test("migration 12 keeps past tenant deletions in the project's log and drops the rest of deleted tenants")
+    func migrationTwelveMovesDeletionEntries() async throws {
+        try await PostgresSupport.withDatabase(migrate: false) { (client: PostgresClient) async throws -> Void in
+            let before = Migrations.all.filter { $0.version < 12 }
+            _ = try await MigrationRunner(client: client, migrations: before).migrate(logger: logger)
+            try await client.query(
+                """
+                INSERT INTO tenants (tenant_id, display_name) VALUES ('alive-1', 'alive')
+                """, logger: logger)
+            // As the previous version wrote them: a deletion under the deleted tenant's own id.
+            for (tenant, action) in [
+                ("gone-1", "DELETE /v2/projects/{project}/tenants/{tenant}"),
+                ("gone-1", "POST /v1/projects/{project}/tenants/{tenant}/accounts"), ("alive-1", "POST /x"),
+            ] {
+                try await client.query(
+                    """
+                    INSERT INTO audit_log (tenant_id, actor, action, target, request_id)
+                    VALUES (\(tenant), 'bootstrap', \(action), '/v2/projects/p/tenants/gone-1', 'r')
+                    """, logger: logger)
+            }
+            try await client.query(
+                """
+                INSERT INTO rate_counters (tenant_id, bucket, key, window_start, count)
+                VALUES ('gone-1', 'sign_up', 'k', now(), 1), ('alive-1', 'sign_up', 'k', now(), 1)
+                """, logger: logger)
+            #expect(try await MigrationRunner(client: client).migrate(logger: logger) == [12])
+            var entries: [String] = []
+            for try await (tenant, action) in try await client.query(
+                "SELECT tenant_id, action FROM audit_log ORDER BY id", logger: logger
+            ).decode((String, String).self) {
+                entries.append("\(tenant) \(action)")
+            }
+            // The deletion moved to the project's log (tenant ""); the deleted tenant's other entry went.
+            #expect(entries == [" DELETE /v2/projects/{project}/tenants/{tenant}", "alive-1 POST /x"])
+            var counters: [String] = []
+            for try await tenant in try await client.query(
+                "SELECT tenant_id FROM rate_counters", logger: logger
+            ).decode(String.self) {
+                counters.append(tenant)
+            }
+            #expect(counters == ["alive-1"])
+        }
+    }
+
     @Test("anonymous sign-up obeys disableAuth, disabledUserSignup and enableAnonymousUser")
     func anonymousSignUpSwitches() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
