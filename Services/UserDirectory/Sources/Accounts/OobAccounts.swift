@@ -196,13 +196,15 @@ extension PostgresAccountRepository {
 
     /// A code that exists in this scope, unused and unexpired, and not overtaken by its user's
     /// `validSince` (a password reset, an email change, an account takeover or an admin's revocation
-    /// after it was sent).
+    /// after it was sent). `validSince` comes from the services' clocks and `created_at` from the
+    /// database's, so a code counts as older only by more than a minute; compared as numbers, so an
+    /// admin's far-future `validSince` cannot overflow a timestamp.
     func readCode(_ code: String, scope: String, logger: Logger) async throws -> StoredCode {
         let hash = Secrets.tokenHash(code)
         let rows = try await client.query(
             """
             SELECT c.local_id, c.request_type, c.email, c.new_email,
-                c.used_at IS NOT NULL OR c.created_at < to_timestamp(coalesce(u.valid_since, 0)),
+                c.used_at IS NOT NULL OR extract(epoch FROM c.created_at) + 60 < coalesce(u.valid_since, 0),
                 now() > c.expires_at
             FROM oob_codes c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.local_id = c.local_id
             WHERE c.code_hash = \(hash) AND c.tenant_id = \(scope)
