@@ -64,7 +64,9 @@ public struct ActionLinks: Sendable {
 
     public static func authorizedDomains(from text: String?) -> [String] {
         guard let text else { return defaultAuthorizedDomains }
+        // A blank entry would match every host ending in a dot ("evil.example."): never kept.
         return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty }
     }
 
     /// The configured action URL, else the public URL's action page. Without either, the request's
@@ -106,6 +108,6 @@ public struct ActionLinks: Sendable {
 
     /// An authorized domain or a subdomain of one.
     func isAuthorized(host: String) -> Bool {
-        authorizedDomains.contains(where: { host == $0 || host.hasSuffix("." + $0) })
+        !host.isEmpty && authorizedDomains.contains(where: { !$0.isEmpty && (host == $0 || host.hasSuffix("." + $0)) })
     }
 }

@@ -222,6 +222,41 @@ struct RequestHostTests {
     }
 }
 
+@Suite("action links")
+struct ActionLinkTests {
+    static func request(authority: String, proto: String? = nil) -> Request {
+        var head = HTTPRequest(method: .post, scheme: nil, authority: authority, path: "/v1/accounts:sendOobCode")
+        if let proto { head.headerFields[HTTPField.Name("X-Forwarded-Proto")!] = proto }
+        return Request(head: head, body: .init(buffer: ByteBuffer()))
+    }
+
+    @Test("links use the request's host only when it is authorized; the scheme is http or https")
+    func requestHost() throws {
+        let links = ActionLinks(
+            actionURL: nil, publicURL: nil, apiKey: "k",
+            authorizedDomains: ActionLinks.authorizedDomains(from: "localhost, app.example, "))
+        #expect(links.authorizedDomains == ["localhost", "app.example"], "a blank entry is dropped")
+        let prefix = try links.prefix(
+            mode: "resetPassword", tenant: nil,
+            request: Self.request(authority: "localhost:9099", proto: "https://evil/?"))
+        #expect(prefix == "http://localhost:9099/__/auth/action?mode=resetPassword&apiKey=k&lang=en")
+        let secure = try links.prefix(
+            mode: "verifyEmail", tenant: "t", request: Self.request(authority: "auth.app.example", proto: "HTTPS"))
+        #expect(secure == "https://auth.app.example/__/auth/action?mode=verifyEmail&apiKey=k&lang=en&tenantId=t")
+        for host in ["evil.example", "evil.example.", "localhost@evil.example", "evil.example#.localhost"] {
+            #expect(throws: FirebaseError.self, "\(host)") {
+                try links.prefix(mode: "resetPassword", tenant: nil, request: Self.request(authority: host))
+            }
+        }
+        // A configured public URL is used whatever the Host says.
+        let pinned = ActionLinks(
+            actionURL: nil, publicURL: "https://auth.example.com", apiKey: "k", authorizedDomains: [])
+        #expect(
+            try pinned.prefix(mode: "resetPassword", tenant: nil, request: Self.request(authority: "evil.example"))
+                .hasPrefix("https://auth.example.com/__/auth/action?"))
+    }
+}
+
 @Suite("tracing configuration")
 struct TraceExportTests {
     @Test("tracing is off unless OTEL_TRACES_EXPORTER names an exporter, and off when the SDK is disabled")

@@ -75,9 +75,7 @@ public struct TokenServiceConfiguration: Sendable {
             clientAddress = try ClientAddress(parsing: proxies)
         }
         if let domains = env.string("TESSERA_AUTHORIZED_DOMAINS") {
-            authorizedDomains = domains.split(separator: ",").map {
-                $0.trimmingCharacters(in: .whitespaces).lowercased()
-            }
+            authorizedDomains = ActionLinks.authorizedDomains(from: domains)
         }
     }
 
