@@ -207,7 +207,8 @@ struct IdentityProviders: Sendable {
         let answer = try await http.post(
             template.replacingOccurrences(of: "{client_id}", with: clientID), json: body,
             headers: [("Authorization", "Basic \(basic)")], logger: logger)
-        if answer.status >= 500 {
+        // 5xx, and 403/429 (GitHub's rate limits), are the provider's trouble, not the token's.
+        if answer.status >= 500 || answer.status == 403 || answer.status == 429 {
             throw FirebaseError.unavailable("The identity provider answered \(answer.status); retry shortly.")
         }
         guard answer.status == 200 else { throw Self.invalid("The access token was not issued to this app.") }
