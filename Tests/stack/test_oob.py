@@ -107,6 +107,20 @@ def test_links_never_follow_a_host_header_that_is_not_an_authorized_domain(clien
     assert link.startswith(f"http://localhost:{port}/__/auth/action?"), link
 
 
+def test_a_code_sent_before_a_revocation_is_refused(client, admin, mail_sink, tenant):
+    """A code older than its user's validSince (here an admin's revocation, set far in the future) is
+    INVALID_OOB_CODE, never a 500 (the comparison once overflowed a timestamp)."""
+    email = address()
+    session = sign_up(client, tenant, email)
+    expect_ok(send(client, tenant, requestType="PASSWORD_RESET", email=email))
+    [mail] = mail_sink.wait_for(email)
+    _, params = oob_link(mail)
+    expect_ok(admin.request("POST", admin.accounts_path(tenant, "update"),
+                            json={"localId": session["localId"], "validSince": str(2**63 - 1)}))
+    expect_error(client.post("/v1/accounts:resetPassword", {"tenantId": tenant, "oobCode": params["oobCode"],
+                                                            "newPassword": "a new password"}), "INVALID_OOB_CODE")
+
+
 def test_expired_code_answers_expired_oob_code(client, mail_sink, tenant):
     email = address()
     sign_up(client, tenant, email)
