@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 
 extension Request {
     /// The external base URL as the client reached the service (through the ingress), or nil when
@@ -104,6 +105,15 @@ public struct ActionLinks: Sendable {
             throw FirebaseError.invalid("UNAUTHORIZED_DOMAIN", "Domain not allowlisted by project")
         }
         return raw
+    }
+
+    /// Tells the operator, at start, where links will point: without a public or action URL they
+    /// are refused unless the request's host is an authorized domain.
+    public func logSetting(to logger: Logger) {
+        guard actionURL == nil, publicURL == nil else { return }
+        logger.notice(
+            "TESSERA_PUBLIC_URL is not set: mailed and admin-generated links are built on the request's host, and refused (UNAUTHORIZED_DOMAIN) unless it is one of TESSERA_AUTHORIZED_DOMAINS",
+            metadata: ["links.authorized_domains": .string(authorizedDomains.joined(separator: ","))])
     }
 
     /// An authorized domain or a subdomain of one.

@@ -40,6 +40,17 @@ def test_every_service_runs_its_tasks_on_the_event_loops(stack):
         assert executors[-1] == "event-loops", f"{service}: {executors}"
 
 
+def test_services_without_a_public_url_say_where_links_will_point(stack):
+    """The test stack sets no TESSERA_PUBLIC_URL: both services that build links say so at start, with
+    the authorized domains a request's host must be one of."""
+    assert "TESSERA_PUBLIC_URL" not in stack.env
+    for service in ("token-service", "user-directory"):
+        notices = [e for e in log_lines(stack, service)
+                   if e.get("message", "").startswith("TESSERA_PUBLIC_URL is not set")]
+        assert notices, f"{service} did not say that links follow authorized request hosts only"
+        assert notices[-1]["level"] == "notice" and notices[-1]["links.authorized_domains"] == "localhost,127.0.0.1"
+
+
 def test_a_request_id_is_carried_across_services(stack, client, tenant_id):
     request_id = "trace-" + uuid.uuid4().hex
     resp = client.sign_up_raw(tenant_id, headers={"X-Request-ID": request_id})

@@ -36,6 +36,7 @@ public func buildTokenApplication(
         metadata: [
             "keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))",
         ])
+    configuration.links.logSetting(to: logger)
     let metrics = ServiceMetrics()
     let httpClient = InternalHTTPClient.make(connectTimeout: configuration.internalConnectTimeout)
     let directory = DirectoryClient(

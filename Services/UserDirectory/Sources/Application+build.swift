@@ -98,6 +98,7 @@ public func buildDirectoryApplication(
 ) async throws -> some ApplicationProtocol {
     let client = PostgresClient(configuration: configuration.database, backgroundLogger: logger)
     let tenants = PostgresTenantRepository(client: client, anonymousRetention: configuration.anonymousRetention)
+    configuration.links.logSetting(to: logger)
     let metrics = ServiceMetrics()
     let hashing = HashingPool(
         threads: configuration.hashThreads, queueLength: configuration.hashQueue, metrics: metrics)
