@@ -76,6 +76,24 @@ struct PasswordHashTests {
         #expect(!(try keyed.verify(password: "anything", salt: [1], expected: [])))
     }
 
+    @Test("a stored hash beyond the limits is recognised, so the refusal can say why")
+    func storedBeyondLimits() {
+        func stored(_ algorithm: String, _ params: String, hash: Data = Data(count: 32)) -> StoredPassword {
+            StoredPassword(algorithm: algorithm, params: params, salt: "", hash: hash.base64EncodedString())
+        }
+        #expect(ImportedHash.isBeyondLimits(stored("PBKDF2_SHA256", #"{"rounds":10000000}"#)))
+        #expect(!ImportedHash.isBeyondLimits(stored("PBKDF2_SHA256", #"{"rounds":600000}"#)))
+        #expect(
+            ImportedHash.isBeyondLimits(
+                stored("STANDARD_SCRYPT", #"{"blockSize":32,"cpuMemCost":1024,"dkLen":32,"parallelization":1}"#)))
+        #expect(
+            !ImportedHash.isBeyondLimits(
+                stored("STANDARD_SCRYPT", #"{"blockSize":8,"cpuMemCost":1024,"dkLen":32,"parallelization":1}"#)))
+        let slow = Data("$2b$15$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234".utf8)
+        #expect(ImportedHash.isBeyondLimits(stored("BCRYPT", "{}", hash: slow)))
+        #expect(!ImportedHash.isBeyondLimits(stored(StoredPassword.firebaseScrypt, #"{"memCost":14,"rounds":8}"#)))
+    }
+
     @Test("stored parameters: the current ones are read without parsing, others by value; outdated ones re-hash")
     func storedParameters() async throws {
         let hasher = PasswordHasher(pool: HashingPool(threads: 1, queueLength: 4), rounds: 8, memCost: 8)

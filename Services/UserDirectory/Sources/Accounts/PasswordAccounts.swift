@@ -177,6 +177,13 @@ extension PostgresAccountRepository {
         }
         let stored = StoredPassword(algorithm: algorithm, params: params, salt: salt, hash: hash)
         guard try await hasher.verify(request.password, stored: stored, key: key) else {
+            if ImportedHash.isBeyondLimits(stored) {
+                logger.warning(
+                    "stored password hash is beyond the import limits and never verifies: the user must reset the password",
+                    metadata: [
+                        "tenant.id": .string(scope), "user.id": .string(localId), "hash.algorithm": .string(algorithm),
+                    ])
+            }
             logger.notice(
                 "password sign-in refused", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
             throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")

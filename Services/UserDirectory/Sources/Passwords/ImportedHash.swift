@@ -61,6 +61,25 @@ enum ImportedHash {
         }
     }
 
+    /// Whether a stored imported hash is beyond the limits, so that no password will ever verify it
+    /// (stored before the limits existed): the user must reset the password.
+    static func isBeyondLimits(_ stored: StoredPassword) -> Bool {
+        guard algorithms.contains(stored.algorithm),
+            let params = try? JSONDecoder().decode(ImportedParams.self, from: Data(stored.params.utf8)),
+            let hash = Data(base64Encoded: stored.hash)
+        else { return false }
+        if Limits.hashError(hash, algorithm: stored.algorithm, params: params) != nil { return true }
+        switch stored.algorithm {
+        case "STANDARD_SCRYPT":
+            return Limits.standardScryptError(
+                n: params.cpuMemCost, r: params.blockSize, p: params.parallelization, dkLen: params.dkLen) != nil
+        case "PBKDF2_SHA256":
+            return !Limits.pbkdf2Rounds.contains(params.rounds ?? 0)
+        default:
+            return false
+        }
+    }
+
     static func verify(password: String, algorithm: String, params: ImportedParams, salt: Data, expected: Data) throws
         -> Bool
     {
