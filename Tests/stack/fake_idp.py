@@ -218,6 +218,8 @@ class FakeIdp:
             self._oidc[short] = OidcState(alg, [SigningKey.generate(alg, f"{short}-{uuid.uuid4().hex[:12]}")])
         self._foreign: dict[str, SigningKey] = {}
         self._oauth: dict[tuple[str, str], OAuthUser] = {}
+        # A generic provider's discovery document names this jwks_uri instead of its own (by name).
+        self.jwks_uri_overrides: dict[str, str] = {}
         self.requests: list[RecordedRequest] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -544,7 +546,7 @@ class _Handler(BaseHTTPRequestHandler):
             state.discovery_fetches += 1
         self._send_json(record, 200, {
             "issuer": issuer,
-            "jwks_uri": issuer + "/jwks",
+            "jwks_uri": self.idp.jwks_uri_overrides.get(name, issuer + "/jwks"),
             "authorization_endpoint": issuer + "/authorize",
             "token_endpoint": issuer + "/token",
             "response_types_supported": ["code", "id_token"],

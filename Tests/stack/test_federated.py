@@ -595,6 +595,18 @@ def test_nonce_must_match_raw_or_sha256_hex(client, admin, make_tenant, fake_idp
     assert len(tenant_user_ids(admin, tenant_id)) == 2
 
 
+def test_a_discovery_document_cannot_point_the_keys_at_plain_http(client, admin, make_tenant, fake_idp):
+    """A tenant's own OIDC issuer writes its discovery document: a jwks_uri on plain http (a cloud
+    metadata endpoint, an internal service) is refused before the token service fetches it."""
+    provider_id = f"oidc.meta{uuid.uuid4().hex[:8]}"
+    tenant_id = idp_tenant(make_tenant, admin, fake_idp, provider_id)
+    fake_idp.jwks_uri_overrides[provider_id.removeprefix("oidc.")] = "http://169.254.169.254/latest/meta-data/jwks"
+    resp = oidc_sign_in(client, fake_idp, provider_id, tenant_id, new_sub(), address())
+    expect_error(resp, "INVALID_IDP_RESPONSE")
+    assert "jwks_uri" in describe(resp)
+    assert tenant_user_ids(admin, tenant_id) == []
+
+
 def test_oidc_jwks_is_cached_and_refetched_for_a_new_kid(client, admin, make_tenant, fake_idp):
     provider_id = f"oidc.cache{uuid.uuid4().hex[:8]}"  # its own JWKS URL: nothing cached yet
     tenant_id = idp_tenant(make_tenant, admin, fake_idp, provider_id)

@@ -152,10 +152,18 @@ actor JWKSCache {
             var jwks_uri: String?
         }
         guard answer.status == 200, let document = try? JSONDecoder().decode(Document.self, from: answer.body),
-            let jwksURL = document.jwks_uri, URL(string: jwksURL)?.host != nil
+            let jwksURL = document.jwks_uri, let url = URL(string: jwksURL), let host = url.host, !host.isEmpty
         else {
             logger.warning("OIDC discovery failed", metadata: ["http.status": "\(answer.status)"])
             throw FirebaseError.unavailable("The identity provider's discovery document could not be read.")
+        }
+        // The document is whoever runs the issuer's: its keys must be on https like the issuer
+        // (plain http only on loopback), or a tenant's provider could point the token service at
+        // internal plain-http services such as a cloud metadata endpoint.
+        guard url.scheme == "https" || (url.scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(host))
+        else {
+            logger.warning("OIDC discovery names a jwks_uri that is not https", metadata: ["idp.host": .string(host)])
+            throw IdentityProviders.invalid("The provider's discovery document names a jwks_uri that is not https.")
         }
         let lifetime = ProviderHTTP.maxAge(answer.headers).map { Duration.seconds($0) } ?? Self.defaultLifetime
         discovery[issuer] = (jwksURL, clock.now + min(lifetime, Self.maximumLifetime))
