@@ -143,6 +143,24 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test("an unexpected PostgreSQL error is logged without the row values its detail quotes")
+    func databaseErrorsAreRedacted() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            _ = try await tenants.create(ScopeSettings(tenantId: "quoted-1", displayName: "quoted"), logger: logger)
+            let duplicate = "INSERT INTO tenants (tenant_id, display_name) VALUES ('quoted-1', 'secret-ish')"
+            do {
+                try await client.query(PostgresQuery(unsafeSQL: duplicate), logger: logger)
+                Issue.record("the duplicate was accepted")
+            } catch let error as PSQLError {
+                #expect(error.serverInfo?[.detail]?.contains("quoted-1") == true, "PostgreSQL quotes the row")
+                let metadata = DatabaseErrorMiddleware<DirectoryContext>.redacted(error)
+                #expect(metadata["psql.sqlstate"] == "23505")
+                #expect(!metadata.values.contains { "\($0)".contains("quoted-1") }, "\(metadata)")
+            }
+        }
+    }
+
     @Test("anonymous sign-up obeys disableAuth, disabledUserSignup and enableAnonymousUser")
     func anonymousSignUpSwitches() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in

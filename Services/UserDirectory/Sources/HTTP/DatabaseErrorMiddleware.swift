@@ -19,7 +19,26 @@ struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
         } catch let error as PSQLError where Self.isUnstorableText(error) {
             // Text PostgreSQL cannot store (a NUL character) is the caller's input, not a fault.
             throw FirebaseError.invalidArgument("Invalid value: text must not contain NUL characters.")
+        } catch let error as PSQLError {
+            // Any other is a bug: logged without the server's `detail`, which quotes row values
+            // (`Key (tenant_id, email)=(…)`), and without the query's text.
+            context.logger.error("unhandled database error", metadata: Self.redacted(error))
+            throw FirebaseError.internal
         }
+    }
+
+    /// The code, SQLSTATE, message, constraint and table of a PostgreSQL error: what identifies the
+    /// fault, nothing of the data.
+    static func redacted(_ error: PSQLError) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["psql.code": .string(error.code.description)]
+        let fields: [(String, PSQLError.ServerInfo.Field)] = [
+            ("psql.sqlstate", .sqlState), ("psql.message", .message), ("psql.constraint", .constraintName),
+            ("psql.table", .tableName),
+        ]
+        for (key, field) in fields {
+            if let value = error.serverInfo?[field] { metadata[key] = .string(value) }
+        }
+        return metadata
     }
 
     /// 22021 (a NUL or an invalid byte sequence) and 22P05 (an untranslatable character).
