@@ -330,6 +330,12 @@ def test_import_refuses_hash_settings_whose_verification_would_trap_or_stall(adm
     found = expect_ok(admin.lookup_raw(tenant_id, [u["localId"] for u in users])).get("users", [])
     assert [u["localId"] for u in found] == [users[4]["localId"]]
     expect_ok(sign_in(client, tenant_id, users[4]["email"], "imported password"))
+    # Plain passwords obey A.9's 6-4096 characters too.
+    plain = [user(rawPassword="x"), user(rawPassword="y" * 4097), user(rawPassword="six ch")]
+    resp = admin.request("POST", path, json={"users": plain})
+    assert resp.status_code == 200, describe(resp)
+    assert {e["index"] for e in resp.json()["error"]} == {0, 1}, resp.json()
+    expect_ok(sign_in(client, tenant_id, plain[2]["email"], "six ch"))
     resp = admin.request("POST", path, json={**scrypt, "users": [user(passwordHash=b64(b"y" * 32))]})
     assert resp.status_code == 200, describe(resp)
     data = resp.json()
@@ -432,8 +438,13 @@ def test_session_cookies(app, client, stack, admin):
 
     # Out-of-range durations and callers without the admin secret are refused.
     path = f"/v1/projects/{stack.project_id}:createSessionCookie"
-    resp = admin.request("POST", path, json={"idToken": signed_in["idToken"], "validDuration": 60})
-    assert resp.json()["error"]["message"] == "INVALID_DURATION"
+    for duration in (60, 14 * 86400 + 1):  # 5 minutes to 2 weeks
+        resp = admin.request("POST", path, json={"idToken": signed_in["idToken"], "validDuration": duration})
+        assert resp.json()["error"]["message"] == "INVALID_DURATION", duration
+    longest = expect_ok(admin.request("POST", path, json={"idToken": signed_in["idToken"],
+                                                          "validDuration": 14 * 86400}))["sessionCookie"]
+    claims = jwt.decode(longest, options={"verify_signature": False})
+    assert claims["exp"] - claims["iat"] == 14 * 86400
     resp = client.post(path, {"idToken": signed_in["idToken"]})
     assert resp.status_code == 401
 

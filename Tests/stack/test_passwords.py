@@ -81,6 +81,7 @@ def test_sign_up_request_errors(client, make_tenant, password_tenant):
         ({"email": "", "password": ""}, "INVALID_EMAIL"),
         ({"email": "not-an-email", "password": PASSWORD}, "INVALID_EMAIL"),
         ({"email": email(), "password": "12345"}, "WEAK_PASSWORD"),
+        ({"email": email(), "password": "x" * 4097}, "WEAK_PASSWORD"),
         ({"email": email(), "password": PASSWORD, "localId": "chosen"}, "UNEXPECTED_PARAMETER"),
     ]
     for body, code in cases:
@@ -194,6 +195,18 @@ def test_sensitive_changes_need_a_recent_sign_in(client, password_tenant):
     assert expect_ok(update(client, password_tenant, session["idToken"], displayName="Late"))["displayName"] == "Late"
     fresh = expect_ok(sign_in(client, password_tenant, address))
     expect_ok(update(client, password_tenant, fresh["idToken"], password="another one"))
+    # A 4096-character password is still a password (A.9's upper bound is inclusive).
+    expect_ok(update(client, password_tenant, fresh["idToken"], password="p" * 4096))
+
+
+def test_anonymous_users_need_no_recent_sign_in_to_upgrade(client, make_tenant):
+    """An anonymous user has no credential to prove again: upgrading with an email and password after
+    the re-authentication window still works (A.3)."""
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    session = client.sign_up_anonymous(tenant_id)
+    time.sleep(4.5)  # beyond the test stack's TESSERA_REAUTH_WINDOW (3s)
+    upgraded = expect_ok(update(client, tenant_id, session.id_token, email=email(), password=PASSWORD))
+    assert upgraded["localId"] == session.local_id
 
 
 def test_profile_updates_and_deletions(client, verifier, password_tenant):

@@ -337,6 +337,10 @@ struct ImportController<Tenants: TenantRepository> {
             user.createdAt = Self.millis(wire.createdAt)
             user.lastLoginAt = Self.millis(wire.lastLoginAt)
             if let raw = wire.rawPassword {
+                // A.9's 6–4096 characters hold for imported plain passwords too.
+                guard (try? Credentials.checkPassword(raw)) != nil else {
+                    fail("Password must be 6 to 4096 characters."); continue
+                }
                 user.password = try await accounts.hasher.hash(raw, key: key)
             } else if let passwordHash = wire.passwordHash {
                 guard let hash else { throw FirebaseError.invalid("MISSING_HASH_ALGORITHM") }
