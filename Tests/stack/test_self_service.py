@@ -121,8 +121,9 @@ def test_project_config_switches_for_default_scope(stack, admin):
     assert _flag(original, "allowPasswordSignup") == _flag(original, "signIn.email.enabled")
 
     touched = ["signIn.anonymous.enabled", "client.permissions.disabledUserSignup",
-               "client.permissions.disabledUserDeletion"]
+               "client.permissions.disabledUserDeletion", "disableAuth"]
     restore_body = {
+        "disableAuth": _flag(original, "disableAuth"),
         "signIn": {"anonymous": {"enabled": _flag(original, "signIn.anonymous.enabled")}},
         "client": {"permissions": {
             "disabledUserSignup": _flag(original, "client.permissions.disabledUserSignup"),
@@ -157,6 +158,14 @@ def test_project_config_switches_for_default_scope(stack, admin):
             == [data["localId"]]
         refreshed = client.refresh(data["refreshToken"])
         assert "tenant" not in unverified_claims(refreshed["id_token"])["firebase"]
+
+        # disableAuth, as for tenants (A.5): PROJECT_DISABLED at once; and back.
+        assert _flag(config, "disableAuth") is False, describe(resp)
+        expect_ok(admin.patch_config({"disableAuth": True}, "disableAuth"))
+        expect_error(client.sign_up_raw(None), "PROJECT_DISABLED")
+        expect_error(client.lookup(data["idToken"]), "PROJECT_DISABLED")
+        expect_ok(admin.patch_config({"disableAuth": False}, "disableAuth"))
+        expect_ok(client.lookup(data["idToken"]))
 
         # disabledUserSignup → ADMIN_ONLY_OPERATION, immediately; and back.
         expect_ok(admin.patch_config({"client": {"permissions": {"disabledUserSignup": True}}},

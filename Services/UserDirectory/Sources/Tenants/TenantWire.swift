@@ -146,6 +146,8 @@ struct ProjectConfigWire: Codable, Sendable {
     var autodeleteAnonymousUsers: Bool?
     var enableAnonymousUser: Bool?
     var allowPasswordSignup: Bool?
+    /// Tessera's: the default scope's switch that tenants have too (A.5).
+    var disableAuth: Bool?
     var rateLimits: RateLimitsWire?
 
     init(scope: ScopeSettings, project: ProjectSettings, projectID: String, hashConfig: HashConfigWire?) {
@@ -162,6 +164,7 @@ struct ProjectConfigWire: Codable, Sendable {
         autodeleteAnonymousUsers = scope.autodeleteAnonymousUsers
         enableAnonymousUser = scope.enableAnonymousUser
         allowPasswordSignup = scope.allowPasswordSignup
+        disableAuth = scope.disableAuth
     }
 
     typealias Apply = @Sendable (inout ScopeSettings, inout ProjectSettings, ProjectConfigWire) -> Void
@@ -197,6 +200,7 @@ struct ProjectConfigWire: Codable, Sendable {
             p.enableImprovedEmailPrivacy = w.emailPrivacyConfig?.enableImprovedEmailPrivacy ?? false
         },
         "autodeleteAnonymousUsers": { s, _, w in s.autodeleteAnonymousUsers = w.autodeleteAnonymousUsers ?? false },
+        "disableAuth": { s, _, w in s.disableAuth = w.disableAuth ?? false },
     ]
 }
 
