@@ -371,6 +371,19 @@ def test_custom_attributes_and_token_claims_merge(client, admin, verifier, app, 
     assert plain["role"] == "user" and plain["plan"] == "free" and "team" not in plain
 
 
+def test_a_users_phone_number_is_in_its_id_tokens(client, admin, verifier, app, default_users):
+    """B.3.1: `phone_number` and `firebase.identities.phone` for a user with a phone number (set by an
+    admin: phone sign-in itself is out of scope)."""
+    uid = new_uid()
+    default_users.append(uid)
+    sign_in(client, mint(app, uid))
+    phone = f"+1555{uuid.uuid4().int % 10**7:07d}"
+    admin_update(admin, None, localId=uid, phoneNumber=phone)
+    claims = verifier.verify(sign_in(client, mint(app, uid))["idToken"])
+    assert claims["phone_number"] == phone
+    assert claims["firebase"]["identities"]["phone"] == [phone]
+
+
 def test_hand_signed_tokens_with_the_generated_key_sign_in(client, verifier, project_account,
                                                            project_key, default_users):
     """The baseline every refusal below departs from by one change: it must be accepted."""

@@ -48,6 +48,10 @@ public struct IDTokenIssuer: Sendable {
             claims["email_verified"] = .bool(user.emailVerified)
             identities["email"] = .array([.string(email)])
         }
+        if let phone = user.phoneNumber {
+            claims["phone_number"] = .string(phone)
+            identities["phone"] = .array([.string(phone)])
+        }
         for provider in user.providerUserInfo where provider.providerId != "password" {
             var ids: [JSONValue] = []
             if case .array(let existing)? = identities[provider.providerId] { ids = existing }
