@@ -87,3 +87,29 @@ def test_business_errors_have_no_status(stack, client, admin):
     resp = admin.get_tenant("no-such-tenant-0123456789")
     expect_error(resp, "TENANT_NOT_FOUND")
     assert_error_shape(resp, 400)
+
+
+def test_out_of_scope_features_answer_501_not_implemented(stack, client, admin):
+    """A.1: phone auth, MFA, passkeys, reCAPTCHA, SAML and the legacy v3 API answer 501
+    NOT_IMPLEMENTED with a clear message, never a 404 that looks like a typo."""
+    calls = [
+        client.post("/v1/accounts:sendVerificationCode", {"phoneNumber": "+15555550100"}),
+        client.post("/v1/accounts:signInWithPhoneNumber", {}),
+        client.post("/v2/accounts/mfaSignIn:start", {}),
+        client.post("/v2/accounts/passkeySignIn:start", {}),
+        client.request("GET", "/v1/recaptchaParams"),
+        client.post("/identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode", {}),
+        requests.post(stack.url + "/www.googleapis.com/identitytoolkit/v3/relyingparty/verifyPassword",
+                      params={"key": stack.api_key}, json={}, timeout=HTTP_TIMEOUT),
+        requests.get(stack.url + "/www.googleapis.com/identitytoolkit/v3/relyingparty/getProjectConfig",
+                     params={"key": stack.api_key}, timeout=HTTP_TIMEOUT),
+        requests.post(stack.url + "/identitytoolkit/v3/relyingparty/signupNewUser",
+                      params={"key": stack.api_key}, json={}, timeout=HTTP_TIMEOUT),
+        admin.request("POST", f"/v2/projects/{stack.project_id}/inboundSamlConfigs",
+                      params={"inboundSamlConfigId": "saml.x"}, json={}),
+        admin.request("GET", f"/v2/projects/{stack.project_id}/inboundSamlConfigs"),
+        admin.request("DELETE", f"/v2/projects/{stack.project_id}/inboundSamlConfigs/saml.x"),
+    ]
+    for resp in calls:
+        err = expect_status_error(resp, 501, "NOT_IMPLEMENTED")
+        assert "is not implemented in Tessera" in err["message"], describe(resp)

@@ -123,8 +123,13 @@ enum OutOfScope {
                 router.get(RouterPath("\(prefix)/\(path)"), use: handler)
             }
         }
-        router.on("/www.googleapis.com/identitytoolkit/v3/**", method: .post) { _, _ -> Response in
-            throw FirebaseError.notImplemented("The legacy v3 API")
+        // The legacy v3 API, with and without the Google host prefix, whatever the method.
+        for path in ["/www.googleapis.com/identitytoolkit/v3/**", "/identitytoolkit/v3/**"] {
+            for method in [HTTPRequest.Method.post, .get] {
+                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                    throw FirebaseError.notImplemented("The legacy v3 API")
+                }
+            }
         }
     }
 }

@@ -146,6 +146,15 @@ struct IdpConfigController<Tenants: TenantRepository> {
                 group.patch("\(scope)/\(collection)/{idp}") { try await update($0, $1, oidc: oidc) }
                 group.delete("\(scope)/\(collection)/{idp}") { try await delete($0, $1, oidc: oidc) }
             }
+            // SAML providers are out of scope for now (A.1): their configs answer 501, not 404.
+            let saml: @Sendable (Request, DirectoryContext) async throws -> Response = { _, _ in
+                throw FirebaseError.notImplemented("SAML identity providers")
+            }
+            group.post("\(scope)/inboundSamlConfigs", use: saml)
+            group.get("\(scope)/inboundSamlConfigs", use: saml)
+            group.get("\(scope)/inboundSamlConfigs/{idp}", use: saml)
+            group.patch("\(scope)/inboundSamlConfigs/{idp}", use: saml)
+            group.delete("\(scope)/inboundSamlConfigs/{idp}", use: saml)
         }
     }
 
