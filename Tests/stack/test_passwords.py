@@ -191,6 +191,10 @@ def test_sensitive_changes_need_a_recent_sign_in(client, password_tenant):
     for fields in ({"password": "another one"}, {"email": email()}, {"deleteProvider": ["password"]}):
         expect_error(update(client, password_tenant, session["idToken"], **fields), "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
     expect_error(client.delete(session["idToken"], password_tenant), "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+    # An email change by mailed code is sensitive too (A.3).
+    expect_error(client.post("/v1/accounts:sendOobCode", {
+        "tenantId": password_tenant, "requestType": "VERIFY_AND_CHANGE_EMAIL", "idToken": session["idToken"],
+        "newEmail": email()}), "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
     # Profile edits are not sensitive, and a fresh sign-in opens the window again.
     assert expect_ok(update(client, password_tenant, session["idToken"], displayName="Late"))["displayName"] == "Late"
     fresh = expect_ok(sign_in(client, password_tenant, address))
