@@ -124,6 +124,23 @@ def test_a_tenant_deletion_is_in_the_project_audit_log_and_its_own_log_goes_with
     expect_error(admin.request("GET", f"/v2/projects/{p}/tenants/{tenant_id}/auditLog"), "TENANT_NOT_FOUND")
 
 
+def test_credential_and_service_account_lists_are_paged(stack, admin, make_tenant):
+    """A.10: pageSize/pageToken, as the v2 admin lists; every entry once, the last page without a token."""
+    p = stack.project_id
+    tenant_id = make_tenant()["tenantId"]
+    for collection, field, id_field in (("adminCredentials", "adminCredentials", "credentialId"),
+                                        ("serviceAccounts", "serviceAccounts", "accountId")):
+        path = f"/v2/projects/{p}/tenants/{tenant_id}/{collection}"
+        made = {expect_ok(admin.request("POST", path, json={"displayName": f"page-{n}"}))[id_field]
+                for n in range(3)}
+        first = expect_ok(admin.request("GET", path, params={"pageSize": 2}))
+        assert len(first[field]) == 2 and first.get("nextPageToken"), first
+        second = expect_ok(admin.request("GET", path, params={"pageSize": 2, "pageToken": first["nextPageToken"]}))
+        assert len(second[field]) == 1 and "nextPageToken" not in second, second
+        assert {e[id_field] for e in first[field] + second[field]} == made
+        assert len(expect_ok(admin.request("GET", path))[field]) == 3, "the default page holds them all"
+
+
 def test_tenant_isolation_matrix(stack, admin, client, make_tenant):
     """A tenant credential cannot read, write, list or delete anything of another tenant, on any
     tenant-scoped endpoint, and nothing of the other tenant changes."""

@@ -44,11 +44,13 @@ public struct AdminCredentialStore: Sendable {
         return (Credential(credentialId: id, tenantId: tenant, displayName: displayName, createTime: created), secret)
     }
 
-    func list(tenant: String?, logger: Logger) async throws -> [Credential] {
+    /// A page of live credentials in id order, after `after` (the previous page's last id).
+    func list(tenant: String?, after: String?, limit: Int, logger: Logger) async throws -> [Credential] {
         let rows = try await client.query(
             """
             SELECT credential_id, tenant_id, display_name, created_at FROM admin_credentials
-            WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL ORDER BY created_at, credential_id
+            WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL AND credential_id > \(after ?? "")
+            ORDER BY credential_id LIMIT \(limit)
             """, logger: logger)
         var result: [Credential] = []
         for try await (id, tenantId, name, created) in rows.decode((String, String?, String, Date).self) {
@@ -159,11 +161,19 @@ struct AdminCredentialController<Tenants: TenantRepository> {
 
     struct ListResponse: Encodable, Sendable {
         var adminCredentials: [CredentialWire]
+        var nextPageToken: String?
     }
 
+    /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page), A.10.
     @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
-        let credentials = try await store.list(tenant: try await tenants.tenantID(of: context), logger: context.logger)
-        return JSONResponse(ListResponse(adminCredentials: credentials.map { wire($0) }))
+        let (pageSize, after) = pageRequest(request)
+        let credentials = try await store.list(
+            tenant: try await tenants.tenantID(of: context), after: after, limit: pageSize + 1, logger: context.logger)
+        let page = Array(credentials.prefix(pageSize))
+        return JSONResponse(
+            ListResponse(
+                adminCredentials: page.map { wire($0) },
+                nextPageToken: credentials.count > pageSize ? page.last?.credentialId : nil))
     }
 
     @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
@@ -193,4 +203,11 @@ struct AdminCredentialController<Tenants: TenantRepository> {
             AuditPage(
                 entries: page.map(\.1), nextPageToken: rows.count > pageSize ? page.last.map { String($0.0) } : nil))
     }
+}
+
+/// The page size (1–1000, default 100) and page token of a list request (A.10).
+func pageRequest(_ request: Request) -> (size: Int, token: String?) {
+    let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 100
+    let token = request.uri.queryParameters.get("pageToken").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
+    return (min(max(requested, 1), 1000), token)
 }

@@ -51,11 +51,13 @@ struct ServiceAccountStore: Sendable {
         throw FirebaseError.internal
     }
 
-    func list(tenant: String?, logger: Logger) async throws -> [ServiceAccount] {
+    /// A page of live accounts in id order, after `after` (the previous page's last id).
+    func list(tenant: String?, after: String?, limit: Int, logger: Logger) async throws -> [ServiceAccount] {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns) FROM service_accounts
-            WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL ORDER BY created_at, account_id
+            WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL AND account_id > \(after ?? "")
+            ORDER BY account_id LIMIT \(limit)
             """, logger: logger)
         var result: [ServiceAccount] = []
         for try await row in rows.decode(Row.self) { result.append(Self.account(row)) }
@@ -184,10 +186,15 @@ struct ServiceAccountController<Tenants: TenantRepository> {
 
     struct ListResponse: Encodable, Sendable {
         var serviceAccounts: [ListedAccount]
+        var nextPageToken: String?
     }
 
+    /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page), A.10.
     @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
-        let accounts = try await store.list(tenant: try await tenants.tenantID(of: context), logger: context.logger)
+        let (pageSize, after) = pageRequest(request)
+        let listed = try await store.list(
+            tenant: try await tenants.tenantID(of: context), after: after, limit: pageSize + 1, logger: context.logger)
+        let accounts = Array(listed.prefix(pageSize))
         return JSONResponse(
             ListResponse(
                 serviceAccounts: accounts.map {
@@ -196,7 +203,7 @@ struct ServiceAccountController<Tenants: TenantRepository> {
                         clientEmail: $0.clientEmail, clientId: $0.clientId, privateKeyId: $0.privateKeyId,
                         publicKeyPem: $0.publicKeyPem, tenantId: $0.tenantId, createTime: RFC3339.seconds($0.createTime)
                     )
-                }))
+                }, nextPageToken: listed.count > pageSize ? accounts.last?.accountId : nil))
     }
 
     @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
