@@ -13,7 +13,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 import requests
 
 from conftest import (HTTP_TIMEOUT, Admin, Client, Stack, describe, expect_error, expect_ok, parse_duration,

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import describe, expect_error, expect_ok, unverified_claims
+from conftest import describe, expect_error, expect_ok
 
 PASSWORD = "correct horse 1"
 

@@ -4,7 +4,6 @@ test stack re-reads its key directory every second (TESSERA_KEY_RELOAD_INTERVAL=
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
