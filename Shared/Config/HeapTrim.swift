@@ -1,6 +1,5 @@
 import CTesseraRuntime
 import Logging
-import ServiceLifecycle
 
 /// Gives the C allocator's free memory back to the system on an interval (`TESSERA_HEAP_TRIM_INTERVAL`).
 ///
@@ -12,31 +11,12 @@ import ServiceLifecycle
 /// A hashing thread's 16 MiB scrypt working set is freed last and so sits at the top of its arena,
 /// which glibc does not trim: after a trim it was still resident, and the next hash does not fault it
 /// back in.
-public struct HeapTrimService: Service {
-    /// Zero: never trim.
-    let interval: Duration
-    let logger: Logger
-
-    public init(interval: Duration, logger: Logger) {
-        self.interval = interval
-        self.logger = logger
-    }
-
-    public func run() async throws {
-        guard interval > .zero else {
-            try? await gracefulShutdown()
-            return
-        }
-        do {
-            try await cancelWhenGracefulShutdown {
-                while true {
-                    try await Task.sleep(for: interval)
-                    let released = Self.trim()
-                    logger.debug("heap trimmed", metadata: ["heap.released": "\(released)"])
-                }
-            }
-        } catch is CancellationError {
-            return
+public enum HeapTrim {
+    /// Trims every `interval` (zero: never).
+    public static func service(every interval: Duration, logger: Logger) -> PeriodicService {
+        PeriodicService(every: interval) {
+            let released = trim()
+            logger.debug("heap trimmed", metadata: ["heap.released": "\(released)"])
         }
     }
 

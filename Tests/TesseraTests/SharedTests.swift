@@ -3,6 +3,8 @@ import Glibc
 import HTTPTypes
 import Hummingbird
 import Logging
+import ServiceLifecycle
+import Synchronization
 import Testing
 
 @testable import TesseraShared
@@ -257,6 +259,34 @@ struct ActionLinkTests {
     }
 }
 
+@Suite("periodic services")
+struct PeriodicServiceTests {
+    /// Runs a counting service until `done` says so (checked every 10 ms, at most 10 s), then shuts
+    /// it down gracefully; how often its work ran.
+    static func runs(every interval: Duration, until done: @escaping @Sendable (Int) -> Bool) async throws -> Int {
+        let count = Mutex(0)
+        let service = PeriodicService(every: interval) { count.withLock { $0 += 1 } }
+        let group = ServiceGroup(services: [service], logger: Logger(label: "test"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !done(count.withLock { $0 }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        return count.withLock { $0 }
+    }
+
+    @Test("work runs on its interval until graceful shutdown; zero means never, not a busy loop")
+    func intervals() async throws {
+        #expect(try await Self.runs(every: .milliseconds(20)) { $0 >= 3 } >= 3)
+        let start = ContinuousClock.now
+        #expect(try await Self.runs(every: .zero) { _ in ContinuousClock.now - start > .milliseconds(100) } == 0)
+    }
+}
+
 @Suite("tracing configuration")
 struct TraceExportTests {
     @Test("tracing is off unless OTEL_TRACES_EXPORTER names an exporter, and off when the SDK is disabled")
@@ -363,7 +393,7 @@ struct HeapTrimTests {
         // out: it is the top of the heap, which free() itself may give back.
         let freed = blocks.enumerated().filter { $0.offset % 32 != 0 && $0.offset < count - 32 }.map(\.element)
         let before = try Self.residentPages(freed, size: size)
-        #expect(HeapTrimService.trim())
+        #expect(HeapTrim.trim())
         let after = try Self.residentPages(freed, size: size)
         #expect(before.resident * 10 >= before.total * 9, "\(before.resident) of \(before.total) pages resident before")
         #expect(after.resident * 2 <= after.total, "\(after.resident) of \(after.total) pages still resident after")

@@ -6,26 +6,6 @@ import Logging
 import ServiceLifecycle
 import TesseraShared
 
-/// Re-reads the key directory on an interval so that rotation needs no restart.
-struct KeyReloadService: Service {
-    let keys: KeyStore
-    let interval: Duration
-    let logger: Logger
-
-    func run() async throws {
-        do {
-            try await cancelWhenGracefulShutdown {
-                while true {
-                    try await Task.sleep(for: interval)
-                    keys.reload(logger: logger)
-                }
-            }
-        } catch is CancellationError {
-            return
-        }
-    }
-}
-
 /// Builds the token service: routes, key store and its reload loop, the directory client.
 public func buildTokenApplication(
     configuration: TokenServiceConfiguration, logger: Logger
@@ -90,7 +70,8 @@ public func buildTokenApplication(
         services: [
             HTTPClientService(client: httpClient, logger: logger),
             HTTPClientService(client: providerClient, logger: logger),
-            KeyReloadService(keys: keys, interval: configuration.keyReloadInterval, logger: logger),
+            // Re-reads the key directory so that rotation needs no restart.
+            PeriodicService(every: configuration.keyReloadInterval) { keys.reload(logger: logger) },
         ],
         logger: logger)
 }

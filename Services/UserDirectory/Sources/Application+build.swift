@@ -22,7 +22,7 @@ public struct DirectoryConfiguration: Sendable {
     /// Threads that hash, and how many more hashes may wait before callers get a 503.
     public var hashThreads: Int = System.coreCount
     public var hashQueue: Int = 64
-    /// How often freed memory is given back to the system (`HeapTrimService`); zero: never.
+    /// How often freed memory is given back to the system (`HeapTrim`); zero: never.
     public var heapTrimInterval: Duration = .seconds(30)
     /// Out-of-band codes expire after this long (A.7: 1 hour).
     public var oobCodeTTL: Duration = .seconds(3600)
@@ -174,7 +174,7 @@ public func buildDirectoryApplication(
         services: [
             client, HashingPoolService(pool: hashing, logger: logger),
             MailDispatcher(client: client, settings: configuration.mail, logger: logger),
-            HeapTrimService(interval: configuration.heapTrimInterval, logger: logger),
+            HeapTrim.service(every: configuration.heapTrimInterval, logger: logger),
         ],
         logger: logger)
     app.beforeServerStarts {
