@@ -166,14 +166,14 @@ struct AdminCredentialController<Tenants: TenantRepository> {
 
     /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page), A.10.
     @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
-        let (pageSize, after) = pageRequest(request)
-        let credentials = try await store.list(
-            tenant: try await tenants.tenantID(of: context), after: after, limit: pageSize + 1, logger: context.logger)
-        let page = Array(credentials.prefix(pageSize))
+        let size = request.adminPageSize
+        let page = Page(
+            fetched: try await store.list(
+                tenant: try await tenants.tenantID(of: context), after: request.pageToken, limit: size + 1,
+                logger: context.logger),
+            size: size)
         return JSONResponse(
-            ListResponse(
-                adminCredentials: page.map { wire($0) },
-                nextPageToken: credentials.count > pageSize ? page.last?.credentialId : nil))
+            ListResponse(adminCredentials: page.rows.map { wire($0) }, nextPageToken: page.nextToken(\.credentialId)))
     }
 
     @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
@@ -193,21 +193,12 @@ struct AdminCredentialController<Tenants: TenantRepository> {
 
     @Sendable func auditLog(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<AuditPage> {
         let scope = try await tenants.tenantID(of: context) ?? ""
-        let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 100
-        let pageSize = min(max(requested, 1), 1000)
-        let before = request.uri.queryParameters.get("pageToken").flatMap { Int64($0) }
-        let rows = try await store.auditEntries(
-            tenant: scope, before: before, limit: pageSize + 1, logger: context.logger)
-        let page = Array(rows.prefix(pageSize))
-        return JSONResponse(
-            AuditPage(
-                entries: page.map(\.1), nextPageToken: rows.count > pageSize ? page.last.map { String($0.0) } : nil))
+        let size = request.adminPageSize
+        let page = Page(
+            fetched: try await store.auditEntries(
+                tenant: scope, before: request.pageToken.flatMap { Int64($0) }, limit: size + 1,
+                logger: context.logger),
+            size: size)
+        return JSONResponse(AuditPage(entries: page.rows.map(\.1), nextPageToken: page.nextToken { String($0.0) }))
     }
-}
-
-/// The page size (1–1000, default 100) and page token of a list request (A.10).
-func pageRequest(_ request: Request) -> (size: Int, token: String?) {
-    let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 100
-    let token = request.uri.queryParameters.get("pageToken").map { String($0) }.flatMap { $0.isEmpty ? nil : $0 }
-    return (min(max(requested, 1), 1000), token)
 }

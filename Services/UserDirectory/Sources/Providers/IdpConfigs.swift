@@ -293,13 +293,14 @@ struct IdpConfigController<Tenants: TenantRepository> {
         let scope = try await tenants.scope(of: context)
         let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 0
         let pageSize = requested <= 0 ? 100 : min(requested, 100)
-        let after = request.uri.queryParameters.get("pageToken").flatMap { $0.isEmpty ? nil : String($0) }
-        let rows = try await store.list(
-            scope: scope, oidc: oidc, after: after, limit: pageSize + 1, logger: context.logger)
-        let page = Array(rows.prefix(pageSize)).map { wire($0, scope: scope, oidc: oidc) }
+        let page = Page(
+            fetched: try await store.list(
+                scope: scope, oidc: oidc, after: request.pageToken, limit: pageSize + 1, logger: context.logger),
+            size: pageSize)
+        let configs = page.rows.map { wire($0, scope: scope, oidc: oidc) }
         var answer = ListResponse()
-        if oidc { answer.oauthIdpConfigs = page } else { answer.defaultSupportedIdpConfigs = page }
-        answer.nextPageToken = rows.count > pageSize ? rows[pageSize - 1].providerId : nil
+        if oidc { answer.oauthIdpConfigs = configs } else { answer.defaultSupportedIdpConfigs = configs }
+        answer.nextPageToken = page.nextToken(\.providerId)
         return JSONResponse(answer)
     }
 

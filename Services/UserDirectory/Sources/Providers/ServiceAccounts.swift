@@ -191,19 +191,21 @@ struct ServiceAccountController<Tenants: TenantRepository> {
 
     /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page), A.10.
     @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
-        let (pageSize, after) = pageRequest(request)
-        let listed = try await store.list(
-            tenant: try await tenants.tenantID(of: context), after: after, limit: pageSize + 1, logger: context.logger)
-        let accounts = Array(listed.prefix(pageSize))
+        let size = request.adminPageSize
+        let page = Page(
+            fetched: try await store.list(
+                tenant: try await tenants.tenantID(of: context), after: request.pageToken, limit: size + 1,
+                logger: context.logger),
+            size: size)
         return JSONResponse(
             ListResponse(
-                serviceAccounts: accounts.map {
+                serviceAccounts: page.rows.map {
                     ListedAccount(
                         name: name($0), accountId: $0.accountId, displayName: $0.displayName,
                         clientEmail: $0.clientEmail, clientId: $0.clientId, privateKeyId: $0.privateKeyId,
                         publicKeyPem: $0.publicKeyPem, tenantId: $0.tenantId, createTime: RFC3339.seconds($0.createTime)
                     )
-                }, nextPageToken: listed.count > pageSize ? accounts.last?.accountId : nil))
+                }, nextPageToken: page.nextToken(\.accountId)))
     }
 
     @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {

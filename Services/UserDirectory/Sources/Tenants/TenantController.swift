@@ -40,11 +40,13 @@ struct TenantController<Repository: TenantRepository> {
     @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantList> {
         let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 0
         let pageSize = requested == 0 ? 20 : (requested < 0 ? 100_000 : min(requested, 1000))
-        let after = request.uri.queryParameters.get("pageToken").flatMap { $0.isEmpty ? nil : $0 }
-        let rows = try await repository.list(after: after, limit: pageSize + 1, logger: context.logger)
-        let page = Array(rows.prefix(pageSize))
-        let next = rows.count > pageSize ? page.last?.tenantId : nil
-        return JSONResponse(TenantList(tenants: page.map { TenantWire($0, projectID: projectID) }, nextPageToken: next))
+        let page = Page(
+            fetched: try await repository.list(after: request.pageToken, limit: pageSize + 1, logger: context.logger),
+            size: pageSize)
+        return JSONResponse(
+            TenantList(
+                tenants: page.rows.map { TenantWire($0, projectID: projectID) },
+                nextPageToken: page.nextToken(\.tenantId)))
     }
 
     @Sendable func get(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {

@@ -1,0 +1,30 @@
+import Hummingbird
+
+/// A page of a keyset-paged admin list (`pageSize` / `pageToken`, B.2.3 and A.10): the store reads one
+/// row more than the page holds, and that row only says whether another page follows.
+struct Page<Row> {
+    let rows: [Row]
+    private let hasMore: Bool
+
+    init(fetched: [Row], size: Int) {
+        rows = Array(fetched.prefix(size))
+        hasMore = fetched.count > size
+    }
+
+    /// The next page's token, the last row's key, while more rows remain.
+    func nextToken(_ key: (Row) -> String) -> String? {
+        hasMore ? rows.last.map(key) : nil
+    }
+}
+
+extension Request {
+    /// `pageToken`, nil when absent or empty.
+    var pageToken: String? {
+        uri.queryParameters.get("pageToken").flatMap { $0.isEmpty ? nil : String($0) }
+    }
+
+    /// `pageSize` as Tessera's own lists (A.10) take it: 1–1000, 100 when absent.
+    var adminPageSize: Int {
+        min(max(uri.queryParameters.get("pageSize", as: Int.self) ?? 100, 1), 1000)
+    }
+}
