@@ -219,20 +219,27 @@ struct ImportController<Tenants: TenantRepository> {
         }
     }
 
-    /// Why an imported hash cannot be stored with these settings (a per-user message), or nil.
-    static func hashProblem(_ hash: Data, settings: (algorithm: String, params: String)) -> String? {
-        guard ImportedHash.Limits.hashBytes.contains(hash.count) else { return "passwordHash is invalid" }
-        guard settings.algorithm != StoredPassword.firebaseScrypt,
-            let params = try? JSONDecoder().decode(ImportedParams.self, from: Data(settings.params.utf8))
-        else { return nil }
-        return ImportedHash.Limits.hashError(hash, algorithm: settings.algorithm, params: params)
+    /// The request's hash settings: what is stored with each hash, and the foreign algorithms'
+    /// parameters as read once for the whole request.
+    struct HashSettings {
+        var algorithm: String
+        var params: String
+        var imported: ImportedParams?
+
+        /// Why `hash` cannot be stored with these settings (a per-user message), or nil.
+        func problem(with hash: Data) -> String? {
+            guard ImportedHash.Limits.hashBytes.contains(hash.count) else { return "passwordHash is invalid" }
+            guard let imported else { return nil }
+            return ImportedHash.Limits.hashError(hash, algorithm: algorithm, params: imported)
+        }
     }
 
     /// The stored algorithm and parameters for the request's hash settings.
-    static func hashSettings(_ body: Request_) throws -> (algorithm: String, params: String)? {
+    static func hashSettings(_ body: Request_) throws -> HashSettings? {
         guard let algorithm = body.hashAlgorithm else { return nil }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
+        let imported: ImportedParams
         switch algorithm {
         case "SCRYPT":
             guard let key = standardBase64(body.signerKey), !key.isEmpty else {
@@ -247,36 +254,33 @@ struct ImportController<Tenants: TenantRepository> {
             let params = ScryptParams(
                 rounds: rounds, memCost: memCost, signerKey: key,
                 saltSeparator: standardBase64(body.saltSeparator ?? "") ?? "")
-            return (StoredPassword.firebaseScrypt, String(decoding: try encoder.encode(params), as: UTF8.self))
+            return HashSettings(
+                algorithm: StoredPassword.firebaseScrypt,
+                params: String(decoding: try encoder.encode(params), as: UTF8.self))
         case "STANDARD_SCRYPT":
-            if let error = ImportedHash.Limits.standardScryptError(
-                n: body.cpuMemCost, r: body.blockSize, p: body.parallelization, dkLen: body.dkLen)
-            {
-                throw FirebaseError.invalid(error)
-            }
-            let params = ImportedParams(
+            imported = ImportedParams(
                 cpuMemCost: body.cpuMemCost, blockSize: body.blockSize, parallelization: body.parallelization,
                 dkLen: body.dkLen)
-            return (algorithm, String(decoding: try encoder.encode(params), as: UTF8.self))
         case "BCRYPT":
-            return (algorithm, "{}")
+            imported = ImportedParams()
         case "PBKDF2_SHA256":
-            guard let rounds = body.rounds, ImportedHash.Limits.pbkdf2Rounds.contains(rounds) else {
-                throw FirebaseError.invalid("INVALID_HASH_ROUNDS")
-            }
-            return (algorithm, String(decoding: try encoder.encode(ImportedParams(rounds: rounds)), as: UTF8.self))
+            imported = ImportedParams(rounds: body.rounds)
         case "HMAC_SHA256":
-            guard let key = standardBase64(body.signerKey), !key.isEmpty else {
-                throw FirebaseError.invalid("MISSING_SIGNER_KEY")
-            }
-            let params = ImportedParams(signerKey: key, passwordHashOrder: body.passwordHashOrder)
-            return (algorithm, String(decoding: try encoder.encode(params), as: UTF8.self))
+            imported = ImportedParams(
+                signerKey: standardBase64(body.signerKey), passwordHashOrder: body.passwordHashOrder)
         case _ where firebaseHashAlgorithms.contains(algorithm):
             throw FirebaseError.notImplemented("Importing \(algorithm) password hashes")
         default:
             // Not an algorithm Firebase knows: bad input, not a missing feature.
             throw FirebaseError.invalid("INVALID_HASH_ALGORITHM")
         }
+        // The bounds a verification is held to (ImportedHash.Limits), refused for the whole request.
+        if let error = ImportedHash.Limits.paramsError(algorithm: algorithm, params: imported) {
+            throw FirebaseError.invalid(error)
+        }
+        return HashSettings(
+            algorithm: algorithm, params: String(decoding: try encoder.encode(imported), as: UTF8.self),
+            imported: imported)
     }
 
     @Sendable func batchCreate(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<Response> {
@@ -347,7 +351,7 @@ struct ImportController<Tenants: TenantRepository> {
                 // A hash that is not base64, is empty, or costs more than import allows fails this
                 // user, instead of importing it without a password (or with one any password opens).
                 guard let bytes = Base64URL.decode(passwordHash) else { fail("passwordHash is invalid"); continue }
-                if let problem = Self.hashProblem(bytes, settings: hash) { fail(problem); continue }
+                if let problem = hash.problem(with: bytes) { fail(problem); continue }
                 user.password = StoredPassword(
                     algorithm: hash.algorithm, params: hash.params, salt: Self.standardBase64(wire.salt) ?? "",
                     hash: bytes.base64EncodedString())

@@ -46,6 +46,22 @@ enum ImportedHash {
             return cost
         }
 
+        /// Why an algorithm's parameters cannot be imported (a request-wide error code), or nil.
+        static func paramsError(algorithm: String, params: ImportedParams) -> String? {
+            switch algorithm {
+            case "STANDARD_SCRYPT":
+                return standardScryptError(
+                    n: params.cpuMemCost, r: params.blockSize, p: params.parallelization, dkLen: params.dkLen)
+            case "PBKDF2_SHA256":
+                return pbkdf2Rounds.contains(params.rounds ?? 0) ? nil : "INVALID_HASH_ROUNDS"
+            case "HMAC_SHA256":
+                let key = params.signerKey.flatMap { Data(base64Encoded: $0) } ?? Data()
+                return key.isEmpty ? "MISSING_SIGNER_KEY" : nil
+            default:
+                return nil
+            }
+        }
+
         /// Why `hash` cannot be imported for `algorithm` (a per-user message), or nil.
         static func hashError(_ hash: Data, algorithm: String, params: ImportedParams) -> String? {
             guard hashBytes.contains(hash.count) else { return "passwordHash is invalid" }
@@ -59,6 +75,12 @@ enum ImportedHash {
             }
             return nil
         }
+
+        /// Whether a verification of `hash` is within every bound above.
+        static func allow(_ hash: Data, algorithm: String, params: ImportedParams) -> Bool {
+            paramsError(algorithm: algorithm, params: params) == nil
+                && hashError(hash, algorithm: algorithm, params: params) == nil
+        }
     }
 
     /// Whether a stored imported hash is beyond the limits, so that no password will ever verify it
@@ -68,31 +90,20 @@ enum ImportedHash {
             let params = try? JSONDecoder().decode(ImportedParams.self, from: Data(stored.params.utf8)),
             let hash = Data(base64Encoded: stored.hash)
         else { return false }
-        if Limits.hashError(hash, algorithm: stored.algorithm, params: params) != nil { return true }
-        switch stored.algorithm {
-        case "STANDARD_SCRYPT":
-            return Limits.standardScryptError(
-                n: params.cpuMemCost, r: params.blockSize, p: params.parallelization, dkLen: params.dkLen) != nil
-        case "PBKDF2_SHA256":
-            return !Limits.pbkdf2Rounds.contains(params.rounds ?? 0)
-        default:
-            return false
-        }
+        return !Limits.allow(hash, algorithm: stored.algorithm, params: params)
     }
 
     static func verify(password: String, algorithm: String, params: ImportedParams, salt: Data, expected: Data) throws
         -> Bool
     {
-        guard Limits.hashError(expected, algorithm: algorithm, params: params) == nil else { return false }
+        guard Limits.allow(expected, algorithm: algorithm, params: params) else { return false }
         let passwordBytes = Data(password.utf8)
         let actual: Data
         switch algorithm {
         case "STANDARD_SCRYPT":
-            guard
-                Limits.standardScryptError(
-                    n: params.cpuMemCost, r: params.blockSize, p: params.parallelization, dkLen: params.dkLen) == nil,
-                let n = params.cpuMemCost, let r = params.blockSize, let p = params.parallelization
-            else { return false }
+            guard let n = params.cpuMemCost, let r = params.blockSize, let p = params.parallelization else {
+                return false
+            }
             actual = try KDF.Scrypt.deriveKey(
                 from: passwordBytes, salt: salt, outputByteCount: expected.count, rounds: n, blockSize: r,
                 parallelism: p
@@ -102,15 +113,13 @@ enum ImportedHash {
             guard let text = String(data: expected, encoding: .utf8) else { return false }
             return Bcrypt.verify(password, hash: text)
         case "PBKDF2_SHA256":
-            guard let rounds = params.rounds, Limits.pbkdf2Rounds.contains(rounds) else { return false }
+            guard let rounds = params.rounds else { return false }
             actual = try KDF.Insecure.PBKDF2.deriveKey(
                 from: passwordBytes, salt: salt, using: .sha256, outputByteCount: expected.count,
                 unsafeUncheckedRounds: rounds
             ).withUnsafeBytes { Data($0) }
         case "HMAC_SHA256":
-            guard let keyText = params.signerKey, let key = Data(base64Encoded: keyText), !key.isEmpty else {
-                return false
-            }
+            guard let key = params.signerKey.flatMap({ Data(base64Encoded: $0) }) else { return false }
             let message = params.passwordHashOrder == "PASSWORD_AND_SALT" ? passwordBytes + salt : salt + passwordBytes
             actual = Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
         default:
