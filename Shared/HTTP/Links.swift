@@ -8,10 +8,13 @@ extension Request {
     /// the Host is not a plain `name[:port]` or `[IPv6][:port]`. The scheme is `https` when
     /// `X-Forwarded-Proto` says so, else `http`. Both headers are the client's to write: use this
     /// only where a wrong value harms nobody but the caller, or after checking the host.
-    public var externalBaseURL: String? {
-        guard let authority = hostAuthority, Self.hostName(ofAuthority: authority) != nil else { return nil }
+    public var externalBaseURL: String? { external?.baseURL }
+
+    /// The external base URL and the host name it is on, read once from the request's headers.
+    var external: (baseURL: String, host: String)? {
+        guard let authority = hostAuthority, let host = Self.hostName(ofAuthority: authority) else { return nil }
         let proto = headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https" ? "https" : "http"
-        return "\(proto)://\(authority)"
+        return ("\(proto)://\(authority)", host)
     }
 
     /// The Host as sent (HTTP/1.1 `Host`, HTTP/2 `:authority`).
@@ -80,15 +83,14 @@ public struct ActionLinks: Sendable {
         } else if let publicURL {
             base = publicURL + "/__/auth/action"
         } else {
-            guard let requestBase = request.externalBaseURL,
-                let host = request.hostAuthority.flatMap(Request.hostName(ofAuthority:)),
-                isAuthorized(host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+            guard let external = request.external,
+                isAuthorized(host: external.host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
             else {
                 throw FirebaseError.invalid(
                     "UNAUTHORIZED_DOMAIN",
                     "The request's host is not an authorized domain; set TESSERA_PUBLIC_URL or TESSERA_ACTION_URL")
             }
-            base = requestBase + "/__/auth/action"
+            base = external.baseURL + "/__/auth/action"
         }
         var prefix = "\(base)?mode=\(mode)&apiKey=\(apiKey)&lang=en"
         if let tenant { prefix += "&tenantId=\(tenant)" }
