@@ -710,14 +710,24 @@ from urllib.parse import parse_qs as _parse_qs
 
 
 class MailSink:
+    """Without ``cert``/``key``: a relay that offers no STARTTLS and would take AUTH in clear (what a
+    client must never send credentials to); ``sessions`` and ``auth_attempts`` count what it saw."""
     USER, PASSWORD = b"tessera", b"sink-password"
 
-    def __init__(self, port: int, cert: Path, key: Path):
+    def __init__(self, port: int, cert: Path | None = None, key: Path | None = None):
         self.port = port
         self.cert, self.key = cert, key
         self.messages: list[dict] = []
+        self.sessions = 0
+        self.auth_attempts = 0
         self.condition = _threading.Condition()
         self.controller = None
+
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        with self.condition:
+            self.sessions += 1
+        session.host_name = hostname
+        return responses
 
     async def handle_DATA(self, server, session, envelope):
         message = _email.message_from_bytes(envelope.content, policy=_email_policy.default)
@@ -730,20 +740,26 @@ class MailSink:
             self.condition.notify_all()
         return "250 OK"
 
-    @staticmethod
-    def authenticate(server, session, envelope, mechanism, auth_data):
+    def authenticate(self, server, session, envelope, mechanism, auth_data):
         from aiosmtpd.smtp import AuthResult, LoginPassword
+        with self.condition:
+            self.auth_attempts += 1
         ok = isinstance(auth_data, LoginPassword) and auth_data.login == MailSink.USER \
             and auth_data.password == MailSink.PASSWORD
         return AuthResult(success=ok, handled=False)
 
     def start(self) -> None:
         from aiosmtpd.controller import Controller
-        context = _ssl.create_default_context(_ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(str(self.cert), str(self.key))
-        self.controller = Controller(
-            self, hostname="127.0.0.1", port=self.port, tls_context=context, require_starttls=True,
-            authenticator=self.authenticate, auth_required=True, auth_require_tls=True)
+        if self.cert is None:
+            self.controller = Controller(self, hostname="127.0.0.1", port=self.port,
+                                         authenticator=self.authenticate, auth_required=False,
+                                         auth_require_tls=False)
+        else:
+            context = _ssl.create_default_context(_ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(str(self.cert), str(self.key))
+            self.controller = Controller(
+                self, hostname="127.0.0.1", port=self.port, tls_context=context, require_starttls=True,
+                authenticator=self.authenticate, auth_required=True, auth_require_tls=True)
         self.controller.start()
 
     def stop(self) -> None:

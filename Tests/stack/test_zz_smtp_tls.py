@@ -7,60 +7,24 @@ after every calm test (conftest)."""
 from __future__ import annotations
 
 import socket
-import threading
 import time
 import uuid
 
 import pytest
 
-from conftest import expect_ok, run_stack
+from conftest import MailSink, expect_ok, run_stack
 
 pytestmark = pytest.mark.disruptive
 
 
-class PlainRelay:
-    """An SMTP server without TLS that would accept AUTH in clear; it counts sessions and AUTH tries."""
-
-    def __init__(self):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.sessions = 0
-        self.auth_attempts = 0
-        self.messages = 0
-        self.lock = threading.Lock()
-        self.controller = None
-
-    async def handle_EHLO(self, server, session, envelope, hostname, responses):
-        with self.lock:
-            self.sessions += 1
-        session.host_name = hostname
-        return responses
-
-    async def handle_DATA(self, server, session, envelope):
-        with self.lock:
-            self.messages += 1
-        return "250 OK"
-
-    def authenticate(self, server, session, envelope, mechanism, auth_data):
-        from aiosmtpd.smtp import AuthResult
-        with self.lock:
-            self.auth_attempts += 1
-        return AuthResult(success=True, handled=False)
-
-    def start(self) -> None:
-        from aiosmtpd.controller import Controller
-        self.controller = Controller(self, hostname="127.0.0.1", port=self.port, authenticator=self.authenticate,
-                                     auth_required=False, auth_require_tls=False)
-        self.controller.start()
-
-    def stop(self) -> None:
-        if self.controller is not None:
-            self.controller.stop()
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def test_no_credentials_go_to_a_relay_without_starttls(stack, client, make_tenant):
-    relay = PlainRelay()
+    relay = MailSink(free_port())  # no certificate: no STARTTLS, AUTH in clear accepted
     relay.start()
     try:
         run_stack(stack, "restart", "user-directory",
@@ -78,7 +42,7 @@ def test_no_credentials_go_to_a_relay_without_starttls(stack, client, make_tenan
             time.sleep(1)  # let that session finish (or send AUTH, if it were going to)
             assert relay.sessions >= 1, "the directory never tried the relay"
             assert relay.auth_attempts == 0, "credentials were offered without TLS"
-            assert relay.messages == 0, "mail went out through a relay the credentials were kept from"
+            assert relay.messages == [], "mail went out through a relay the credentials were kept from"
         finally:
             run_stack(stack, "restart", "user-directory")
     finally:
