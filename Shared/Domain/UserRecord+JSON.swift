@@ -56,6 +56,7 @@ extension UserRecord: DirectJSONEncodable, DirectJSONDecodable {
             object.member("passwordUpdatedAt", passwordUpdatedAt)
             object.member("providerUserInfo", providerUserInfo)
             object.member("customAuth", customAuth)
+            object.member("emailLinkSignin", emailLinkSignin)
         }
     }
 
@@ -85,6 +86,7 @@ extension UserRecord: DirectJSONEncodable, DirectJSONDecodable {
             case "passwordUpdatedAt": passwordUpdatedAt = try reader.optionalInt()
             case "providerUserInfo": providerUserInfo = try reader.array { try ProviderUserInfo(json: &$0) }
             case "customAuth": customAuth = try reader.optionalBool()
+            case "emailLinkSignin": emailLinkSignin = try reader.optionalBool()
             default: try reader.skipValue()
             }
         }
@@ -117,6 +119,7 @@ extension UserInfoWire: DirectJSONEncodable {
             object.member("tenantId", tenantId)
             object.member("providerUserInfo", providerUserInfo)
             object.member("customAuth", customAuth)
+            object.member("emailLinkSignin", emailLinkSignin)
         }
     }
 }

@@ -25,6 +25,9 @@ public struct UserRecord: Codable, Sendable, Equatable {
     public var providerUserInfo: [ProviderUserInfo]
     /// The user has signed in with a custom token (B.6 `customAuth`); nil means no.
     public var customAuth: Bool?
+    /// The user has signed in with an email link (B.6 `emailLinkSignin`, A.3); nil means no. With an
+    /// email it makes the `password` provider entry, with or without a password.
+    public var emailLinkSignin: Bool?
 
     public init(
         tenantId: String?, localId: String, email: String? = nil, emailVerified: Bool = false,
@@ -101,9 +104,11 @@ public struct UserInfoWire: Codable, Sendable {
     public var tenantId: String?
     public var providerUserInfo: [ProviderUserInfo]?
     public var customAuth: Bool?
+    public var emailLinkSignin: Bool?
 
     public init(_ user: UserRecord) {
         customAuth = user.customAuth == true ? true : nil
+        emailLinkSignin = user.emailLinkSignin == true ? true : nil
         localId = user.localId
         email = user.email
         emailVerified = user.emailVerified

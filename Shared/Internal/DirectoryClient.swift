@@ -55,18 +55,20 @@ public struct DirectoryClient: Sendable {
             Answer.self, status: status, bytes: bytes, retryAfter: retryAfter, path: path, logger: logger)
     }
 
-    /// POSTs a request body to the directory as it came, with the caller's `Authorization`, and
-    /// returns the directory's status and body. Used for privileged calls that arrive on client
-    /// paths: the directory authenticates them.
+    /// Sends a request body to the directory as it came (POST, or GET with the body's fields in the
+    /// query), with the caller's `Authorization`, and returns the directory's status and body. Used
+    /// for privileged calls that arrive on client paths: the directory authenticates them.
     public func forward(
-        pathAndQuery: String, authorization: String?, body: Data, requestID: String,
+        method: HTTPRequest.Method = .post, pathAndQuery: String, authorization: String?, body: Data?,
+        requestID: String,
         logger: Logger
     ) async throws -> (status: Int, body: Data) {
         var headers = HTTPHeaders()
         if let authorization { headers.add(name: "Authorization", value: authorization) }
         headers.add(name: "Content-Type", value: "application/json")
         let (status, bytes, _) = try await send(
-            method: .POST, path: pathAndQuery, headers: headers, body: body, requestID: requestID, logger: logger)
+            method: HTTPMethod(rawValue: method.rawValue), path: pathAndQuery, headers: headers, body: body,
+            requestID: requestID, logger: logger)
         return (status, bytes)
     }
 

@@ -20,6 +20,7 @@ public enum InternalPath {
     public static let idpConfig = "/internal/v1/idpConfigs:get"
     public static let signInWithIdp = "/internal/v1/accounts:signInWithIdp"
     public static let signInWithCustomToken = "/internal/v1/accounts:signInWithCustomToken"
+    public static let signInWithEmailLink = "/internal/v1/accounts:signInWithEmailLink"
     public static let cleanupLease = "/internal/v1/cleanup:lease"
     public static let cleanupDeleteDue = "/internal/v1/cleanup:deleteDue"
     public static let cleanupHousekeeping = "/internal/v1/cleanup:housekeeping"
@@ -249,6 +250,40 @@ public struct SignInWithCustomTokenResponse: Codable, Sendable {
     }
 }
 
+/// `signInWithEmailLink` (A.3, B.5.5): consumes an EMAIL_SIGNIN code and signs in the address's user,
+/// creating it when none has the address, or (with `linkTo`) gives the address to a signed-in user.
+/// Either way the address is proven: verified, and a trusted method for A.4.
+public struct SignInWithEmailLinkRequest: Codable, Sendable {
+    /// The end user's IP address (behind trusted proxies), for the rate limits.
+    public var clientIP: String?
+    public var tenantId: String?
+    /// Normalised (lower-case).
+    public var email: String
+    public var oobCode: String
+    public var linkTo: String?
+    public var session: NewSession
+
+    public init(tenantId: String?, email: String, oobCode: String, linkTo: String?, session: NewSession) {
+        self.tenantId = tenantId
+        self.email = email
+        self.oobCode = oobCode
+        self.linkTo = linkTo
+        self.session = session
+    }
+}
+
+public struct SignInWithEmailLinkResponse: Codable, Sendable {
+    public var user: UserRecord
+    public var session: SessionInfo
+    public var isNewUser: Bool
+
+    public init(user: UserRecord, session: SessionInfo, isNewUser: Bool) {
+        self.user = user
+        self.session = session
+        self.isNewUser = isNewUser
+    }
+}
+
 /// Asks the directory whether an `Authorization` header is a valid admin credential.
 public struct CheckAdminRequest: Codable, Sendable {
     public var authorization: String
@@ -266,9 +301,10 @@ public enum OobRequestType: String, Codable, Sendable {
     case passwordReset = "PASSWORD_RESET"
     case verifyEmail = "VERIFY_EMAIL"
     case verifyAndChangeEmail = "VERIFY_AND_CHANGE_EMAIL"
+    /// Email-link (passwordless) sign-in (A.3).
+    case emailSignIn = "EMAIL_SIGNIN"
 
     /// The request's `requestType`: a name, or the proto enum number Android sends (B.0).
-    /// EMAIL_SIGNIN (email-link sign-in) is not implemented yet.
     public static func parse(_ value: JSONValue?) throws -> OobRequestType {
         let name: String
         switch value {
@@ -281,7 +317,6 @@ public enum OobRequestType: String, Codable, Sendable {
         default: throw FirebaseError.invalidArgument("Invalid value at 'request_type'")
         }
         guard let type = OobRequestType(rawValue: name) else {
-            if name == "EMAIL_SIGNIN" { throw FirebaseError.notImplemented("Email link sign-in") }
             throw FirebaseError.invalidArgument("Invalid value at 'request_type': \(name)")
         }
         return type
@@ -293,6 +328,7 @@ public enum OobRequestType: String, Codable, Sendable {
         case .passwordReset: "resetPassword"
         case .verifyEmail: "verifyEmail"
         case .verifyAndChangeEmail: "verifyAndChangeEmail"
+        case .emailSignIn: "signIn"
         }
     }
 }

@@ -22,6 +22,7 @@ struct DirectJSONTests {
             ])
         user.phoneNumber = "+15555550100"
         user.customAuth = true
+        user.emailLinkSignin = true
         return user
     }()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import requests
 
-from conftest import (HTTP_TIMEOUT, Admin, assert_error_shape, describe, expect_error, expect_ok,
+from conftest import (HTTP_TIMEOUT, Admin, assert_error_shape, body_json, describe, expect_error, expect_ok,
                       expect_status_error)
 
 BAD_KEY_MESSAGE = "API key not valid. Please pass a valid API key."
@@ -90,8 +90,8 @@ def test_business_errors_have_no_status(stack, client, admin):
 
 
 def test_out_of_scope_features_answer_501_not_implemented(stack, client, admin):
-    """A.1: phone auth, MFA, passkeys, reCAPTCHA, SAML and the legacy v3 API answer 501
-    NOT_IMPLEMENTED with a clear message, never a 404 that looks like a typo."""
+    """A.1: phone auth, MFA, passkeys, reCAPTCHA, SAML, Game Center and the v3 rpcs of those and of
+    signOutUser answer 501 NOT_IMPLEMENTED with a clear message, never a 404 that looks like a typo."""
     calls = [
         client.post("/v1/accounts:sendVerificationCode", {"phoneNumber": "+15555550100"}),
         client.post("/v1/accounts:signInWithPhoneNumber", {}),
@@ -99,11 +99,13 @@ def test_out_of_scope_features_answer_501_not_implemented(stack, client, admin):
         client.post("/v2/accounts/passkeySignIn:start", {}),
         client.request("GET", "/v1/recaptchaParams"),
         client.post("/identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode", {}),
-        requests.post(stack.url + "/www.googleapis.com/identitytoolkit/v3/relyingparty/verifyPassword",
+        requests.post(stack.url + "/www.googleapis.com/identitytoolkit/v3/relyingparty/signOutUser",
                       params={"key": stack.api_key}, json={}, timeout=HTTP_TIMEOUT),
-        requests.get(stack.url + "/www.googleapis.com/identitytoolkit/v3/relyingparty/getProjectConfig",
+        requests.get(stack.url + "/www.googleapis.com/identitytoolkit/v3/relyingparty/getRecaptchaParam",
                      params={"key": stack.api_key}, timeout=HTTP_TIMEOUT),
-        requests.post(stack.url + "/identitytoolkit/v3/relyingparty/signupNewUser",
+        requests.post(stack.url + "/identitytoolkit/v3/relyingparty/sendVerificationCode",
+                      params={"key": stack.api_key}, json={}, timeout=HTTP_TIMEOUT),
+        requests.post(stack.url + "/www.googleapis.com/identitytoolkit/v3/relyingparty/signInWithGameCenter",
                       params={"key": stack.api_key}, json={}, timeout=HTTP_TIMEOUT),
         admin.request("POST", f"/v2/projects/{stack.project_id}/inboundSamlConfigs",
                       params={"inboundSamlConfigId": "saml.x"}, json={}),
@@ -113,3 +115,9 @@ def test_out_of_scope_features_answer_501_not_implemented(stack, client, admin):
     for resp in calls:
         err = expect_status_error(resp, 501, "NOT_IMPLEMENTED")
         assert "is not implemented in Tessera" in err["message"], describe(resp)
+    # The rpc is named, so an app developer sees which call is missing.
+    assert "signOutUser" in body_json(calls[6])["error"]["message"]
+    # A v3 rpc that does not exist at all is a 404, not a 501.
+    resp = requests.post(stack.url + "/www.googleapis.com/identitytoolkit/v3/relyingparty/noSuchRpc",
+                         params={"key": stack.api_key}, json={}, timeout=HTTP_TIMEOUT)
+    expect_status_error(resp, 404, "NOT_FOUND")

@@ -221,5 +221,5 @@ def test_tenant_mail_templates_replace_the_defaults(client, admin, mail_sink, te
 
     reset = expect_ok(admin.request("DELETE", f"{path}/PASSWORD_RESET"))
     assert reset["custom"] is False
-    resp = admin.request("PATCH", f"{path}/EMAIL_SIGNIN", json={"body": "%LINK%"})
+    resp = admin.request("PATCH", f"{path}/RECOVER_EMAIL", json={"body": "%LINK%"})
     assert resp.status_code == 400, describe(resp)

@@ -43,9 +43,11 @@ public func buildTokenApplication(
     router.add(
         middleware: CORSMiddleware(
             allowOrigin: .originBased,
+            // Every header a Firebase SDK may send from a browser (A.11; CLIENT-SDKS.md §1.2).
             allowHeaders: [
                 .contentType, .authorization, .googAPIKey, .requestID, HTTPField.Name("X-Client-Version")!,
                 HTTPField.Name("X-Firebase-gmpid")!, HTTPField.Name("X-Firebase-Client")!,
+                HTTPField.Name("X-Firebase-Locale")!, HTTPField.Name("X-Firebase-AppCheck")!,
             ],
             allowMethods: [.get, .post, .options]))
 
@@ -62,6 +64,10 @@ public func buildTokenApplication(
     OobController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     SessionCookieController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     KeysController(keys: keys, configuration: configuration).addRoutes(to: router)
+    ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     OutOfScope.addRoutes(to: router)
 
     return Application(
@@ -91,7 +97,6 @@ enum OutOfScope {
         "v2/accounts/passkeySignIn:start": "Passkeys",
         "v2/accounts/passkeySignIn:finalize": "Passkeys",
         "v1/recaptchaParams": "reCAPTCHA",
-        "v2/recaptchaConfig": "reCAPTCHA",
     ]
 
     static func addRoutes(to router: Router<TokenContext>) {
@@ -104,13 +109,6 @@ enum OutOfScope {
                 router.get(RouterPath("\(prefix)/\(path)"), use: handler)
             }
         }
-        // The legacy v3 API, with and without the Google host prefix, whatever the method.
-        for path in ["/www.googleapis.com/identitytoolkit/v3/**", "/identitytoolkit/v3/**"] {
-            for method in [HTTPRequest.Method.post, .get] {
-                router.on(RouterPath(path), method: method) { _, _ -> Response in
-                    throw FirebaseError.notImplemented("The legacy v3 API")
-                }
-            }
-        }
+        router.addLegacyOutOfScope()
     }
 }

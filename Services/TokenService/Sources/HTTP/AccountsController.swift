@@ -11,14 +11,12 @@ struct AccountsController {
     let configuration: TokenServiceConfiguration
 
     func addRoutes(to router: Router<TokenContext>) {
-        for prefix in identityToolkitPrefixes {
-            router.post("\(prefix)/v1/accounts:signUp", use: signUp)
-            router.post("\(prefix)/v1/accounts:lookup", use: lookup)
-            router.post("\(prefix)/v1/accounts:delete", use: delete)
-            router.post("\(prefix)/v1/accounts:signInWithPassword", use: signInWithPassword)
-            router.post("\(prefix)/v1/accounts:createAuthUri", use: createAuthUri)
-            router.post("\(prefix)/v1/accounts:update", use: update)
-        }
+        router.client(.post, "v1/accounts:signUp", use: signUp)
+        router.client(.post, "v1/accounts:lookup", use: lookup)
+        router.client(.post, "v1/accounts:delete", use: delete)
+        router.client(.post, "v1/accounts:signInWithPassword", use: signInWithPassword)
+        router.client(.post, "v1/accounts:createAuthUri", use: createAuthUri)
+        router.client(.post, "v1/accounts:update", use: update)
     }
 
     struct SignUpRequest: Decodable {

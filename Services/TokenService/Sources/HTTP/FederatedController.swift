@@ -11,10 +11,8 @@ struct FederatedController {
     let configuration: TokenServiceConfiguration
 
     func addRoutes(to router: Router<TokenContext>) {
-        for prefix in identityToolkitPrefixes {
-            router.post("\(prefix)/v1/accounts:signInWithIdp", use: signInWithIdp)
-            router.post("\(prefix)/v1/accounts:signInWithCustomToken", use: signInWithCustomToken)
-        }
+        router.client(.post, "v1/accounts:signInWithIdp", use: signInWithIdp)
+        router.client(.post, "v1/accounts:signInWithCustomToken", use: signInWithCustomToken)
     }
 
     struct IdpRequest: Decodable {

@@ -29,8 +29,7 @@ struct KeysController {
         for prefix in identityToolkitPrefixes {
             router.get("\(prefix)/v1/sessionCookiePublicKeys", use: jwks)
         }
-        router.get("/www.googleapis.com/identitytoolkit/v3/relyingparty/publicKeys", use: x509)
-        router.get("/identitytoolkit/v3/relyingparty/publicKeys", use: x509)
+        router.client(.get, "v3:publicKeys", use: x509)
         router.get("/.well-known/openid-configuration", use: discovery)
         // The API description (OpenAPI 3.1), as checked in at Services/TokenService/Sources/Resources.
         let description = Self.apiDescription

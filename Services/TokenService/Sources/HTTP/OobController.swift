@@ -4,17 +4,16 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// Out-of-band flows (B.2.1): `sendOobCode`, `resetPassword`; `accounts:update{oobCode}` comes
-/// through `AccountsController.update`.
+/// Out-of-band flows (B.2.1): `sendOobCode` (verification, reset, email change and email-link
+/// sign-in codes), `resetPassword`; `accounts:update{oobCode}` comes through
+/// `AccountsController.update`, `signInWithEmailLink` through `EmailLinkController`.
 struct OobController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration
 
     func addRoutes(to router: Router<TokenContext>) {
-        for prefix in identityToolkitPrefixes {
-            router.post("\(prefix)/v1/accounts:sendOobCode", use: sendOobCode)
-            router.post("\(prefix)/v1/accounts:resetPassword", use: resetPassword)
-        }
+        router.client(.post, "v1/accounts:sendOobCode", use: sendOobCode)
+        router.client(.post, "v1/accounts:resetPassword", use: resetPassword)
     }
 
     struct SendRequest: Decodable {
@@ -46,7 +45,7 @@ struct OobController {
         var newEmail: String?
         var localId: String?
         switch type {
-        case .passwordReset:
+        case .passwordReset, .emailSignIn:
             guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
             guard let normalized = Credentials.normalizedEmail(raw) else {
                 throw FirebaseError.invalid("INVALID_EMAIL")

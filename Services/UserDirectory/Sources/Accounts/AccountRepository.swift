@@ -41,6 +41,8 @@ public protocol AccountRepository: Sendable {
     func signInWithIdp(_ request: SignInWithIdpRequest, logger: Logger) async throws -> SignInWithIdpResponse
     func signInWithCustomToken(_ request: SignInWithCustomTokenRequest, logger: Logger) async throws
         -> SignInWithCustomTokenResponse
+    func signInWithEmailLink(_ request: SignInWithEmailLinkRequest, logger: Logger) async throws
+        -> SignInWithEmailLinkResponse
 }
 
 /// What an admin may change with `accounts:update` (B.2.3). Admin calls ignore the self-service
@@ -273,7 +275,7 @@ public struct PostgresAccountRepository: AccountRepository {
     /// skips those.
     typealias UserRow = (
         String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?, Int64?,
-        String?, Bool?, String?, String?, String?, String?, String?, String?, String?
+        String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?
     )
 
     /// Users of one scope by id, with their provider links, in the order asked for: one statement,
@@ -358,7 +360,7 @@ struct UserRows {
 
     mutating func add(_ r: PostgresAccountRepository.UserRow) {
         guard let scope = r.0, let localId = r.1, let emailVerified = r.3, let disabled = r.6,
-            let validSince = r.8, let createdAt = r.9, let customAuth = r.14
+            let validSince = r.8, let createdAt = r.9, let customAuth = r.14, let emailLinkSignin = r.15
         else { return }
         if byId[localId] == nil {
             var user = UserRecord(
@@ -367,8 +369,10 @@ struct UserRows {
                 createdAt: createdAt, lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
             user.phoneNumber = r.13
             user.customAuth = customAuth ? true : nil
-            // The password provider entry is derived, never stored: present iff email and password (B.6).
-            if let email = user.email, user.hasPassword {
+            user.emailLinkSignin = emailLinkSignin ? true : nil
+            // The password provider entry is derived, never stored: present iff an email and a password
+            // or an email-link sign-in (B.6).
+            if let email = user.email, user.hasPassword || emailLinkSignin {
                 user.providerUserInfo.append(
                     ProviderUserInfo(
                         providerId: "password", rawId: email, federatedId: email, email: email,
@@ -376,11 +380,11 @@ struct UserRows {
             }
             byId[localId] = user
         }
-        if let providerId = r.15, let rawId = r.16 {
+        if let providerId = r.16, let rawId = r.17 {
             byId[localId]?.providerUserInfo.append(
                 ProviderUserInfo(
-                    providerId: providerId, rawId: rawId, federatedId: r.17, email: r.18, displayName: r.19,
-                    photoUrl: r.20, screenName: r.21))
+                    providerId: providerId, rawId: rawId, federatedId: r.18, email: r.19, displayName: r.20,
+                    photoUrl: r.21, screenName: r.22))
         }
     }
 }
@@ -410,7 +414,7 @@ struct UsersByID: ScopedStatement {
         u.tenant_id, u.local_id, u.email, u.email_verified, u.display_name, u.photo_url, u.disabled,
             u.custom_attributes, u.valid_since, u.created_at, u.last_login_at, u.last_refresh_at,
             CASE WHEN u.password_hash IS NOT NULL THEN u.password_updated_at END, u.phone_number, u.custom_auth,
-            l.provider_id, l.raw_id, l.federated_id, l.email, l.display_name, l.photo_url, l.screen_name
+            u.email_link_signin, l.provider_id, l.raw_id, l.federated_id, l.email, l.display_name, l.photo_url, l.screen_name
         """
     static let sql = """
         SELECT \(columns)
@@ -469,13 +473,13 @@ struct UserOfEnabledScope: ScopedStatement {
         let r = try row.decode(
             (
                 Bool, String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?,
-                Int64?, Int64?, String?, Bool?, String?, String?, String?, String?, String?, String?, String?
+                Int64?, Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?
             ).self)
         return (
             r.0,
             (
                 r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18,
-                r.19, r.20, r.21, r.22
+                r.19, r.20, r.21, r.22, r.23
             )
         )
     }
@@ -517,13 +521,13 @@ struct RotateRefreshToken: PostgresPreparedStatement {
             (
                 String, String?, UUID?, String?, String?, Int64?, String?, String?, Int64?,
                 String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?,
-                Int64?, String?, Bool?, String?, String?, String?, String?, String?, String?, String?
+                Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?
             ).self)
         return (
             (r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8),
             (
                 r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18, r.19, r.20, r.21, r.22, r.23, r.24, r.25,
-                r.26, r.27, r.28, r.29, r.30
+                r.26, r.27, r.28, r.29, r.30, r.31
             )
         )
     }

@@ -145,30 +145,8 @@ extension PostgresAccountRepository {
             }
             if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
             if !user.emailVerified {
-                // A trusted provider takes over an account whose email nobody proved: whoever set
-                // the password or linked the untrusted providers may not own the address.
-                try await connection.query(
-                    """
-                    UPDATE users SET password_algorithm = NULL, password_params = NULL, password_salt = NULL,
-                        password_hash = NULL, password_updated_at = NULL, valid_since = \(now / 1000)
-                    WHERE tenant_id = \(scope) AND local_id = \(localId)
-                    """, logger: logger)
-                try await connection.query(
-                    "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)", logger: logger)
-                try await revokeSessions(
-                    connection, scope: scope, localId: localId, reason: "account_takeover", logger: logger)
-                // Codes sent before (an email change to the other party's address, say) die too.
-                try await connection.query(
-                    """
-                    UPDATE oob_codes SET used_at = now()
-                    WHERE tenant_id = \(scope) AND local_id = \(localId) AND used_at IS NULL
-                    """, logger: logger)
-                logger.notice(
-                    "trusted provider took over an account with an unverified email",
-                    metadata: [
-                        "tenant.id": .string(scope), "user.id": .string(localId),
-                        "provider.id": .string(identity.providerId),
-                    ])
+                try await takeOver(
+                    connection, scope: scope, localId: localId, nowMillis: now, by: identity.providerId, logger: logger)
             }
             let recycled = try await link(
                 connection, scope: scope, localId: localId, identity: identity, logger: logger)
@@ -269,5 +247,32 @@ extension PostgresAccountRepository {
         try await connection.query(
             "UPDATE users SET email_verified = true WHERE tenant_id = \(scope) AND local_id = \(localId)",
             logger: logger)
+    }
+
+    /// A trusted method (a trusted provider, A.4, or an email link, A.3) takes over an account whose
+    /// email nobody proved: whoever set the password or linked the untrusted providers may not own
+    /// the address. The password and every provider go, older sessions end, and codes sent before
+    /// (an email change to the other party's address, say) die too.
+    static func takeOver(
+        _ connection: PostgresConnection, scope: String, localId: String, nowMillis now: Int64, by method: String,
+        logger: Logger
+    ) async throws {
+        try await connection.query(
+            """
+            UPDATE users SET password_algorithm = NULL, password_params = NULL, password_salt = NULL,
+                password_hash = NULL, password_updated_at = NULL, valid_since = \(now / 1000)
+            WHERE tenant_id = \(scope) AND local_id = \(localId)
+            """, logger: logger)
+        try await connection.query(
+            "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)", logger: logger)
+        try await revokeSessions(connection, scope: scope, localId: localId, reason: "account_takeover", logger: logger)
+        try await connection.query(
+            """
+            UPDATE oob_codes SET used_at = now()
+            WHERE tenant_id = \(scope) AND local_id = \(localId) AND used_at IS NULL
+            """, logger: logger)
+        logger.notice(
+            "a trusted sign-in method took over an account with an unverified email",
+            metadata: ["tenant.id": .string(scope), "user.id": .string(localId), "provider.id": .string(method)])
     }
 }

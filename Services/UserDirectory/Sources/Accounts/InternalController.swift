@@ -55,6 +55,17 @@ struct InternalController<Accounts: AccountRepository> {
                 ])
             return JSONResponse(answer)
         }
+        group.post(RouterPath(InternalPath.signInWithEmailLink)) { request, context in
+            let body = try await request.decodeJSON(SignInWithEmailLinkRequest.self, context: context)
+            let answer = try await accounts.signInWithEmailLink(body, logger: context.logger)
+            context.logger.info(
+                "email-link sign-in",
+                metadata: [
+                    "tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(answer.user.localId),
+                    "user.new": .stringConvertible(answer.isNewUser), "link": .stringConvertible(body.linkTo != nil),
+                ])
+            return JSONResponse(answer)
+        }
         group.post(RouterPath(InternalPath.applyOobCode)) { request, context in
             let body = try await request.decodeJSON(ApplyOobCodeRequest.self, context: context)
             return JSONResponse(try await accounts.applyOobCode(body, logger: context.logger))

@@ -9,6 +9,8 @@ extension PostgresAccountRepository {
     public func sendOobCode(_ request: SendOobCodeRequest, logger: Logger) async throws -> SendOobCodeResponse {
         let scope = scopeKey(request.tenantId)
         let flags = try await flags(scope, logger: logger)
+        let signIn = request.requestType == .emailSignIn
+        if signIn, !flags.enableEmailLinkSignin { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
         let ttlSeconds = oobCodeTTL.timeInterval
         let limit = flags.rateLimits.oobEmailsPerAccountPerHour
         // An end user's request by address counts against the address, whether an account has it or
@@ -20,12 +22,16 @@ extension PostgresAccountRepository {
                     connection, scope: scope, bucket: "oob_email", key: "address:" + email, limit: limit,
                     logger: logger)
             }
-            let localId: String
-            // A user is named by a verified ID token (`localId`) or, for resets and for admins, by email.
+            let localId: String?
+            // A user is named by a verified ID token (`localId`) or, for resets, sign-in links and
+            // admins, by email. A sign-in link may go to an address no account has: it signs up.
             if request.localId == nil {
-                guard let email = request.email,
-                    let id = try await Self.userID(connection, scope: scope, email: email, logger: logger)
-                else {
+                guard let email = request.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+                if let id = try await Self.userID(connection, scope: scope, email: email, logger: logger) {
+                    localId = id
+                } else if signIn {
+                    localId = nil
+                } else {
                     // Under protection an unknown address is not revealed: same answer, no mail (B.5.9).
                     // Only a client's reset may hide an unknown address; admins are told (B.2.3).
                     if request.returnLink || request.requestType != .passwordReset {
@@ -34,28 +40,34 @@ extension PostgresAccountRepository {
                     if flags.emailPrivacy { return SendOobCodeResponse(email: request.email) }
                     throw FirebaseError.invalid("EMAIL_NOT_FOUND")
                 }
-                localId = id
             } else {
                 guard let id = request.localId else { throw FirebaseError.invalid("MISSING_ID_TOKEN") }
                 localId = id
             }
-            guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger),
-                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                    .first
-            else { throw FirebaseError.invalid("USER_NOT_FOUND") }
-            // Mails per account are limited for end users; an admin asking for the link is not.
-            if !request.returnLink && !countsByAddress {
-                try await RateLimiter.hit(
-                    connection, scope: scope, bucket: "oob_email", key: localId, limit: limit, logger: logger)
+            var user: UserRecord?
+            if let localId {
+                guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger),
+                    let found = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
+                        .first
+                else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+                user = found
+                // Mails per account are limited for end users; an admin asking for the link is not.
+                if !request.returnLink && !countsByAddress {
+                    try await RateLimiter.hit(
+                        connection, scope: scope, bucket: "oob_email", key: localId, limit: limit, logger: logger)
+                }
             }
             let recipient: String
             switch request.requestType {
+            case .emailSignIn:
+                guard let email = request.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+                recipient = email
             case .passwordReset, .verifyEmail:
-                guard let email = user.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+                guard let email = user?.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
                 recipient = email
             case .verifyAndChangeEmail:
                 guard let newEmail = request.newEmail else { throw FirebaseError.invalid("MISSING_NEW_EMAIL") }
-                if newEmail != user.email,
+                if newEmail != user?.email,
                     try await Self.userID(connection, scope: scope, email: newEmail, logger: logger) != nil
                 {
                     throw FirebaseError.invalid("EMAIL_EXISTS")
@@ -67,7 +79,8 @@ extension PostgresAccountRepository {
                 """
                 INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at)
                 VALUES (\(Secrets.tokenHash(code)), \(scope), \(localId), \(request.requestType.rawValue),
-                    \(user.email ?? recipient), \(request.newEmail), now() + make_interval(secs => \(ttlSeconds)))
+                    \(signIn ? recipient : user?.email ?? recipient), \(request.newEmail),
+                    now() + make_interval(secs => \(ttlSeconds)))
                 """, logger: logger)
             var link = request.linkPrefix + "&oobCode=" + code
             if let continueUrl = request.continueUrl,
@@ -83,8 +96,8 @@ extension PostgresAccountRepository {
                 try await MailTemplateStore.read(connection, scope: scope, type: request.requestType, logger: logger)
                 ?? MailTemplate.standard(request.requestType)
             let mail = template.render(
-                appName: appName, link: link, email: user.email ?? recipient, newEmail: request.newEmail,
-                displayName: user.displayName)
+                appName: appName, link: link, email: signIn ? recipient : user?.email ?? recipient,
+                newEmail: request.newEmail, displayName: user?.displayName)
             try await connection.query(
                 """
                 INSERT INTO mail_outbox (tenant_id, recipient, subject, body)
@@ -93,7 +106,7 @@ extension PostgresAccountRepository {
             logger.info(
                 "out-of-band code queued",
                 metadata: [
-                    "tenant.id": .string(scope), "user.id": .string(localId),
+                    "tenant.id": .string(scope), "user.id": .string(localId ?? "-"),
                     "oob.type": .string(request.requestType.rawValue),
                 ])
             return SendOobCodeResponse(email: recipient)
@@ -111,7 +124,9 @@ extension PostgresAccountRepository {
             return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: nil)
         }
         if !flags.allowPasswordSignup { throw FirebaseError.invalid("PASSWORD_LOGIN_DISABLED") }
-        guard code.type == .passwordReset else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+        guard code.type == .passwordReset, let localId = code.localId else {
+            throw FirebaseError.invalid("INVALID_OOB_CODE")
+        }
         let stored = try await hasher.hash(newPassword, key: try await hashKey.get(client, logger: logger))
         return try await client.transaction(logger: logger) { connection in
             try await Self.consumeCode(connection, hash: code.hash, logger: logger)
@@ -124,7 +139,7 @@ extension PostgresAccountRepository {
                     password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now),
                     email_verified = true, valid_since = \(now / 1000), is_anonymous = false, anonymous_due_at = NULL
                 FROM users before
-                WHERE u.tenant_id = \(scope) AND u.local_id = \(code.localId) AND u.email = \(code.email)
+                WHERE u.tenant_id = \(scope) AND u.local_id = \(localId) AND u.email = \(code.email)
                     AND before.tenant_id = u.tenant_id AND before.local_id = u.local_id
                 RETURNING before.email_verified
                 """, logger: logger)
@@ -137,12 +152,12 @@ extension PostgresAccountRepository {
                 // nobody had (by whoever created the account, perhaps, to keep a way in) are
                 // unlinked, as a trusted provider's takeover does (A.4).
                 try await connection.query(
-                    "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(code.localId)",
+                    "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)",
                     logger: logger)
             }
             try await Self.revokeSessions(
-                connection, scope: scope, localId: code.localId, reason: "password_reset", logger: logger)
-            logger.info("password reset", metadata: ["tenant.id": .string(scope), "user.id": .string(code.localId)])
+                connection, scope: scope, localId: localId, reason: "password_reset", logger: logger)
+            logger.info("password reset", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
             return OobCodeResponse(requestType: code.type, email: code.email, newEmail: nil, user: nil)
         }
     }
@@ -152,7 +167,7 @@ extension PostgresAccountRepository {
         let scope = scopeKey(request.tenantId)
         _ = try await flags(scope, logger: logger)
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)
-        guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail else {
+        guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail, let localId = code.localId else {
             throw FirebaseError.invalid("INVALID_OOB_CODE")
         }
         do {
@@ -164,7 +179,7 @@ extension PostgresAccountRepository {
                     """
                     UPDATE users SET email_verified = true, email = \(changing ? code.newEmail : code.email),
                         valid_since = CASE WHEN \(changing) THEN \(now / 1000) ELSE valid_since END
-                    WHERE tenant_id = \(scope) AND local_id = \(code.localId) AND email = \(code.email)
+                    WHERE tenant_id = \(scope) AND local_id = \(localId) AND email = \(code.email)
                     RETURNING local_id
                     """, logger: logger)
                 var found = false
@@ -172,11 +187,11 @@ extension PostgresAccountRepository {
                 guard found else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
                 if changing {
                     try await Self.revokeSessions(
-                        connection, scope: scope, localId: code.localId, reason: "credential_change", logger: logger)
+                        connection, scope: scope, localId: localId, reason: "credential_change", logger: logger)
                 }
                 guard
                     let user = try await Self.fetchUsers(
-                        connection, scope: scope, localIds: [code.localId], logger: logger
+                        connection, scope: scope, localIds: [localId], logger: logger
                     ).first
                 else { throw FirebaseError.internal }
                 return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: user)
@@ -188,7 +203,8 @@ extension PostgresAccountRepository {
 
     struct StoredCode {
         var hash: String
-        var localId: String
+        /// nil: a sign-in link sent to an address no account had.
+        var localId: String?
         var type: OobRequestType
         var email: String
         var newEmail: String?
@@ -210,7 +226,7 @@ extension PostgresAccountRepository {
             WHERE c.code_hash = \(hash) AND c.tenant_id = \(scope)
             """, logger: logger)
         for try await (localId, type, email, newEmail, used, expired) in rows.decode(
-            (String, String, String, String?, Bool, Bool).self)
+            (String?, String, String, String?, Bool, Bool).self)
         {
             if used { break }
             if expired { throw FirebaseError.invalid("EXPIRED_OOB_CODE") }

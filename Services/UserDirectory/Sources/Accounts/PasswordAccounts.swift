@@ -38,6 +38,7 @@ struct ScopeFlags {
     var autodeleteAnonymousUsers: Bool
     var emailPrivacy: Bool
     var rateLimits: RateLimitSettings
+    var enableEmailLinkSignin: Bool
 
     /// `lock` takes a share lock on the tenant row for the rest of the transaction, so the switches
     /// cannot change under the operation.
@@ -60,7 +61,7 @@ extension ScopeFlags {
         self.init(
             allowPasswordSignup: row.1, disabledUserSignup: row.2, enableAnonymousUser: row.3,
             disabledUserDeletion: row.4, autodeleteAnonymousUsers: row.5, emailPrivacy: row.6,
-            rateLimits: RateLimitSettings.decode(row.7))
+            rateLimits: RateLimitSettings.decode(row.7), enableEmailLinkSignin: row.8)
     }
 }
 
@@ -147,7 +148,7 @@ extension PostgresAccountRepository {
             candidate = row
         }
         guard let r = candidate else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
-        let flags = try ScopeFlags((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7))
+        let flags = try ScopeFlags((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8))
         if !flags.allowPasswordSignup { throw FirebaseError.invalid("PASSWORD_LOGIN_DISABLED") }
         // Attempts are counted before any hashing, per account and per address, so guessing costs
         // the guesser, not the hashing threads.
@@ -166,12 +167,12 @@ extension PostgresAccountRepository {
             }
         }
         let key = try await hashKey.get(client, logger: logger)
-        guard let localId = r.8, let disabled = r.9 else {
+        guard let localId = r.9, let disabled = r.10 else {
             try await hasher.burn(request.password, key: key)
             throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "EMAIL_NOT_FOUND")
         }
         if disabled { throw FirebaseError.invalid("USER_DISABLED") }
-        guard let algorithm = r.10, let params = r.11, let salt = r.12, let hash = r.13 else {
+        guard let algorithm = r.11, let params = r.12, let salt = r.13, let hash = r.14 else {
             try await hasher.burn(request.password, key: key)
             throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
         }
@@ -228,8 +229,12 @@ extension PostgresAccountRepository {
             return AuthMethodsResponse(protected: false, registered: false, signinMethods: [], allProviders: [])
         }
         let providers = user.providerUserInfo.map(\.providerId)
+        // The `password` provider stands for two sign-in methods: a password and an email link (B.5.5).
+        var methods: [String] = user.hasPassword ? ["password"] : []
+        if user.emailLinkSignin == true { methods.append("emailLink") }
+        methods += providers.filter { $0 != "password" }
         return AuthMethodsResponse(
-            protected: false, registered: true, signinMethods: providers, allProviders: providers)
+            protected: false, registered: true, signinMethods: methods, allProviders: providers)
     }
 
     /// An end user's `accounts:update` (B.2.1, B.5.2, B.5.11). The caller has verified the ID token
@@ -370,7 +375,7 @@ extension PostgresAccountRepository {
 
 /// The scope's switches (prepared: read by nearly every end-user call), `$1` the scope.
 protocol ScopeFlagsStatement: PostgresPreparedStatement
-where Row == (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?) {
+where Row == (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool) {
     var scope: String { get }
 }
 
@@ -389,10 +394,11 @@ struct ScopeFlagsRead: ScopeFlagsStatement {
     /// The switches, of `tenants t CROSS JOIN project_config p`.
     static let columns = """
         t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
-            t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits
+            t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits,
+            t.enable_email_link_signin
         """
     static let sql = "SELECT \(columns) FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1"
-    typealias Row = (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?)
+    typealias Row = (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool)
     var scope: String
 }
 
@@ -416,7 +422,7 @@ struct PasswordSignInCandidate: ScopedStatement {
         WHERE t.tenant_id = $1
         """
     typealias Row = (
-        Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, String?, Bool?, String?, String?, String?, String?
+        Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool, String?, Bool?, String?, String?, String?, String?
     )
     var scope: String
     var email: String

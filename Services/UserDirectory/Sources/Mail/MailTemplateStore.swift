@@ -48,12 +48,13 @@ struct MailTemplateController<Tenants: TenantRepository> {
         var templates: [TemplateWire]
     }
 
-    static var types: [OobRequestType] { [.verifyEmail, .passwordReset, .verifyAndChangeEmail] }
+    static var types: [OobRequestType] { [.verifyEmail, .passwordReset, .verifyAndChangeEmail, .emailSignIn] }
 
     static func type(_ context: DirectoryContext) throws -> OobRequestType {
         guard let type = OobRequestType(rawValue: try context.parameters.require("requestType")) else {
             throw FirebaseError.invalidArgument(
-                "INVALID_ARGUMENT : requestType must be VERIFY_EMAIL, PASSWORD_RESET or VERIFY_AND_CHANGE_EMAIL")
+                "INVALID_ARGUMENT : requestType must be VERIFY_EMAIL, PASSWORD_RESET, VERIFY_AND_CHANGE_EMAIL or EMAIL_SIGNIN"
+            )
         }
         return type
     }

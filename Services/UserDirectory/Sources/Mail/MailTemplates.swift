@@ -62,6 +62,22 @@ public struct MailTemplate: Sendable, Equatable, Codable {
 
                     Your %APP_NAME% team
                     """)
+        case .emailSignIn:
+            MailTemplate(
+                subject: "Sign in to %APP_NAME% requested at %EMAIL%",
+                body: """
+                    Hello,
+
+                    We received a request to sign in to %APP_NAME% using this email address. Follow this link to sign in as %EMAIL%.
+
+                    %LINK%
+
+                    If you did not request this link, you can safely ignore this email.
+
+                    Thanks,
+
+                    Your %APP_NAME% team
+                    """)
         }
     }
 

@@ -146,6 +146,8 @@ struct ProjectConfigWire: Codable, Sendable {
     var autodeleteAnonymousUsers: Bool?
     var enableAnonymousUser: Bool?
     var allowPasswordSignup: Bool?
+    /// The tenant name of Google's `signIn.email.passwordRequired: false` (email-link sign-in, A.3).
+    var enableEmailLinkSignin: Bool?
     /// Tessera's: the default scope's switch that tenants have too (A.5).
     var disableAuth: Bool?
     var rateLimits: RateLimitsWire?
@@ -154,7 +156,7 @@ struct ProjectConfigWire: Codable, Sendable {
         rateLimits = RateLimitsWire(scope.rateLimits)
         name = "projects/\(projectID)/config"
         signIn = SignInWire(
-            email: EmailWire(enabled: scope.allowPasswordSignup, passwordRequired: true),
+            email: EmailWire(enabled: scope.allowPasswordSignup, passwordRequired: !scope.enableEmailLinkSignin),
             anonymous: AnonymousWire(enabled: scope.enableAnonymousUser),
             allowDuplicateEmails: project.allowDuplicateEmails, hashConfig: hashConfig)
         client = ClientWire(
@@ -164,6 +166,7 @@ struct ProjectConfigWire: Codable, Sendable {
         autodeleteAnonymousUsers = scope.autodeleteAnonymousUsers
         enableAnonymousUser = scope.enableAnonymousUser
         allowPasswordSignup = scope.allowPasswordSignup
+        enableEmailLinkSignin = scope.enableEmailLinkSignin
         disableAuth = scope.disableAuth
     }
 
@@ -179,7 +182,14 @@ struct ProjectConfigWire: Codable, Sendable {
         "signIn.email.enabled": { s, _, w in
             s.allowPasswordSignup = w.signIn?.email?.enabled ?? w.allowPasswordSignup ?? false
         },
-        "signIn.email.passwordRequired": { _, _, _ in },
+        // Google's switch for email-link sign-in: a password is not required when links may sign in.
+        "signIn.email.passwordRequired": { s, _, w in
+            s.enableEmailLinkSignin = !(w.signIn?.email?.passwordRequired ?? !(w.enableEmailLinkSignin ?? false))
+        },
+        "enableEmailLinkSignin": { s, _, w in
+            s.enableEmailLinkSignin =
+                w.enableEmailLinkSignin ?? w.signIn?.email?.passwordRequired.map { !$0 } ?? false
+        },
         "allowPasswordSignup": { s, _, w in
             s.allowPasswordSignup = w.allowPasswordSignup ?? w.signIn?.email?.enabled ?? false
         },

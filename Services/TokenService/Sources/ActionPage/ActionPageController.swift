@@ -1,0 +1,189 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// The hosted action page, `/__/auth/action` (A.11): where every mailed link points unless a scope
+/// sets its own. Server-rendered, no JavaScript, no third-party assets. A GET never uses the code: it
+/// checks it and shows a form (a mail scanner that follows links changes nothing); the form's POST,
+/// with a CSRF token bound to a cookie, completes the action through the same operations as the
+/// public API (`accounts:update{oobCode}`, `accounts:resetPassword`, `accounts:signInWithEmailLink`).
+struct ActionPageController {
+    let tokens: SessionTokens
+    let configuration: TokenServiceConfiguration
+
+    static let path = "/__/auth/action"
+    static let stylesheetPath = "/__/auth/action.css"
+    static let csrfCookie = "tessera_action_csrf"
+
+    func addRoutes(to router: Router<TokenContext>) {
+        router.get(RouterPath(Self.path), use: show)
+        router.post(RouterPath(Self.path), use: submit)
+        router.get(RouterPath(Self.stylesheetPath)) { _, _ in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "public, max-age=3600"],
+                body: .init(byteBuffer: ByteBuffer(string: ActionPageHTML.stylesheet)))
+        }
+    }
+
+    enum Mode: String, CaseIterable {
+        case verifyEmail, resetPassword, recoverEmail, verifyAndChangeEmail, signIn
+
+        /// The code type a link of this mode carries.
+        var requestType: OobRequestType? {
+            switch self {
+            case .verifyEmail: .verifyEmail
+            case .resetPassword: .passwordReset
+            case .verifyAndChangeEmail: .verifyAndChangeEmail
+            case .signIn: .emailSignIn
+            // Tessera sends no email-change notices (RECOVER_EMAIL), so no code is ever of this mode.
+            case .recoverEmail: nil
+            }
+        }
+    }
+
+    /// The link's parameters, from the query (GET) or the form (POST).
+    struct Link {
+        var mode: Mode?
+        var rawMode: String?
+        var oobCode: String?
+        var apiKey: String?
+        var tenantId: String?
+        var continueUrl: String?
+        var lang: String?
+
+        init(_ fields: [String: String]) {
+            rawMode = fields["mode"]
+            mode = rawMode.flatMap(Mode.init(rawValue:))
+            oobCode = fields["oobCode"].flatMap { $0.isEmpty ? nil : $0 }
+            apiKey = fields["apiKey"]
+            tenantId = fields["tenantId"].flatMap { $0.isEmpty ? nil : $0 }
+            continueUrl = fields["continueUrl"].flatMap { $0.isEmpty ? nil : $0 }
+            lang = fields["lang"]
+        }
+    }
+
+    @Sendable func show(_ request: Request, context: TokenContext) async throws -> Response {
+        var fields: [String: String] = [:]
+        for (name, value) in request.uri.queryParameters { fields[String(name)] = String(value) }
+        let link = Link(fields)
+        let page = ActionPageHTML(
+            link: link,
+            language: ActionPageStrings.choose(lang: link.lang, acceptLanguage: request.headers[.acceptLanguage]),
+            continueURL: try? configuration.links.checkContinueURL(link.continueUrl))
+        do {
+            let (mode, code) = try await check(link, context: context)
+            let csrf = Base64URL.encode(Secrets.randomBytes(24))
+            var response = page.form(mode: mode, code: code, csrf: csrf)
+            let secure = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
+            response.headers[.setCookie] =
+                "\(Self.csrfCookie)=\(csrf); Path=\(Self.path); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
+            return response
+        } catch {
+            return page.error(Self.firebaseError(error, context: context))
+        }
+    }
+
+    @Sendable func submit(_ request: Request, context: TokenContext) async throws -> Response {
+        var request = request
+        let fields: [String: String]
+        do {
+            let buffer = try await request.collectBody(upTo: 64 << 10)
+            fields = FormURLEncoded.parse(String(buffer: buffer)) ?? [:]
+        } catch {
+            fields = [:]
+        }
+        let link = Link(fields)
+        let page = ActionPageHTML(
+            link: link,
+            language: ActionPageStrings.choose(lang: link.lang, acceptLanguage: request.headers[.acceptLanguage]),
+            continueURL: try? configuration.links.checkContinueURL(link.continueUrl))
+        // The form's token must match the cookie the form came with: another site cannot read the
+        // cookie, so it cannot post a form of its own (a sign-in into its account, say) here.
+        guard let posted = fields["csrf"], let cookie = Self.cookie(Self.csrfCookie, in: request),
+            !posted.isEmpty, Secrets.constantTimeEquals(posted, cookie)
+        else {
+            return page.refused()
+        }
+        do {
+            let (mode, code) = try await check(link, context: context)
+            let email = try await complete(
+                mode, code: code, link: link, fields: fields, request: request, context: context)
+            return page.success(mode: mode, email: email)
+        } catch {
+            return page.error(Self.firebaseError(error, context: context))
+        }
+    }
+
+    /// The link is for this deployment and its code is one of its mode, unused and unexpired; the
+    /// code stays unused (`accounts:resetPassword` without a new password only reads it).
+    func check(_ link: Link, context: TokenContext) async throws -> (Mode, OobCodeResponse) {
+        guard let rawMode = link.rawMode, !rawMode.isEmpty, let mode = link.mode else {
+            throw FirebaseError.invalid("INVALID_MODE")
+        }
+        guard let apiKey = link.apiKey, Secrets.constantTimeEquals(apiKey, configuration.apiKey) else {
+            throw FirebaseError.invalid("INVALID_API_KEY")
+        }
+        guard let oobCode = link.oobCode else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+        let code = try await tokens.directory.call(
+            InternalPath.resetPassword,
+            ResetPasswordRequest(tenantId: link.tenantId, oobCode: oobCode, newPassword: nil),
+            as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+        guard let type = mode.requestType, code.requestType == type else {
+            throw FirebaseError.invalid("INVALID_OOB_CODE")
+        }
+        return (mode, code)
+    }
+
+    /// Completes the action; returns the address to name on the success page.
+    func complete(
+        _ mode: Mode, code: OobCodeResponse, link: Link, fields: [String: String], request: Request,
+        context: TokenContext
+    ) async throws -> String {
+        guard let oobCode = link.oobCode else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+        switch mode {
+        case .verifyEmail, .verifyAndChangeEmail, .recoverEmail:
+            let answer = try await tokens.directory.call(
+                InternalPath.applyOobCode, ApplyOobCodeRequest(tenantId: link.tenantId, oobCode: oobCode),
+                as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+            return answer.newEmail ?? answer.email
+        case .resetPassword:
+            let password = fields["newPassword"] ?? ""
+            try Credentials.checkPassword(password)
+            let answer = try await tokens.directory.call(
+                InternalPath.resetPassword,
+                ResetPasswordRequest(tenantId: link.tenantId, oobCode: oobCode, newPassword: password),
+                as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+            return answer.email
+        case .signIn:
+            let completed = try await EmailLinkController(tokens: tokens, configuration: configuration).complete(
+                email: fields["email"], oobCode: oobCode, idToken: nil, tenant: link.tenantId,
+                clientIP: tokens.clientIP(request, context), requestID: context.requestID, logger: context.logger)
+            return completed.user.email ?? code.email
+        }
+    }
+
+    /// What went wrong, as the Firebase error the API would have answered; anything unexpected is
+    /// logged here (the page never shows it) and shown as a generic failure.
+    static func firebaseError(_ error: any Error, context: TokenContext) -> FirebaseError {
+        if let error = error as? FirebaseError { return error }
+        context.logger.error(
+            "action page failed", metadata: ["error.type": .string(String(describing: type(of: error)))])
+        return FirebaseError.internal
+    }
+
+    /// A cookie's value from the request's `Cookie` headers.
+    static func cookie(_ name: String, in request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
+                    return parts[1].trimmingCharacters(in: .whitespaces)
+                }
+            }
+        }
+        return nil
+    }
+}

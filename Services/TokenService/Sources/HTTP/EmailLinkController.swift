@@ -1,0 +1,81 @@
+import Foundation
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// `accounts:signInWithEmailLink` / v3 `emailLinkSignin` (A.3, B.2.1, B.5.5): completes an email-link
+/// sign-in with the code from the mailed link, or with `idToken` links the proven address to that
+/// user. The code is asked for with `sendOobCode` `EMAIL_SIGNIN` (`OobController`).
+struct EmailLinkController {
+    let tokens: SessionTokens
+    let configuration: TokenServiceConfiguration
+
+    func addRoutes(to router: Router<TokenContext>) {
+        router.client(.post, "v1/accounts:signInWithEmailLink", use: signIn)
+    }
+
+    struct SignInRequest: Decodable {
+        var email: String?
+        var oobCode: String?
+        var idToken: String?
+        var tenantId: String?
+    }
+
+    struct SignInResponse: Encodable, Sendable {
+        var kind = "identitytoolkit#EmailLinkSigninResponse"
+        var localId: String
+        var email: String
+        var isNewUser: Bool
+        var idToken: String
+        var refreshToken: String
+        var expiresIn = String(IDTokenIssuer.lifetime)
+    }
+
+    @Sendable func signIn(_ request: Request, context: TokenContext) async throws -> JSONResponse<SignInResponse> {
+        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+        let body = try await request.decodeJSON(SignInRequest.self, context: context)
+        let issued = try await complete(
+            email: body.email, oobCode: body.oobCode, idToken: body.idToken,
+            tenant: AccountsController.tenant(body.tenantId), clientIP: tokens.clientIP(request, context),
+            requestID: context.requestID, logger: context.logger)
+        return JSONResponse(
+            SignInResponse(
+                localId: issued.user.localId, email: issued.user.email ?? "", isNewUser: issued.isNewUser,
+                idToken: issued.idToken, refreshToken: issued.refreshToken))
+    }
+
+    struct Completed {
+        var user: UserRecord
+        var isNewUser: Bool
+        var idToken: String
+        var refreshToken: String
+    }
+
+    /// The operation itself, shared by the API and the hosted action page.
+    func complete(
+        email rawEmail: String?, oobCode: String?, idToken: String?, tenant: String?, clientIP: String?,
+        requestID: String, logger: Logger
+    ) async throws -> Completed {
+        guard let rawEmail, !rawEmail.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
+        guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid("INVALID_EMAIL") }
+        guard let oobCode, !oobCode.isEmpty else { throw FirebaseError.invalid("MISSING_OOB_CODE") }
+        var scope = tenant
+        var linkTo: String?
+        if let idToken {
+            let (verified, user) = try await tokens.verify(
+                idToken: idToken, requestedTenant: tenant, requestID: requestID, logger: logger)
+            linkTo = user.localId
+            scope = verified.tenantId
+        }
+        let (refreshToken, session) = tokens.newSession()
+        var call = SignInWithEmailLinkRequest(
+            tenantId: scope, email: email, oobCode: oobCode, linkTo: linkTo, session: session)
+        call.clientIP = clientIP
+        let answer = try await tokens.directory.call(
+            InternalPath.signInWithEmailLink, call, as: SignInWithEmailLinkResponse.self, requestID: requestID,
+            logger: logger)
+        let minted = try tokens.issuer.mint(user: answer.user, session: answer.session)
+        tokens.issuer.countIssued("refresh_token", provider: answer.session.signInProvider)
+        return Completed(user: answer.user, isNewUser: answer.isNewUser, idToken: minted, refreshToken: refreshToken)
+    }
+}

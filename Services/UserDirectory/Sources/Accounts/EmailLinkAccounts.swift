@@ -1,0 +1,98 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// Email-link (passwordless) sign-in (A.3, B.5.5): the EMAIL_SIGNIN code mailed by `sendOobCode`
+/// proves the address, so completing it signs in (or signs up) the address's user with a verified
+/// email, or gives the address to a signed-in user; it is a trusted method for A.4.
+extension PostgresAccountRepository {
+    public func signInWithEmailLink(_ request: SignInWithEmailLinkRequest, logger: Logger) async throws
+        -> SignInWithEmailLinkResponse
+    {
+        let scope = scopeKey(request.tenantId)
+        let flags = try await flags(scope, logger: logger)
+        guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+        let code = try await readCode(request.oobCode, scope: scope, logger: logger)
+        guard code.type == .emailSignIn else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+        guard code.email == request.email else {
+            throw FirebaseError.invalid("INVALID_EMAIL", "The email provided does not match the sign-in email address.")
+        }
+        do {
+            return try await client.transaction(logger: logger) { connection in
+                let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
+                guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+                // One use only, even when two tabs complete the same link at once.
+                try await Self.consumeCode(connection, hash: code.hash, logger: logger)
+                let now = Self.nowMillis()
+                let owner = try await Self.userID(connection, scope: scope, email: request.email, logger: logger)
+                let localId: String
+                var isNewUser = false
+                if let linkTo = request.linkTo {
+                    // The signed-in user takes the address; no other account may have it.
+                    if let owner, owner != linkTo { throw FirebaseError.invalid("EMAIL_EXISTS") }
+                    guard try await Self.lockUser(connection, scope: scope, localId: linkTo, logger: logger),
+                        let user = try await Self.fetchUsers(
+                            connection, scope: scope, localIds: [linkTo], logger: logger
+                        ).first
+                    else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+                    if let previous = user.email, previous != request.email {
+                        // A changed sign-in email ends the older sessions, as every email change does (A.2).
+                        try await connection.query(
+                            "UPDATE users SET valid_since = \(now / 1000) WHERE tenant_id = \(scope) AND local_id = \(linkTo)",
+                            logger: logger)
+                        try await Self.revokeSessions(
+                            connection, scope: scope, localId: linkTo, reason: "credential_change", logger: logger)
+                    }
+                    localId = linkTo
+                } else if let owner {
+                    guard try await Self.lockUser(connection, scope: scope, localId: owner, logger: logger),
+                        let user = try await Self.fetchUsers(
+                            connection, scope: scope, localIds: [owner], logger: logger
+                        ).first
+                    else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+                    if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+                    // The mailbox's owner proves an address nobody had proved: whoever set the
+                    // password or linked untrusted providers may not own it (A.4's takeover row).
+                    if !user.emailVerified {
+                        try await Self.takeOver(
+                            connection, scope: scope, localId: owner, nowMillis: now, by: "emailLink", logger: logger)
+                    }
+                    localId = owner
+                } else {
+                    if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+                    try await RateLimiter.hit(
+                        connection, scope: scope, bucket: "sign_up", key: request.clientIP,
+                        limit: flags.rateLimits.signUpsPerIpPerHour, logger: logger)
+                    localId = Secrets.randomAlphanumeric(28)
+                    try await connection.query(
+                        """
+                        INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_refresh_at)
+                        VALUES (\(scope), \(localId), \(now / 1000), \(now), \(now))
+                        """, logger: logger)
+                    isNewUser = true
+                }
+                // The address is proven: verified, and the `password` provider entry appears (B.6). An
+                // anonymous user becomes permanent, and the cleanup no longer counts it.
+                try await connection.query(
+                    """
+                    UPDATE users SET email = \(request.email), email_verified = true, email_link_signin = true,
+                        last_login_at = \(now), is_anonymous = false, anonymous_due_at = NULL
+                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    """, logger: logger)
+                let session = try await Self.createSession(
+                    connection, scope: scope, localId: localId, provider: "password", authTime: now / 1000,
+                    refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
+                    logger: logger)
+                guard
+                    let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
+                        .first
+                else { throw FirebaseError.internal }
+                return SignInWithEmailLinkResponse(user: user, session: session, isNewUser: isNewUser)
+            }
+        } catch let error as PSQLError where error.sqlState == "23505" {
+            // Another account took the address between the read and the write.
+            throw FirebaseError.invalid("EMAIL_EXISTS")
+        }
+    }
+}
