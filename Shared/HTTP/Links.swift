@@ -76,7 +76,8 @@ public struct ActionLinks: Sendable {
     /// The configured action URL, else the public URL's action page. Without either, the request's
     /// own host, but only when it is an authorized domain: the Host header is the caller's to write,
     /// and a reset link pointing at the caller's server would hand it the victim's code.
-    public func prefix(mode: String, tenant: String?, request: Request) throws -> String {
+    /// `lang` is the action page's language for this link (the app's `X-Firebase-Locale`).
+    public func prefix(mode: String, tenant: String?, request: Request, lang: String = "en") throws -> String {
         let base: String
         if let actionURL {
             base = actionURL
@@ -92,16 +93,20 @@ public struct ActionLinks: Sendable {
             }
             base = external.baseURL + "/__/auth/action"
         }
-        var prefix = "\(base)?mode=\(mode)&apiKey=\(apiKey)&lang=en"
+        var prefix = "\(base)?mode=\(mode)&apiKey=\(apiKey)&lang=\(lang)"
         if let tenant { prefix += "&tenantId=\(tenant)" }
         return prefix
     }
 
-    /// A continue URL must be absolute http(s) on an authorized domain.
+    /// A continue URL must be absolute http(s) on an authorized domain, and made only of the characters
+    /// RFC 3986 allows: a browser reads some others differently from this parser (`\` is `/` to it, so
+    /// `http://evil.example\@localhost/` is evil.example to a browser and localhost here), and
+    /// userinfo (`user@host`) is refused outright.
     public func checkContinueURL(_ raw: String?) throws -> String? {
         guard let raw, !raw.isEmpty else { return nil }
-        guard let url = URL(string: raw), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host?.lowercased()
+        guard raw.unicodeScalars.allSatisfy({ Self.uriCharacters.contains($0) }),
+            let url = URL(string: raw), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            url.user == nil, url.password == nil, let host = url.host?.lowercased()
         else { throw FirebaseError.invalid("INVALID_CONTINUE_URI") }
         guard isAuthorized(host: host) else {
             throw FirebaseError.invalid("UNAUTHORIZED_DOMAIN", "Domain not allowlisted by project")
@@ -117,6 +122,10 @@ public struct ActionLinks: Sendable {
             "TESSERA_PUBLIC_URL is not set: mailed and admin-generated links are built on the request's host, and refused (UNAUTHORIZED_DOMAIN) unless it is one of TESSERA_AUTHORIZED_DOMAINS",
             metadata: ["links.authorized_domains": .string(authorizedDomains.joined(separator: ","))])
     }
+
+    /// RFC 3986's unreserved and reserved characters and `%` (of percent-encoding).
+    static let uriCharacters = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%")
 
     /// An authorized domain or a subdomain of one.
     func isAuthorized(host: String) -> Bool {

@@ -184,6 +184,8 @@ public struct SignInWithIdpRequest: Codable, Sendable {
     public var identity: FederatedIdentity
     public var linkTo: String?
     public var session: NewSession
+    /// false: a re-authentication (`autoCreate: false`), which must never create a user.
+    public var autoCreate: Bool?
 
     public init(tenantId: String?, identity: FederatedIdentity, linkTo: String?, session: NewSession) {
         self.tenantId = tenantId

@@ -257,6 +257,28 @@ struct ActionLinkTests {
             try pinned.prefix(mode: "resetPassword", tenant: nil, request: Self.request(authority: "evil.example"))
                 .hasPrefix("https://auth.example.com/__/auth/action?"))
     }
+
+    @Test("a continue URL is http(s) on an authorized domain, without userinfo or characters browsers read otherwise")
+    func continueURLs() throws {
+        let links = ActionLinks(
+            actionURL: nil, publicURL: nil, apiKey: "k", authorizedDomains: ["localhost", "app.example"])
+        for good in [
+            "http://localhost:3000/after", "https://www.app.example/a?b=c&d=%20#f", "HTTPS://APP.EXAMPLE/",
+        ] {
+            #expect(try links.checkContinueURL(good) == good)
+        }
+        #expect(try links.checkContinueURL(nil) == nil)
+        #expect(try links.checkContinueURL("") == nil)
+        for bad in [
+            // A browser reads `\` as `/`: this is evil.example to it, localhost to Foundation's URL.
+            "http://evil.example\\@localhost/after", "http://evil.example:80\\@localhost/",
+            "http://user@localhost/", "http://localhost@evil.example/", "http://evil.example\n@localhost/",
+            "http://local host/", "javascript://localhost/%0aalert(1)", "ftp://localhost/", "/relative",
+        ] {
+            #expect(throws: FirebaseError.self, "\(bad)") { try links.checkContinueURL(bad) }
+        }
+        #expect(throws: FirebaseError.self) { try links.checkContinueURL("https://evil.example/?next=localhost") }
+    }
 }
 
 @Suite("periodic services")

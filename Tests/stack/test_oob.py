@@ -203,7 +203,8 @@ def test_mail_queued_while_smtp_is_down_is_delivered_once_it_is_back(client, mai
 def test_tenant_mail_templates_replace_the_defaults(client, admin, mail_sink, tenant):
     path = f"/v2/projects/{admin.stack.project_id}/tenants/{tenant}/mailTemplates"
     listed = expect_ok(admin.request("GET", path))["templates"]
-    assert {t["requestType"] for t in listed} == {"VERIFY_EMAIL", "PASSWORD_RESET", "VERIFY_AND_CHANGE_EMAIL"}
+    assert {t["requestType"] for t in listed} == {"VERIFY_EMAIL", "PASSWORD_RESET", "VERIFY_AND_CHANGE_EMAIL",
+                                                  "EMAIL_SIGNIN"}
     assert not any(t["custom"] for t in listed) and all("%LINK%" in t["body"] for t in listed)
 
     resp = admin.request("PATCH", f"{path}/PASSWORD_RESET", json={"body": "no link here"})

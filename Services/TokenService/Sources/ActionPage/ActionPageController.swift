@@ -19,6 +19,8 @@ struct ActionPageController {
 
     func addRoutes(to router: Router<TokenContext>) {
         router.get(RouterPath(Self.path), use: show)
+        // Mail scanners and `curl -I` ask with HEAD: the same headers, nothing used up.
+        router.head(RouterPath(Self.path), use: show)
         router.post(RouterPath(Self.path), use: submit)
         router.get(RouterPath(Self.stylesheetPath)) { _, _ in
             Response(

@@ -93,7 +93,6 @@ struct AccountsController {
         var email: String?
         var password: String?
         var tenantId: String?
-        var captchaResponse: String?
         var idToken: String?
         var pendingIdToken: String?
     }
@@ -114,8 +113,10 @@ struct AccountsController {
     {
         try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(PasswordSignInRequest.self, context: context)
-        if body.captchaResponse != nil || body.idToken != nil || body.pendingIdToken != nil {
-            throw FirebaseError.notImplemented("signInWithPassword with captchaResponse, idToken or pendingIdToken")
+        // reCAPTCHA is never enforced (recaptchaConfig says OFF), so a `captchaResponse` an SDK sends is
+        // ignored like any other field it may send (A.11).
+        if body.idToken != nil || body.pendingIdToken != nil {
+            throw FirebaseError.notImplemented("signInWithPassword with idToken or pendingIdToken")
         }
         guard let rawEmail = body.email, !rawEmail.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
         guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid("INVALID_EMAIL") }

@@ -25,6 +25,8 @@ struct FederatedController {
         var returnRefreshToken: Bool?
         var pendingIdToken: String?
         var sessionId: String?
+        /// false on re-authentication (the Apple and JS SDKs): an unknown identity is an error.
+        var autoCreate: Bool?
     }
 
     struct VerifyAssertionResponse: Encodable, Sendable {
@@ -112,6 +114,7 @@ struct FederatedController {
         var signIn = SignInWithIdpRequest(
             tenantId: tenant, identity: profile.identity, linkTo: linkTo, session: session)
         signIn.clientIP = tokens.clientIP(request, context)
+        signIn.autoCreate = body.autoCreate
         let outcome: SignInWithIdpResponse
         do {
             outcome = try await tokens.directory.call(

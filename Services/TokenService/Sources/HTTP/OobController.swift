@@ -68,7 +68,12 @@ struct OobController {
         }
         var send = SendOobCodeRequest(
             tenantId: tenant, requestType: type, email: email, localId: localId, newEmail: newEmail,
-            linkPrefix: try configuration.links.prefix(mode: type.mode, tenant: tenant, request: request),
+            linkPrefix: try configuration.links.prefix(
+                mode: type.mode, tenant: tenant, request: request,
+                // The page speaks the app's language when it can (the SDKs send `X-Firebase-Locale`).
+                lang: ActionPageStrings.choose(
+                    lang: request.headers[HTTPField.Name("X-Firebase-Locale")!], acceptLanguage: nil
+                ).code),
             continueUrl: continueUrl)
         send.clientIP = tokens.clientIP(request, context)
         let answer = try await tokens.directory.call(

@@ -158,6 +158,8 @@ extension PostgresAccountRepository {
 
         // A new user, its profile from the provider (A.3). With duplicate emails allowed the email
         // stays on the provider entry only (B.5.4).
+        // A re-authentication proves who a signed-in user is; it never makes a new one.
+        if request.autoCreate == false { throw FirebaseError.invalid("USER_NOT_FOUND") }
         if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
         try await RateLimiter.hit(
             connection, scope: scope, bucket: "sign_up", key: request.clientIP,
