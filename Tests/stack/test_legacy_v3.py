@@ -166,3 +166,15 @@ def test_reauthentication_never_creates_a_user(stack, client, admin, make_tenant
     expect_ok(sign_in_with_idp(client, "google.com", id_token=token, tenant_id=tenant))
     again = expect_ok(v3(stack, "verifyAssertion", body))
     assert again["providerId"] == "google.com" and again["idToken"] and "isNewUser" in again
+
+
+def test_every_provider_entry_has_a_federated_id(stack, admin, make_tenant):
+    """A.11: the Apple SDK reads `federatedId` as a provider entry's uid; an imported link that came
+    without one answers its raw id there."""
+    tenant = make_tenant()["tenantId"]
+    expect_ok(admin.request("POST", f"/v1/projects/{stack.project_id}/tenants/{tenant}/accounts:batchCreate",
+                            json={"users": [{"localId": "imported-fed", "email": "imported-fed@example.com",
+                                             "providerUserInfo": [{"providerId": "github.com",
+                                                                   "rawId": "gh-1234"}]}]}))
+    [user] = admin.lookup_users(tenant, ["imported-fed"])
+    assert user["providerUserInfo"] == [{"providerId": "github.com", "rawId": "gh-1234", "federatedId": "gh-1234"}]

@@ -381,9 +381,11 @@ struct UserRows {
             byId[localId] = user
         }
         if let providerId = r.16, let rawId = r.17 {
+            // Every entry has a federatedId (A.11: the Apple SDK reads it as the entry's uid); an
+            // imported link may have come without one, and then it is the raw id, as Firebase answers.
             byId[localId]?.providerUserInfo.append(
                 ProviderUserInfo(
-                    providerId: providerId, rawId: rawId, federatedId: r.18, email: r.19, displayName: r.20,
+                    providerId: providerId, rawId: rawId, federatedId: r.18 ?? rawId, email: r.19, displayName: r.20,
                     photoUrl: r.21, screenName: r.22))
         }
     }
