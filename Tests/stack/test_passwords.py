@@ -198,9 +198,11 @@ def test_sensitive_changes_need_a_recent_sign_in(client, password_tenant):
     # Profile edits are not sensitive, and a fresh sign-in opens the window again.
     assert expect_ok(update(client, password_tenant, session["idToken"], displayName="Late"))["displayName"] == "Late"
     fresh = expect_ok(sign_in(client, password_tenant, address))
-    expect_ok(update(client, password_tenant, fresh["idToken"], password="another one"))
+    changed = expect_ok(update(client, password_tenant, fresh["idToken"], password="another one"))
+    # The change revoked the token it was made with, even within the same second (B.5.11).
+    expect_error(client.lookup(fresh["idToken"], password_tenant), "TOKEN_EXPIRED")
     # A 4096-character password is still a password (A.9's upper bound is inclusive).
-    expect_ok(update(client, password_tenant, fresh["idToken"], password="p" * 4096))
+    expect_ok(update(client, password_tenant, changed["idToken"], password="p" * 4096))
 
 
 def test_anonymous_users_need_no_recent_sign_in_to_upgrade(client, make_tenant):

@@ -39,7 +39,9 @@ public func buildTokenApplication(
 
     let router = Router(context: TokenContext.self)
     router.addTracingMiddleware()
-    router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
+    // CORS outside the error middleware: it sees every answer as a response, errors included, and
+    // gives it its headers (inside, it rethrew errors in a wrapper of its own, which became 500s
+    // without CORS headers, so a browser saw a network error instead of EMAIL_EXISTS).
     router.add(
         middleware: CORSMiddleware(
             allowOrigin: .originBased,
@@ -50,6 +52,7 @@ public func buildTokenApplication(
                 HTTPField.Name("X-Firebase-Locale")!, HTTPField.Name("X-Firebase-AppCheck")!,
             ],
             allowMethods: [.get, .post, .options]))
+    router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
 
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
     metrics.addRoute(to: router)

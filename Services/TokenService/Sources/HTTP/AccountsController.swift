@@ -69,6 +69,7 @@ struct AccountsController {
                     idToken: body.idToken, requestedTenant: tenant, requestID: context.requestID, logger: context.logger
                 )
                 try tokens.requireRecentSignIn(verified, user: user)
+                try await tokens.waitPastIssueSecond(of: verified)
                 localId = user.localId
                 scope = verified.tenantId
             }
@@ -248,7 +249,10 @@ struct AccountsController {
         let sensitive =
             (email != nil && email != user.email) || body.password != nil || deleteAttribute.contains("EMAIL")
             || deleteAttribute.contains("PASSWORD") || !deleteProvider.isEmpty
-        if sensitive { try tokens.requireRecentSignIn(verified, user: user) }
+        if sensitive {
+            try tokens.requireRecentSignIn(verified, user: user)
+            try await tokens.waitPastIssueSecond(of: verified)
+        }
         let (refreshToken, session) = tokens.newSession()
         let answer = try await tokens.directory.call(
             InternalPath.updateAccount,

@@ -66,6 +66,7 @@ struct EmailLinkController {
                 idToken: idToken, requestedTenant: tenant, requestID: requestID, logger: logger)
             linkTo = user.localId
             scope = verified.tenantId
+            try await tokens.waitPastIssueSecond(of: verified)
         }
         let (refreshToken, session) = tokens.newSession()
         var call = SignInWithEmailLinkRequest(

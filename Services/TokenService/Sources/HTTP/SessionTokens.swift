@@ -52,6 +52,18 @@ struct SessionTokens: Sendable {
         }
     }
 
+    /// A credential change sets `validSince` to the current second and revokes older tokens (B.5.11),
+    /// which can only be told apart from the caller's token by a later second: when the caller's ID token
+    /// is from this very second, the change waits for the next one. Otherwise the old ID token would
+    /// stay valid, and the fresh one would be byte-identical to it (same claims, deterministic RS256),
+    /// which the JS SDK takes for "no new tokens" and keeps the revoked refresh token.
+    func waitPastIssueSecond(of verified: IDTokenIssuer.Verified) async throws {
+        let nextSecond = Double(verified.issuedAt + 1)
+        let wait = nextSecond - Date().timeIntervalSince1970
+        guard wait > 0 else { return }
+        try await Task.sleep(for: .milliseconds(Int64((min(wait, 1) * 1000).rounded(.up)) + 5))
+    }
+
     /// A sensitive change by a non-anonymous user needs a sign-in within the window (A.3, B.5.12).
     func requireRecentSignIn(_ verified: IDTokenIssuer.Verified, user: UserRecord) throws {
         let age = Int64(Date().timeIntervalSince1970) - verified.authTime
