@@ -124,7 +124,8 @@ struct DirectoryPostgresTests {
                 INSERT INTO rate_counters (tenant_id, bucket, key, window_start, count)
                 VALUES ('gone-1', 'sign_up', 'k', now(), 1), ('alive-1', 'sign_up', 'k', now(), 1)
                 """, logger: logger)
-            #expect(try await MigrationRunner(client: client).migrate(logger: logger) == [12])
+            let through12 = Migrations.all.filter { $0.version <= 12 }
+            #expect(try await MigrationRunner(client: client, migrations: through12).migrate(logger: logger) == [12])
             var entries: [String] = []
             for try await (tenant, action) in try await client.query(
                 "SELECT tenant_id, action FROM audit_log ORDER BY id", logger: logger

@@ -281,3 +281,75 @@ struct HashingPoolTests {
         try await pool.shutdown()
     }
 }
+
+@Suite("email-link sign-in on a real PostgreSQL", .enabled(if: PostgresSupport.available))
+struct EmailLinkPostgresTests {
+    let logger = PostgresSupport.logger
+    let base = PasswordPostgresTests()
+
+    func sendLink(_ accounts: PostgresAccountRepository, to email: String) async throws -> String {
+        let sent = try await accounts.sendOobCode(
+            SendOobCodeRequest(
+                tenantId: "t1", requestType: .emailSignIn, email: email, localId: nil, newEmail: nil,
+                linkPrefix: "http://localhost/__/auth/action?mode=signIn&apiKey=k&lang=en", continueUrl: nil,
+                returnLink: true), logger: logger)
+        return try #require(sent.oobCode)
+    }
+
+    func complete(_ accounts: PostgresAccountRepository, _ email: String, _ code: String, linkTo: String? = nil)
+        async throws -> SignInWithEmailLinkResponse
+    {
+        try await accounts.signInWithEmailLink(
+            SignInWithEmailLinkRequest(
+                tenantId: "t1", email: email, oobCode: code, linkTo: linkTo, session: base.newSession()),
+            logger: logger)
+    }
+
+    @Test("a link signs up an address nobody has, verified and without a password; it works once")
+    func signUpByLink() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (tenants, accounts) = base.repositories(client)
+            try await base.makeTenant(tenants) { $0.enableEmailLinkSignin = true }
+            let code = try await sendLink(accounts, to: "new@example.com")
+            let signedIn = try await complete(accounts, "new@example.com", code)
+            let user = signedIn.user
+            #expect(signedIn.isNewUser && signedIn.session.signInProvider == "password")
+            #expect(user.email == "new@example.com" && user.emailVerified && !user.hasPassword)
+            #expect(user.emailLinkSignin == true && !user.isAnonymous)
+            #expect(user.providerUserInfo.map(\.providerId) == ["password"])
+            await #expect(throws: FirebaseError.invalid("INVALID_OOB_CODE")) {
+                _ = try await complete(accounts, "new@example.com", code)
+            }
+        }
+    }
+
+    @Test("the switch, the address the code was sent to, and another account's address are checked")
+    func refusals() async throws {
+        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+            let (tenants, accounts) = base.repositories(client)
+            try await base.makeTenant(tenants)
+            await #expect(throws: FirebaseError.invalid("OPERATION_NOT_ALLOWED")) {
+                _ = try await sendLink(accounts, to: "a@example.com")
+            }
+            _ = try await tenants.update("t1", logger: logger) { $0.enableEmailLinkSignin = true }
+            let code = try await sendLink(accounts, to: "a@example.com")
+            await #expect(throws: FirebaseError.self) { _ = try await complete(accounts, "b@example.com", code) }
+            let (owner, _) = try await accounts.signUpPassword(
+                SignUpPasswordRequest(
+                    tenantId: "t1", email: "taken@example.com", password: "correct horse", displayName: nil,
+                    localId: nil, session: base.newSession()), logger: logger)
+            let (other, _) = try await accounts.signUpAnonymous(
+                scope: "t1", refreshTokenHash: "h-anon", sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 60,
+                logger: logger)
+            let taken = try await sendLink(accounts, to: "taken@example.com")
+            await #expect(throws: FirebaseError.invalid("EMAIL_EXISTS")) {
+                _ = try await complete(accounts, "taken@example.com", taken, linkTo: other.localId)
+            }
+            // The owner of the address signs in with it, keeping its id; its unproven password goes.
+            let again = try await sendLink(accounts, to: "taken@example.com")
+            let signedIn = try await complete(accounts, "taken@example.com", again)
+            #expect(signedIn.user.localId == owner.localId && !signedIn.isNewUser)
+            #expect(signedIn.user.emailVerified && !signedIn.user.hasPassword)
+        }
+    }
+}
