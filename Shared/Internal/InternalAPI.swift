@@ -240,7 +240,8 @@ public struct SignInWithCustomTokenRequest: Codable, Sendable {
     }
 }
 
-public struct SignInWithCustomTokenResponse: Codable, Sendable {
+/// A sign-in that may have created its user: the user, the new session, and whether it is new.
+public struct SignedInResponse: Codable, Sendable {
     public var user: UserRecord
     public var session: SessionInfo
     public var isNewUser: Bool
@@ -251,6 +252,8 @@ public struct SignInWithCustomTokenResponse: Codable, Sendable {
         self.isNewUser = isNewUser
     }
 }
+
+public typealias SignInWithCustomTokenResponse = SignedInResponse
 
 /// `signInWithEmailLink` (A.3, B.5.5): consumes an EMAIL_SIGNIN code and signs in the address's user,
 /// creating it when none has the address, or (with `linkTo`) gives the address to a signed-in user.
@@ -274,17 +277,7 @@ public struct SignInWithEmailLinkRequest: Codable, Sendable {
     }
 }
 
-public struct SignInWithEmailLinkResponse: Codable, Sendable {
-    public var user: UserRecord
-    public var session: SessionInfo
-    public var isNewUser: Bool
-
-    public init(user: UserRecord, session: SessionInfo, isNewUser: Bool) {
-        self.user = user
-        self.session = session
-        self.isNewUser = isNewUser
-    }
-}
+public typealias SignInWithEmailLinkResponse = SignedInResponse
 
 /// Asks the directory whether an `Authorization` header is a valid admin credential.
 public struct CheckAdminRequest: Codable, Sendable {

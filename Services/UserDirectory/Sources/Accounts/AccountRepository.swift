@@ -156,6 +156,19 @@ public struct PostgresAccountRepository: AccountRepository {
         return SessionInfo(newFamily: familyId, provider: provider, authTime: authTime, extraClaims: extraClaims)
     }
 
+    /// Starts a session of `localId` and reads the user back, in the caller's transaction.
+    static func startSession(
+        _ connection: PostgresConnection, scope: String, localId: String, provider: String, nowMillis now: Int64,
+        session: NewSession, logger: Logger
+    ) async throws -> (UserRecord, SessionInfo) {
+        let started = try await createSession(
+            connection, scope: scope, localId: localId, provider: provider, authTime: now / 1000,
+            refreshTokenHash: session.refreshTokenHash, expiresAt: session.expiresAt, logger: logger)
+        guard let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
+        else { throw FirebaseError.internal }
+        return (user, started)
+    }
+
     /// A user as its own client sees it (`accounts:lookup`): one statement checks the scope and reads
     /// the user with its links.
     public func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord {

@@ -80,14 +80,9 @@ extension PostgresAccountRepository {
                         last_login_at = \(now), is_anonymous = false, anonymous_due_at = NULL
                     WHERE tenant_id = \(scope) AND local_id = \(localId)
                     """, logger: logger)
-                let session = try await Self.createSession(
-                    connection, scope: scope, localId: localId, provider: "password", authTime: now / 1000,
-                    refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
-                    logger: logger)
-                guard
-                    let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                        .first
-                else { throw FirebaseError.internal }
+                let (user, session) = try await Self.startSession(
+                    connection, scope: scope, localId: localId, provider: "password", nowMillis: now,
+                    session: request.session, logger: logger)
                 return SignInWithEmailLinkResponse(user: user, session: session, isNewUser: isNewUser)
             }
         } catch let error as PSQLError where error.sqlState == "23505" {

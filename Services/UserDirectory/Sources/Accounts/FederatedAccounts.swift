@@ -70,12 +70,9 @@ extension PostgresAccountRepository {
         let now = nowMillis()
 
         func signedIn(_ localId: String, isNewUser: Bool, recycled: Bool) async throws -> SignInWithIdpResponse {
-            let session = try await createSession(
-                connection, scope: scope, localId: localId, provider: identity.providerId, authTime: now / 1000,
-                refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
-                logger: logger)
-            guard let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
-            else { throw FirebaseError.internal }
+            let (user, session) = try await startSession(
+                connection, scope: scope, localId: localId, provider: identity.providerId, nowMillis: now,
+                session: request.session, logger: logger)
             return SignInWithIdpResponse(
                 outcome: .signedIn, user: user, session: session, isNewUser: isNewUser, emailRecycled: recycled)
         }

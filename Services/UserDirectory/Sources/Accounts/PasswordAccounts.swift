@@ -119,15 +119,9 @@ extension PostgresAccountRepository {
                             \(now), \(now), \(stored.algorithm), \(stored.params), \(stored.salt), \(stored.hash), \(now))
                         """, logger: logger)
                 }
-                let session = try await Self.createSession(
-                    connection, scope: scope, localId: localId, provider: "password", authTime: now / 1000,
-                    refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
-                    logger: logger)
-                guard
-                    let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                        .first
-                else { throw FirebaseError.internal }
-                return (user, session)
+                return try await Self.startSession(
+                    connection, scope: scope, localId: localId, provider: "password", nowMillis: now,
+                    session: request.session, logger: logger)
             }
         } catch let error as PSQLError where error.sqlState == "23505" {
             throw FirebaseError.invalid("EMAIL_EXISTS")
