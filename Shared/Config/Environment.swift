@@ -55,6 +55,30 @@ public struct ConfigReader: Sendable {
 }
 
 extension ConfigReader {
+    /// A secret setting (API.md A.12): `NAME`, or the contents of the file `NAME_FILE` names (a Docker
+    /// or Kubernetes secret; one trailing line break is dropped), never both; refused when empty, a
+    /// placeholder, or weaker than 256 bits by its length and alphabet. The message names the setting,
+    /// never the value.
+    public func secret(_ key: String) throws -> String {
+        let value: String
+        switch (string(key), string(key + "_FILE")) {
+        case (.some, .some):
+            throw ConfigError.invalid(key, "set either \(key) or \(key)_FILE, not both")
+        case (let direct?, nil):
+            value = direct
+        case (nil, let path?):
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+            else { throw ConfigError.invalid(key + "_FILE", "the file cannot be read") }
+            value =
+                text.hasSuffix("\r\n")
+                ? String(text.dropLast(2)) : text.hasSuffix("\n") ? String(text.dropLast()) : text
+        case (nil, nil):
+            throw ConfigError.missing(key)
+        }
+        if let problem = SecretStrength.problem(value) { throw ConfigError.invalid(key, problem) }
+        return value
+    }
+
     /// How long graceful shutdown may take before what is left is cancelled
     /// (`TESSERA_SHUTDOWN_TIMEOUT`, default 25s: inside Kubernetes' default 30 s grace period).
     public func shutdownTimeout() throws -> Duration {
@@ -94,5 +118,54 @@ extension Duration {
 
     public var timeInterval: TimeInterval {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// What makes a configured secret unfit: empty, a well-known placeholder, or guessable by its size.
+public enum SecretStrength {
+    /// Words that stand in for a secret in templates and tutorials (compared case-insensitively).
+    static let placeholders: Set<String> = [
+        "owner", "change-me", "changeme", "change_me", "secret", "password", "admin", "test", "example", "default",
+        "placeholder", "replace-me", "todo",
+    ]
+
+    /// Bits of a random string of this length over the smallest alphabet its characters fit in.
+    public static func estimatedBits(_ value: String) -> Double {
+        let scalars = value.unicodeScalars
+        guard !scalars.isEmpty else { return 0 }
+        let hex = scalars.allSatisfy {
+            ("0"..."9").contains($0) || ("a"..."f").contains($0) || ("A"..."F").contains($0)
+        }
+        var alphabet = 0
+        if hex {
+            alphabet = 16
+        } else {
+            if scalars.contains(where: { ("a"..."z").contains($0) }) { alphabet += 26 }
+            if scalars.contains(where: { ("A"..."Z").contains($0) }) { alphabet += 26 }
+            if scalars.contains(where: { ("0"..."9").contains($0) }) { alphabet += 10 }
+            if scalars.contains(where: {
+                !("a"..."z").contains($0) && !("A"..."Z").contains($0) && !("0"..."9").contains($0)
+            }) {
+                alphabet += 32
+            }
+        }
+        // A value made of one repeated character carries no more than one character's worth.
+        let distinct = Set(scalars).count
+        let length = distinct == 1 ? 1 : scalars.count
+        return Double(length) * log2(Double(max(alphabet, 2)))
+    }
+
+    /// Why `value` may not be a secret, or nil when it may.
+    public static func problem(_ value: String) -> String? {
+        if value.isEmpty { return "empty" }
+        let lowered = value.lowercased()
+        if placeholders.contains(lowered) || lowered.contains("change-me") || lowered.contains("changeme") {
+            return "a placeholder, not a secret: generate one (e.g. `openssl rand -hex 32`)"
+        }
+        if estimatedBits(value) < 256 {
+            return
+                "too short to be a secret (under 256 bits, e.g. fewer than 64 hex digits): generate one with `openssl rand -hex 32`"
+        }
+        return nil
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 @Suite("cleanup worker settings")
 struct CleanupWorkerTests {
-    let secret = ["TESSERA_INTERNAL_SECRET": "s"]
+    let secret = ["TESSERA_INTERNAL_SECRET": strongTestSecret]
 
     @Test("a sweep pauses after each batch for the fixed pause plus the factor times the batch's own time")
     func pacing() throws {

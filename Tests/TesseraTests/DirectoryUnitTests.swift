@@ -31,7 +31,10 @@ struct DirectoryUnitTests {
         }
         let service = try DirectoryConfiguration(
             environment: ConfigReader(
-                url.merging(["TESSERA_ADMIN_TOKEN": "a", "TESSERA_INTERNAL_SECRET": "s", "DATABASE_POOL_MIN": "2"]) {
+                url.merging([
+                    "TESSERA_ADMIN_TOKEN": strongTestSecret, "TESSERA_INTERNAL_SECRET": strongTestSecret,
+                    "DATABASE_POOL_MIN": "2",
+                ]) {
                     $1
                 }))
         #expect(service.database.options.minimumConnections == 2)
@@ -40,8 +43,8 @@ struct DirectoryUnitTests {
     @Test("freed memory is trimmed every 30 s unless TESSERA_HEAP_TRIM_INTERVAL says otherwise; 0 is never")
     func heapTrimInterval() throws {
         let base = [
-            "DATABASE_URL": "postgres://u:p@db:5433/tessera", "TESSERA_ADMIN_TOKEN": "a",
-            "TESSERA_INTERNAL_SECRET": "s",
+            "DATABASE_URL": "postgres://u:p@db:5433/tessera", "TESSERA_ADMIN_TOKEN": strongTestSecret,
+            "TESSERA_INTERNAL_SECRET": strongTestSecret,
         ]
         func interval(_ value: String?) throws -> Duration {
             var env = base
@@ -115,3 +118,16 @@ struct DirectoryUnitTests {
         #expect(id.hasPrefix("my-tenant-") && id.count == "my-tenant-".count + 5)
     }
 }
+
+@Suite("the owner token")
+struct OwnerTokenScopeTests {
+    @Test("the owner token scope is project or tenants/<id>")
+    func ownerScope() {
+        #expect(OwnerTokenScope("project") == .project)
+        #expect(OwnerTokenScope("tenants/t-1") == .tenant("t-1"))
+        for bad in ["", "owner", "tenants/", "tenants/a/b", "projects/p"] { #expect(OwnerTokenScope(bad) == nil) }
+    }
+}
+
+/// A secret the services accept (64 hex digits: 256 bits), for tests that read a whole configuration.
+let strongTestSecret = String(repeating: "0123456789abcdef", count: 4)

@@ -442,3 +442,29 @@ struct HeapTrimTests {
         return (resident, total)
     }
 }
+
+@Suite("secret settings")
+struct SecretSettingTests {
+    @Test("a secret comes from NAME or NAME_FILE, never both, and must not be empty, a placeholder or short")
+    func secrets() throws {
+        let strong = String(repeating: "0123456789abcdef", count: 4)
+        #expect(try ConfigReader(["S": strong]).secret("S") == strong)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)")
+        try Data((strong + "\n").utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        #expect(try ConfigReader(["S_FILE": file.path]).secret("S") == strong, "one trailing line break dropped")
+        #expect(throws: ConfigError.self) { try ConfigReader(["S": strong, "S_FILE": file.path]).secret("S") }
+        #expect(throws: ConfigError.self) { try ConfigReader(["S_FILE": file.path + "-missing"]).secret("S") }
+        #expect(throws: ConfigError.self) { try ConfigReader([:]).secret("S") }
+        for weak in [
+            "owner", "OWNER", "change-me", "please-change-me-\(strong)", "secret", String(strong.prefix(63)),
+            String(repeating: "a", count: 200), "Tr0ub4dor&3",
+        ] {
+            #expect(SecretStrength.problem(weak) != nil, "\(weak)")
+            #expect(throws: ConfigError.self, "\(weak)") { try ConfigReader(["S": weak]).secret("S") }
+        }
+        // 43 characters of base64url carry 256 bits; 64 hex digits too.
+        #expect(SecretStrength.problem("tsa_" + Base64URL.encode(Secrets.randomBytes(32))) == nil)
+        #expect(SecretStrength.problem(strong) == nil)
+    }
+}

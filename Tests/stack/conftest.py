@@ -91,6 +91,8 @@ class Stack:
     env_file: Path
     env: dict[str, str]
     url: str
+    # The admin plane (API.md A.12): the admin API is served there and nowhere else.
+    admin_url: str
     project_id: str
     api_key: str
     admin_token: str
@@ -125,7 +127,7 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * factor
 
 
-REQUIRED_VARS = ("TESSERA_URL", "TESSERA_PROJECT_ID", "TESSERA_API_KEY", "TESSERA_ADMIN_TOKEN")
+REQUIRED_VARS = ("TESSERA_URL", "TESSERA_ADMIN_URL", "TESSERA_PROJECT_ID", "TESSERA_API_KEY", "TESSERA_ADMIN_TOKEN")
 
 
 def load_stack() -> Stack:
@@ -150,6 +152,7 @@ def load_stack() -> Stack:
         env_file=path,
         env=env,
         url=env["TESSERA_URL"].rstrip("/"),
+        admin_url=env["TESSERA_ADMIN_URL"].rstrip("/"),
         project_id=env["TESSERA_PROJECT_ID"],
         api_key=env["TESSERA_API_KEY"],
         admin_token=env["TESSERA_ADMIN_TOKEN"],
@@ -443,7 +446,7 @@ class Admin:
     def request(self, method: str, path: str, *, prefix: str = "",
                 **kwargs) -> requests.Response:
         kwargs.setdefault("timeout", HTTP_TIMEOUT)
-        return self.http.request(method, self.stack.url + prefix + path, **kwargs)
+        return self.http.request(method, self.stack.admin_url + prefix + path, **kwargs)
 
     # -- tenants -----------------------------------------------------------------------
 

@@ -158,27 +158,28 @@ def test_tokens_and_users_do_not_cross_tenants(stack, client, admin, make_tenant
 
 def test_privileged_calls_on_client_paths_act_as_admin(stack, client, admin, tenant_id):
     """`Authorization: Bearer <admin secret>` on the bare client paths (no API key) is an admin
-    call: lookup by localId and delete by localId in the body's tenant (B.0, B.2.1)."""
+    call: lookup by localId and delete by localId in the body's tenant (B.0, B.2.1). It is served on
+    the admin plane (A.12); on the public plane the bearer is dropped (test_planes.py)."""
     import requests
 
     s1 = client.sign_up_anonymous(tenant_id)
     bearer = {"Authorization": f"Bearer {stack.admin_token}"}
     for prefix in ("", "/identitytoolkit.googleapis.com"):
-        resp = requests.post(stack.url + prefix + "/v1/accounts:lookup", headers=bearer,
+        resp = requests.post(stack.admin_url + prefix + "/v1/accounts:lookup", headers=bearer,
                              json={"tenantId": tenant_id, "localId": [s1.local_id]}, timeout=15)
         assert [u["localId"] for u in expect_ok(resp).get("users", [])] == [s1.local_id], describe(resp)
 
     # Another tenant's scope does not see the user.
-    resp = requests.post(stack.url + "/v1/accounts:lookup", headers=bearer,
+    resp = requests.post(stack.admin_url + "/v1/accounts:lookup", headers=bearer,
                          json={"localId": [s1.local_id]}, timeout=15)
     assert not expect_ok(resp).get("users"), describe(resp)
 
     # A wrong bearer is refused, not downgraded to a client call.
-    resp = requests.post(stack.url + "/v1/accounts:lookup", headers={"Authorization": "Bearer nope"},
+    resp = requests.post(stack.admin_url + "/v1/accounts:lookup", headers={"Authorization": "Bearer nope"},
                          json={"tenantId": tenant_id, "localId": [s1.local_id]}, timeout=15)
     assert resp.status_code == 401, describe(resp)
 
-    resp = requests.post(stack.url + "/v1/accounts:delete", headers=bearer,
+    resp = requests.post(stack.admin_url + "/v1/accounts:delete", headers=bearer,
                          json={"tenantId": tenant_id, "localId": s1.local_id}, timeout=15)
     assert expect_ok(resp).get("kind") == DELETE_KIND, describe(resp)
     assert admin.lookup_users(tenant_id, [s1.local_id]) == []
@@ -189,13 +190,13 @@ def test_privileged_send_oob_code_on_the_client_path_returns_the_link(stack, cli
     tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
     email = f"priv-{time.time_ns()}@example.com"
     expect_ok(client.post("/v1/accounts:signUp", {"tenantId": tenant_id, "email": email, "password": "secret12"}))
-    resp = requests.post(stack.url + "/v1/accounts:sendOobCode",
+    resp = requests.post(stack.admin_url + "/v1/accounts:sendOobCode",
                          headers={"Authorization": f"Bearer {stack.admin_token}"},
                          json={"tenantId": tenant_id, "requestType": 1, "email": email, "returnOobLink": True},
                          timeout=15)
     data = expect_ok(resp)
     assert data["email"] == email and data["oobCode"] and data["oobCode"] in data["oobLink"], describe(resp)
-    resp = requests.post(stack.url + "/v1/accounts:sendOobCode",
+    resp = requests.post(stack.admin_url + "/v1/accounts:sendOobCode",
                          headers={"Authorization": f"Bearer {stack.admin_token}"},
                          json={"tenantId": tenant_id, "email": email}, timeout=15)
     expect_error(resp, "MISSING_REQ_TYPE")

@@ -12,7 +12,7 @@ from conftest import describe, expect_error, expect_ok
 def as_credential(stack, secret):
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {secret}"
-    return lambda method, path, **kw: session.request(method, stack.url + path, timeout=15, **kw)
+    return lambda method, path, **kw: session.request(method, stack.admin_url + path, timeout=15, **kw)
 
 
 def test_tenant_scoped_credential_manages_its_tenant_and_nothing_else(stack, admin, make_tenant):

@@ -8,8 +8,9 @@ import time
 import uuid
 
 import pytest
+import requests
 
-from conftest import describe, error_code, expect_ok
+from conftest import HTTP_TIMEOUT, describe, error_code, expect_ok
 
 firebase_admin = pytest.importorskip("firebase_admin")
 from firebase_admin import auth, tenant_mgt  # noqa: E402
@@ -17,8 +18,10 @@ from firebase_admin import auth, tenant_mgt  # noqa: E402
 
 @pytest.fixture(scope="module")
 def app(stack, tmp_path_factory):
-    assert stack.admin_token == "owner", "the test stack must run with TESSERA_ADMIN_TOKEN=owner"
-    os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = stack.url.removeprefix("http://")
+    assert stack.env.get("TESSERA_OWNER_TOKEN_SCOPE") == "project", \
+        "the test stack must accept the Admin SDKs' `Bearer owner` (TESSERA_OWNER_TOKEN_SCOPE=project)"
+    # The Admin SDKs talk to the admin plane (API.md A.12).
+    os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = stack.admin_url.removeprefix("http://")
     # auth_for_tenant insists on a credential even in emulator mode; a throw-away service account
     # satisfies it and is never used for a call (nothing here reaches Google).
     from cryptography.hazmat.primitives import serialization
@@ -444,7 +447,10 @@ def test_session_cookies(app, client, stack, admin):
                                                           "validDuration": 14 * 86400}))["sessionCookie"]
     claims = jwt.decode(longest, options={"verify_signature": False})
     assert claims["exp"] - claims["iat"] == 14 * 86400
+    # Not on the public plane at all; on the admin plane, not without a credential (A.12).
     resp = client.post(path, {"idToken": signed_in["idToken"]})
+    assert resp.status_code == 404 and resp.headers.get("X-Tessera-Plane") == "public"
+    resp = requests.post(stack.admin_url + path, json={"idToken": signed_in["idToken"]}, timeout=HTTP_TIMEOUT)
     assert resp.status_code == 401
 
     time.sleep(1.1)

@@ -172,7 +172,7 @@ def list_accounts(call, path: str) -> list[dict]:
 def as_credential(stack, secret: str):
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {secret}"
-    return lambda method, path, **kw: session.request(method, stack.url + path, timeout=HTTP_TIMEOUT, **kw)
+    return lambda method, path, **kw: session.request(method, stack.admin_url + path, timeout=HTTP_TIMEOUT, **kw)
 
 
 class ServiceAccounts:
@@ -468,7 +468,7 @@ def test_tenant_service_account_tokens_stay_in_their_tenant(stack, client, admin
 
 def emulator_mode_token(stack, account: dict, uid: str) -> str:
     """What the Admin SDK makes in emulator mode: ``alg: none`` and no signature."""
-    with emulator_host(stack.url.removeprefix("http://").removeprefix("https://")):
+    with emulator_host(stack.admin_url.removeprefix("http://").removeprefix("https://")):
         emulated = firebase_admin.initialize_app(credentials.Certificate(account),
                                                  {"projectId": stack.project_id},
                                                  name=f"tessera-ct-emu-{uuid.uuid4().hex[:8]}")

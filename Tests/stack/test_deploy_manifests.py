@@ -76,33 +76,67 @@ def test_every_service_has_probes_resources_a_budget_and_the_http_services_an_au
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["user-directory", "migrate"]
 
 
-def nginx_routes(path: Path) -> list[tuple[str, str]]:
-    """(regex or prefix, upstream service) in the order of the config."""
+def nginx_planes(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """Per plane (public, admin): (regex or "/", upstream service or "404") in the order of the config."""
     text = path.read_text()
-    routes = []
-    for match in re.finditer(r'location\s+(~\s+"([^"]+)"|/)\s*\{\s*proxy_pass\s+http://(\w+);', text):
-        pattern = match.group(2) or "/"
-        routes.append((pattern, match.group(3).replace("_", "-")))
-    return routes
+    public_at, admin_at = text.index("# The public plane"), text.index("# The admin plane")
+    planes = {}
+    for plane, block in (("public", text[public_at:admin_at]), ("admin", text[admin_at:])):
+        routes = []
+        for match in re.finditer(r'location\s+(~\s+"([^"]+)"|/)\s*\{(.*?)\n        \}', block, re.S):
+            body = match.group(3)
+            upstream = re.search(r"proxy_pass\s+http://(\w+);", body)
+            routes.append((match.group(2) or "/", upstream.group(1).replace("_", "-") if upstream else "404"))
+        planes[plane] = routes
+    return planes
 
 
-def ingress_routes() -> list[tuple[str, str]]:
-    ingress = next(d for _, d in manifests() if d["kind"] == "Ingress")
+def ingress_paths(name: str) -> list[tuple[str, str]]:
+    ingress = next(d for _, d in manifests() if d["kind"] == "Ingress" and d["metadata"]["name"] == name)
     return [(p["path"], p["backend"]["service"]["name"]) for p in ingress["spec"]["rules"][0]["http"]["paths"]]
 
 
-def test_nginx_configs_and_the_ingress_have_the_same_route_table():
-    local, compose, ingress = nginx_routes(NGINX), nginx_routes(COMPOSE_NGINX), ingress_routes()
+def test_the_local_and_compose_ingresses_have_the_same_planes():
+    local, compose = nginx_planes(NGINX), nginx_planes(COMPOSE_NGINX)
     assert local == compose, "deploy/nginx/tessera.conf.template and compose.conf differ"
-    assert local == ingress, f"nginx {local} != Ingress {ingress}"
-    assert "location = /metrics" in NGINX.read_text() and "location = /metrics" in COMPOSE_NGINX.read_text()
-    assert "location = /metrics" in yaml.safe_dump(next(d for _, d in manifests() if d["kind"] == "Ingress"))
+    assert local["public"][-1] == ("/", "token-service") and local["admin"][-1] == ("/", "404")
+
+
+def test_the_kubernetes_ingresses_serve_each_route_on_its_plane(stack):
+    """Walked from the services' own route tables (test_planes.py walks the local ingress the same way):
+    every public route matches a path of the public Ingress to its service, every admin route a path of
+    the admin Ingress and none of the public one, and the internal API and /metrics neither."""
+    from test_planes import PRIVILEGED_FORM, plane_of, route_table
+    public, admin = ingress_paths("tessera"), ingress_paths("tessera-admin")
+
+    def target(paths, path):
+        # ingress-nginx tries the longest regex first; these never overlap on a route.
+        found = {service for pattern, service in paths if re.search(pattern, path)}
+        assert len(found) <= 1, f"{path} matches paths to {found}"
+        return found.pop() if found else None
+
+    for service, url in (("token-service", stack.token_service_url), ("user-directory", stack.directory_url)):
+        for _, template in route_table(stack, url):
+            path = template.replace("{project}", "p")
+            plane = plane_of(template)
+            if plane == "public" and service == "user-directory":
+                continue  # its own /healthz and /readyz, for probes on its port
+            expected = {"public": (service, None), "admin": (None, service), "neither": (None, None)}[plane]
+            if PRIVILEGED_FORM.search(template):
+                expected = (service, service)
+            assert (target(public, path), target(admin, path)) == expected, f"{service} {template}"
+    annotations = next(d for _, d in manifests() if d["metadata"]["name"] == "tessera-admin")["metadata"]["annotations"]
+    assert annotations["nginx.ingress.kubernetes.io/whitelist-source-range"]
+    for _, doc in manifests():
+        if doc["kind"] == "Ingress":
+            assert not any("snippet" in key for key in doc["metadata"].get("annotations", {})), doc["metadata"]
 
 
 def route(path: str) -> str:
-    """The service the ingress routes `path` to (first matching rule, as nginx does)."""
-    for pattern, service in nginx_routes(NGINX):
-        if pattern == "/" or re.search(pattern, path):
+    """The service the ingress routes `path` to (the admin plane's rules, then the public plane's)."""
+    planes = nginx_planes(NGINX)
+    for pattern, service in planes["admin"] + planes["public"]:
+        if service != "404" and (pattern == "/" or re.search(pattern, path)):
             return service
     raise AssertionError(f"no route for {path}")
 

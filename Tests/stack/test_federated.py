@@ -1113,8 +1113,9 @@ def sdk_app(stack):
     firebase_admin = pytest.importorskip("firebase_admin")
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
-    assert stack.admin_token == "owner", "the test stack must run with TESSERA_ADMIN_TOKEN=owner"
-    os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = stack.url.removeprefix("http://")
+    assert stack.env.get("TESSERA_OWNER_TOKEN_SCOPE") == "project", \
+        "the test stack must accept the Admin SDKs' `Bearer owner` (TESSERA_OWNER_TOKEN_SCOPE=project)"
+    os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = stack.admin_url.removeprefix("http://")  # the admin plane
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     account = {
         "type": "service_account", "project_id": stack.project_id, "private_key_id": "test",

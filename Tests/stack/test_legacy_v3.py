@@ -33,9 +33,10 @@ RPC_EMPTY_REQUEST_ERRORS = {
 
 
 def v3(stack, rpc: str, body: dict | None = None, *, prefix: str = V3[0], method: str = "POST",
-       headers: dict | None = None, key: bool = True) -> requests.Response:
+       headers: dict | None = None, key: bool = True, plane: str = "public") -> requests.Response:
     params = {"key": stack.api_key} if key else {}
-    return requests.request(method, f"{stack.url}{prefix}/{rpc}", params=params, json=body,
+    base = stack.admin_url if plane == "admin" else stack.url
+    return requests.request(method, f"{base}{prefix}/{rpc}", params=params, json=body,
                             headers={"Content-Type": "application/json", **(headers or {})}, timeout=HTTP_TIMEOUT)
 
 
@@ -98,24 +99,26 @@ def test_download_and_upload_account_need_an_admin_and_name_the_project(stack, a
     uploaded = expect_ok(v3(stack, "uploadAccount", {
         "targetProjectId": stack.project_id, "tenantId": tenant,
         "users": [{"localId": "v3-user-1", "email": "v3-one@example.com"},
-                  {"localId": "v3-user-2", "email": "v3-two@example.com"}]}, headers=owner, key=False))
+                  {"localId": "v3-user-2", "email": "v3-two@example.com"}]}, headers=owner, key=False, plane="admin"))
     assert uploaded["kind"] == "identitytoolkit#UploadAccountResponse" and "error" not in uploaded, uploaded
     page = expect_ok(v3(stack, "downloadAccount", {"targetProjectId": stack.project_id, "tenantId": tenant,
-                                                   "maxResults": 1}, headers=owner, key=False))
+                                                   "maxResults": 1}, headers=owner, key=False, plane="admin"))
     assert [u["localId"] for u in page["users"]] == ["v3-user-1"] and page["nextPageToken"]
     rest = expect_ok(v3(stack, "downloadAccount", {"targetProjectId": stack.project_id, "tenantId": tenant,
                                                    "maxResults": 10, "nextPageToken": page["nextPageToken"]},
-                        headers=owner, key=False))
+                        headers=owner, key=False, plane="admin"))
     assert [u["localId"] for u in rest["users"]] == ["v3-user-2"]
+    # On the public plane the admin rpcs do not exist (A.12).
+    resp = v3(stack, "downloadAccount", {"targetProjectId": stack.project_id}, headers=owner)
+    assert resp.status_code == 404 and resp.headers.get("X-Tessera-Plane") == "public", describe(resp)
     # Without an admin credential, or without a project, it is refused (B.0, B.2.5).
     for body in [{"targetProjectId": stack.project_id, "tenantId": tenant}, {"tenantId": tenant}]:
-        resp = v3(stack, "downloadAccount", body)
-        expect_error(resp, "INSUFFICIENT_PERMISSION")
-    expect_error(v3(stack, "uploadAccount", {"tenantId": tenant}, headers=owner, key=False),
+        expect_error(v3(stack, "downloadAccount", body, plane="admin"), "INSUFFICIENT_PERMISSION")
+    expect_error(v3(stack, "uploadAccount", {"tenantId": tenant}, headers=owner, key=False, plane="admin"),
                  "INSUFFICIENT_PERMISSION")
     # A wrong admin credential is the directory's 401, as on the v1 admin paths.
     resp = v3(stack, "downloadAccount", {"targetProjectId": stack.project_id},
-              headers={"Authorization": "Bearer not-a-credential"}, key=False)
+              headers={"Authorization": "Bearer not-a-credential"}, key=False, plane="admin")
     expect_status_error(resp, 401, "UNAUTHENTICATED")
 
 

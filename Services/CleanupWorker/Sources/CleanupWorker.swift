@@ -47,7 +47,7 @@ public struct CleanupWorkerConfiguration: Sendable {
 
     /// Reads the keys documented in docs/configuration.md.
     public init(environment env: ConfigReader) throws {
-        self.init(internalSecret: try env.required("TESSERA_INTERNAL_SECRET"))
+        self.init(internalSecret: try env.secret("TESSERA_INTERNAL_SECRET"))
         hostname = env.string("TESSERA_HTTP_HOST", default: hostname)
         port = try env.int("TESSERA_HTTP_PORT", default: port)
         directoryURL = env.string("TESSERA_DIRECTORY_URL", default: directoryURL)

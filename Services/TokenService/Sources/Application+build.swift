@@ -72,6 +72,7 @@ public func buildTokenApplication(
     EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     OutOfScope.addRoutes(to: router)
+    router.addRouteTable(internalSecret: configuration.internalSecret)
 
     return Application(
         router: router,

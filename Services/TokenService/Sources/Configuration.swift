@@ -53,7 +53,7 @@ public struct TokenServiceConfiguration: Sendable {
         self.init(
             projectID: env.string("TESSERA_PROJECT_ID", default: "tessera-local"),
             apiKey: try env.required("TESSERA_API_KEY"),
-            internalSecret: try env.required("TESSERA_INTERNAL_SECRET"),
+            internalSecret: try env.secret("TESSERA_INTERNAL_SECRET"),
             signingKeysDirectory: try env.required("TESSERA_SIGNING_KEYS_DIR"),
             projectNumber: env.string("TESSERA_PROJECT_NUMBER"))
         hostname = env.string("TESSERA_HTTP_HOST", default: hostname)

@@ -11,6 +11,8 @@ public struct DirectoryConfiguration: Sendable {
     public var port: Int
     public var projectID: String
     public var adminToken: String
+    /// Where `Bearer owner` (the Admin SDKs' emulator-mode token) acts; nil: refused (API.md A.12).
+    public var ownerTokenScope: OwnerTokenScope?
     public var internalSecret: String
     public var database: PostgresClient.Configuration
     public var anonymousRetention: Duration
@@ -60,11 +62,17 @@ public struct DirectoryConfiguration: Sendable {
             hostname: env.string("TESSERA_HTTP_HOST", default: "127.0.0.1"),
             port: try env.int("TESSERA_HTTP_PORT", default: 8082),
             projectID: env.string("TESSERA_PROJECT_ID", default: "tessera-local"),
-            adminToken: try env.required("TESSERA_ADMIN_TOKEN"),
-            internalSecret: try env.required("TESSERA_INTERNAL_SECRET"),
+            adminToken: try env.secret("TESSERA_ADMIN_TOKEN"),
+            internalSecret: try env.secret("TESSERA_INTERNAL_SECRET"),
             database: try Self.database(env),
             anonymousRetention: try env.duration("CLEANUP_ANONYMOUS_RETENTION", default: .seconds(30 * 86400)),
             autoMigrate: try env.bool("TESSERA_AUTO_MIGRATE", default: false))
+        if let scope = env.string("TESSERA_OWNER_TOKEN_SCOPE") {
+            guard let parsed = OwnerTokenScope(scope) else {
+                throw ConfigError.invalid("TESSERA_OWNER_TOKEN_SCOPE", "expected project or tenants/<tenant id>")
+            }
+            ownerTokenScope = parsed
+        }
         passwordHashRounds = try env.int("TESSERA_PASSWORD_HASH_ROUNDS", default: passwordHashRounds)
         passwordHashMemCost = try env.int("TESSERA_PASSWORD_HASH_MEM_COST", default: passwordHashMemCost)
         guard (1...8).contains(passwordHashRounds), (1...17).contains(passwordHashMemCost) else {
@@ -123,24 +131,30 @@ public func buildDirectoryApplication(
         return JSONResponse(HealthStatus())
     }
 
-    let internalGroup = router.group().add(middleware: InternalAuthMiddleware(secret: configuration.internalSecret))
+    let internalGroup = router.group().add(
+        middleware: InternalAuthMiddleware<DirectoryContext>(secret: configuration.internalSecret))
     InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
     let cleanup = CleanupStore(client: client, anonymousRetention: configuration.anonymousRetention)
     CleanupInternalController(store: cleanup).addRoutes(to: internalGroup)
     // The token service's privileged endpoints (createSessionCookie) authenticate admins here.
-    let checker = AdminCredentialStore(client: client, bootstrapSecret: configuration.adminToken)
+    let credentials = AdminCredentialStore(
+        client: client, bootstrapSecret: configuration.adminToken, ownerScope: configuration.ownerTokenScope)
+    if let scope = configuration.ownerTokenScope {
+        logger.warning(
+            "TESSERA_OWNER_TOKEN_SCOPE is set: the Admin SDKs' emulator-mode token `Bearer owner` is accepted on the admin plane; every such call is audited as owner",
+            metadata: ["owner.scope": .string(scope.tenantId.map { "tenants/\($0)" } ?? "project")])
+    }
     internalGroup.post(RouterPath(InternalPath.checkAdmin)) { request, context in
         let body = try await request.decodeJSON(CheckAdminRequest.self, context: context)
         let parts = body.authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw FirebaseError.missingCredentials }
-        guard let principal = try await checker.authenticate(String(parts[1]), logger: context.logger) else {
+        guard let principal = try await credentials.authenticate(String(parts[1]), logger: context.logger) else {
             throw FirebaseError.invalidCredentials
         }
         if let own = principal.tenantId, own != body.tenantId { throw FirebaseError.insufficientPermission }
         return JSONResponse(EmptyObject())
     }
 
-    let credentials = AdminCredentialStore(client: client, bootstrapSecret: configuration.adminToken)
     for prefix in identityToolkitPrefixes {
         let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
             middleware: AdminAuthMiddleware(credentials: credentials, projectID: configuration.projectID))
@@ -166,6 +180,8 @@ public func buildDirectoryApplication(
             projectID: configuration.projectID
         ).addRoutes(to: admin)
     }
+
+    router.addRouteTable(internalSecret: configuration.internalSecret)
 
     let migrations = MigrationRunner(client: client)
     var app = Application(

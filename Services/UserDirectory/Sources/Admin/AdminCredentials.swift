@@ -8,6 +8,9 @@ import TesseraShared
 public struct AdminCredentialStore: Sendable {
     let client: PostgresClient
     let bootstrapSecret: String
+    /// Where the Admin SDKs' emulator-mode token (`Bearer owner`) acts, when the operator turned it on
+    /// (`TESSERA_OWNER_TOKEN_SCOPE`); nil: refused like any unknown credential (API.md A.12).
+    var ownerScope: OwnerTokenScope? = nil
 
     public struct Credential: Sendable {
         var credentialId: String
@@ -20,6 +23,10 @@ public struct AdminCredentialStore: Sendable {
     /// time; stored credentials are found by the SHA-256 of the (256-bit random) secret.
     func authenticate(_ secret: String, logger: Logger) async throws -> AdminPrincipal? {
         if Secrets.constantTimeEquals(secret, bootstrapSecret) { return .bootstrap }
+        // The emulator accepts `owner` in any case; only where the operator allowed it, and audited as such.
+        if let ownerScope, secret.lowercased() == "owner" {
+            return AdminPrincipal(credentialId: "owner", tenantId: ownerScope.tenantId)
+        }
         let rows = try await client.query(
             """
             SELECT credential_id, tenant_id FROM admin_credentials
@@ -200,5 +207,28 @@ struct AdminCredentialController<Tenants: TenantRepository> {
                 logger: context.logger),
             size: size)
         return JSONResponse(AuditPage(entries: page.rows.map(\.1), nextPageToken: page.nextToken { String($0.0) }))
+    }
+}
+
+/// `TESSERA_OWNER_TOKEN_SCOPE`: `project` (a project admin) or `tenants/<id>` (that tenant's admin).
+public enum OwnerTokenScope: Sendable, Equatable {
+    case project
+    case tenant(String)
+
+    var tenantId: String? {
+        if case .tenant(let id) = self { return id }
+        return nil
+    }
+
+    public init?(_ text: String) {
+        if text == "project" {
+            self = .project
+        } else if text.hasPrefix("tenants/"), case let id = String(text.dropFirst("tenants/".count)), !id.isEmpty,
+            !id.contains("/")
+        {
+            self = .tenant(id)
+        } else {
+            return nil
+        }
     }
 }

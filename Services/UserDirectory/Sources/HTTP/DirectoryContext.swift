@@ -118,19 +118,3 @@ struct AdminAuthMiddleware: RouterMiddleware {
         return response
     }
 }
-
-/// Internal calls carry the shared internal secret in `X-Tessera-Internal`.
-struct InternalAuthMiddleware: RouterMiddleware {
-    typealias Context = DirectoryContext
-    let secret: String
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
-        async throws -> Response
-    {
-        guard let presented = request.headers[.internalSecret], Secrets.constantTimeEquals(presented, secret) else {
-            context.logger.warning("internal call without a valid internal secret")
-            throw FirebaseError.permissionDenied("PERMISSION_DENIED : internal API")
-        }
-        return try await next(request, context)
-    }
-}

@@ -1,0 +1,51 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Only the other Tessera services may call: the shared internal secret (`X-Tessera-Internal`),
+/// compared in constant time. The ingress drops the header from outside callers and answers 404
+/// for `/internal/` on both planes.
+public struct InternalAuthMiddleware<Context: TesseraContext>: RouterMiddleware {
+    let secret: String
+
+    public init(secret: String) {
+        self.secret = secret
+    }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        guard let presented = request.headers[.internalSecret], Secrets.constantTimeEquals(presented, secret) else {
+            context.logger.warning("internal call without a valid internal secret")
+            throw FirebaseError.permissionDenied("PERMISSION_DENIED : internal API")
+        }
+        return try await next(request, context)
+    }
+}
+
+/// A service's route table: every method and path template it serves. The whole-stack test reads it
+/// to walk each route through both planes of the ingress (API.md A.12), so a route added to a
+/// service is checked without anyone listing it by hand.
+public struct RouteTable: Codable, Sendable {
+    public struct Route: Codable, Sendable, Equatable {
+        public var method: String
+        public var path: String
+    }
+
+    public var routes: [Route]
+
+    public static let path = "/internal/v1/routes"
+}
+
+extension Router where Context: TesseraContext {
+    /// Serves the routes registered so far, and this one, at `RouteTable.path` behind the internal
+    /// secret. Call it last.
+    public func addRouteTable(internalSecret: String) {
+        var routes = self.routes.map { RouteTable.Route(method: $0.method.rawValue, path: "\($0.path)") }
+        routes.append(RouteTable.Route(method: "GET", path: RouteTable.path))
+        let table = RouteTable(routes: routes)
+        group().add(middleware: InternalAuthMiddleware<Context>(secret: internalSecret)).get(
+            RouterPath(RouteTable.path)
+        ) { _, _ in JSONResponse(table) }
+    }
+}
