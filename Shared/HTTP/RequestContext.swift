@@ -202,5 +202,6 @@ public struct EmptyObject: Codable, Sendable {
 /// `{"status":"ok"}` for health endpoints.
 public struct HealthStatus: Codable, Sendable {
     public var status: String
+    public var version = TesseraVersion.current
     public init(_ status: String = "ok") { self.status = status }
 }

@@ -10,6 +10,7 @@ struct CleanupWorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cleanup-worker",
         abstract: "Tessera's background scheduler.",
+        version: TesseraVersion.current,
         subcommands: [Serve.self, RunOnce.self],
         defaultSubcommand: Serve.self)
 }

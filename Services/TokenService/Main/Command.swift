@@ -10,6 +10,7 @@ struct TokenServiceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-service",
         abstract: "Tessera's token service: the end-user API, token issuance and the public keys.",
+        version: TesseraVersion.current,
         subcommands: [Serve.self, Keys.self],
         defaultSubcommand: Serve.self)
 }

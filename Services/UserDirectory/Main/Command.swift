@@ -9,6 +9,7 @@ struct UserDirectoryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user-directory",
         abstract: "Tessera's user directory: the owner of PostgreSQL, the admin API and the internal API.",
+        version: TesseraVersion.current,
         subcommands: [Serve.self, Migrate.self],
         defaultSubcommand: Serve.self)
 }

@@ -1,0 +1,128 @@
+"""Secret settings and the version (API.md A.12, issue 22), with the stack's own binaries started beside
+the stack on ports of their own: a placeholder, short or doubly given secret stops a service at start
+with a message that names the setting (never the value); a secret from `<NAME>_FILE` works; without
+TESSERA_OWNER_TOKEN_SCOPE the Admin SDKs' `Bearer owner` is refused like any unknown credential; every
+binary and /healthz answer CHANGELOG.md's version."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import HTTP_TIMEOUT, describe, expect_ok
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def binary(stack, name: str) -> Path:
+    path = Path(stack.env.get("TESSERA_BIN_DIR", "")) / name
+    assert path.is_file(), f"{path} missing (TESSERA_BIN_DIR in {stack.env_file})"
+    return path
+
+
+def service_env(stack, port: int, **settings: str) -> dict[str, str]:
+    env = {"PATH": os.environ.get("PATH", ""), "TESSERA_HTTP_HOST": "127.0.0.1", "TESSERA_HTTP_PORT": str(port),
+           "TESSERA_PROJECT_ID": stack.project_id, "DATABASE_URL": stack.database_url or "",
+           "TESSERA_INTERNAL_SECRET": stack.internal_secret or "", "LOG_LEVEL": "warning",
+           "TESSERA_SIGNING_KEYS_DIR": stack.env.get("TESSERA_SIGNING_KEYS_DIR", ""),
+           "TESSERA_DIRECTORY_URL": stack.directory_url or "", "TESSERA_API_KEY": stack.api_key}
+    env.update(settings)
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def refused(stack, name: str, **settings: str) -> str:
+    """Starts `name serve`; it must exit non-zero; returns what it printed."""
+    done = subprocess.run([str(binary(stack, name)), "serve"], env=service_env(stack, free_port(), **settings),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0, f"{name} started with {settings}"
+    return done.stdout + done.stderr
+
+
+STRONG = secrets.token_hex(32)
+
+
+@pytest.mark.parametrize("value", ["owner", "change-me", "secret", secrets.token_hex(16)])
+def test_a_placeholder_or_short_admin_token_stops_the_directory(stack, value):
+    output = refused(stack, "user-directory", TESSERA_ADMIN_TOKEN=value)
+    assert "TESSERA_ADMIN_TOKEN" in output, output
+    if len(value) > 6:
+        assert value not in output, "the value of a secret is never printed"
+
+
+def test_a_weak_internal_secret_stops_every_service(stack):
+    for name in ("user-directory", "token-service", "cleanup-worker"):
+        output = refused(stack, name, TESSERA_ADMIN_TOKEN=STRONG, TESSERA_INTERNAL_SECRET="change-me")
+        assert "TESSERA_INTERNAL_SECRET" in output, (name, output)
+
+
+def test_a_secret_given_twice_is_refused(stack, tmp_path):
+    file = tmp_path / "admin-token"
+    file.write_text(STRONG + "\n")
+    output = refused(stack, "user-directory", TESSERA_ADMIN_TOKEN=STRONG, TESSERA_ADMIN_TOKEN_FILE=str(file))
+    assert "TESSERA_ADMIN_TOKEN" in output and "not both" in output, output
+
+
+def test_a_secret_from_a_file_and_owner_refused_by_default(stack, tmp_path):
+    file = tmp_path / "admin-token"
+    file.write_text(STRONG + "\n")
+    os.chmod(file, 0o600)
+    port = free_port()
+    process = subprocess.Popen([str(binary(stack, "user-directory")), "serve"],
+                               env=service_env(stack, port, TESSERA_ADMIN_TOKEN_FILE=str(file)),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.stdout.read() if process.stdout else "exited"
+            try:
+                if requests.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.monotonic() < deadline, "the directory did not start with its secret from a file"
+            time.sleep(0.2)
+        config = f"/v2/projects/{stack.project_id}/config"
+        expect_ok(requests.get(base + config, headers={"Authorization": f"Bearer {STRONG}"}, timeout=HTTP_TIMEOUT))
+        resp = requests.get(base + config, headers={"Authorization": "Bearer owner"}, timeout=HTTP_TIMEOUT)
+        assert resp.status_code == 401 and resp.json()["error"]["status"] == "UNAUTHENTICATED", describe(resp)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+
+def test_an_owner_scope_that_is_not_one_is_refused(stack):
+    output = refused(stack, "user-directory", TESSERA_ADMIN_TOKEN=STRONG, TESSERA_OWNER_TOKEN_SCOPE="everything")
+    assert "TESSERA_OWNER_TOKEN_SCOPE" in output, output
+
+
+def test_every_binary_and_healthz_answer_the_changelogs_version(stack):
+    """A license, a version and a changelog (issue 22): the version is CHANGELOG.md's newest entry."""
+    from conftest import REPO_ROOT
+    changelog = (REPO_ROOT / "CHANGELOG.md").read_text()
+    newest = next(line for line in changelog.splitlines() if line.startswith("## ")).split()[1]
+    for name in ("token-service", "user-directory", "cleanup-worker"):
+        done = subprocess.run([str(binary(stack, name)), "--version"], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0 and done.stdout.strip() == newest, (name, done.stdout, done.stderr)
+    assert expect_ok(requests.get(stack.url + "/healthz", timeout=HTTP_TIMEOUT))["version"] == newest
+    assert (REPO_ROOT / "LICENSE").read_text().lstrip().startswith("Apache License")
+    assert "Version 2.0" in (REPO_ROOT / "LICENSE").read_text()[:200]
+    notice = (REPO_ROOT / "NOTICE").read_text()
+    assert "hummingbird-project/hummingbird" in notice and "vapor/postgres-nio" in notice
