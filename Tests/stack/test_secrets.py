@@ -126,3 +126,89 @@ def test_every_binary_and_healthz_answer_the_changelogs_version(stack):
     assert "Version 2.0" in (REPO_ROOT / "LICENSE").read_text()[:200]
     notice = (REPO_ROOT / "NOTICE").read_text()
     assert "hummingbird-project/hummingbird" in notice and "vapor/postgres-nio" in notice
+
+
+# --------------------------------------------------------------------------------------
+# PostgreSQL over TLS (API.md A.12): the stack's PostgreSQL offers TLS with a certificate from a CA of
+# the stack's own (TESSERA_PG_CA_FILE); the directory's DATABASE_URL chooses with sslmode.
+# --------------------------------------------------------------------------------------
+
+def with_query(url: str, **params: str) -> str:
+    from urllib.parse import urlencode
+    return url + ("&" if "?" in url else "?") + urlencode(params)
+
+
+def ssl_connections(stack) -> int:
+    """The `tessera` role's connections that use TLS now (asked over a connection without TLS)."""
+    psql = next((p for p in ("/usr/lib/postgresql/15/bin/psql", "/usr/bin/psql") if os.path.exists(p)), "psql")
+    done = subprocess.run([psql, "-X", "-At", "-c",
+                           "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) "
+                           "WHERE s.ssl AND a.usename = 'tessera'", with_query(stack.database_url, sslmode="disable")],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip())
+
+
+def other_ca(folder: Path) -> Path:
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Not the stack's CA")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    path = folder / "other-ca.crt"
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return path
+
+
+def test_the_directory_talks_tls_to_postgresql_with_verify_full(stack):
+    ca = stack.env.get("TESSERA_PG_CA_FILE")
+    assert ca and os.path.exists(ca), "the stack's env file names its PostgreSQL CA (TESSERA_PG_CA_FILE)"
+    before = ssl_connections(stack)
+    port = free_port()
+    url = with_query(stack.database_url, sslmode="verify-full", sslrootcert=ca)
+    process = subprocess.Popen([str(binary(stack, "user-directory")), "serve"],
+                               env=service_env(stack, port, TESSERA_ADMIN_TOKEN=STRONG, DATABASE_URL=url),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.stdout.read() if process.stdout else "exited"
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.monotonic() < deadline, "the directory did not come up over TLS"
+            time.sleep(0.2)
+        assert ssl_connections(stack) > before, "the directory's connections do not use TLS"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+
+def test_a_server_certificate_that_does_not_verify_stops_the_directory(stack, tmp_path):
+    url = with_query(stack.database_url, sslmode="verify-full", sslrootcert=str(other_ca(tmp_path)))
+    output = refused(stack, "user-directory", TESSERA_ADMIN_TOKEN=STRONG, DATABASE_URL=url,
+                     TESSERA_DATABASE_START_TIMEOUT="3s", LOG_LEVEL="info")
+    assert "CERTIFICATE_VERIFY_FAILED" in output, "the log says why"
+    assert "DATABASE_URL" in output, output
+    password = stack.database_url.split(":")[2].split("@")[0]
+    assert password not in output, "the database password is never printed"
+    for bad in (with_query(stack.database_url, sslmode="sometimes"),
+                with_query(stack.database_url, sslmode="verify-full", sslrootcert=str(tmp_path / "missing.crt"))):
+        output = refused(stack, "user-directory", TESSERA_ADMIN_TOKEN=STRONG, DATABASE_URL=bad)
+        assert "DATABASE_URL" in output and ("sslmode" in output or "sslrootcert" in output), output

@@ -26,6 +26,8 @@ public struct DirectoryConfiguration: Sendable {
     public var hashQueue: Int = 64
     /// How often freed memory is given back to the system (`HeapTrim`); zero: never.
     public var heapTrimInterval: Duration = .seconds(30)
+    /// How long the start may wait for PostgreSQL before the service gives up (the schema check).
+    public var databaseStartTimeout: Duration = .seconds(30)
     /// Out-of-band codes expire after this long (A.7: 1 hour).
     public var oobCodeTTL: Duration = .seconds(3600)
     public var mail = MailDispatcher.Settings(smtp: nil)
@@ -83,6 +85,7 @@ public struct DirectoryConfiguration: Sendable {
         hashQueue = try env.int("TESSERA_HASH_QUEUE", default: hashQueue)
         heapTrimInterval = try env.duration("TESSERA_HEAP_TRIM_INTERVAL", default: heapTrimInterval)
         oobCodeTTL = try env.duration("TESSERA_OOB_CODE_TTL", default: oobCodeTTL)
+        databaseStartTimeout = try env.duration("TESSERA_DATABASE_START_TIMEOUT", default: databaseStartTimeout)
         if let url = env.string("SMTP_URL") {
             mail.smtp = try SMTPConfiguration(
                 url: url, from: env.string("SMTP_FROM", default: "noreply@\(projectID).tessera.local"),
@@ -197,7 +200,22 @@ public func buildDirectoryApplication(
         if configuration.autoMigrate {
             try await migrations.migrate(logger: logger)
         }
-        let version = try await migrations.check(logger: logger)
+        let version: Int
+        do {
+            version = try await withDeadline(configuration.databaseStartTimeout) {
+                try await migrations.check(logger: logger)
+            }
+        } catch is DeadlineExceeded {
+            // The pool keeps retrying a connection it cannot make; a service that cannot reach its
+            // database stops instead of waiting for ever, and its log says why at each attempt.
+            throw DatabaseURLError.unusable(
+                "no connection within \(configuration.databaseStartTimeout); the log's \"Connection creation failed\" "
+                    + "lines give the cause, e.g. a TLS certificate that does not verify")
+        } catch let error as PSQLError {
+            // Its description is generic on purpose; the code and the cause (a TLS certificate that
+            // does not verify, a refused connection) are what the operator needs, with the setting.
+            throw DatabaseURLError.unusable("\(error.code)" + (error.underlying.map { ": \($0)" } ?? ""))
+        }
         logger.info("schema checked", metadata: ["schema.version": "\(version)"])
     }
     return app
@@ -213,5 +231,21 @@ public func runMigrations(configuration: PostgresClient.Configuration, logger: L
         }
         defer { group.cancelAll() }
         return try await MigrationRunner(client: client).migrate(logger: logger)
+    }
+}
+
+struct DeadlineExceeded: Error {}
+
+/// `body`'s result, or `DeadlineExceeded` once `limit` has passed (`body` is then cancelled).
+func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw DeadlineExceeded()
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next() else { throw DeadlineExceeded() }
+        return first
     }
 }

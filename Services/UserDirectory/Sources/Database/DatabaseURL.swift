@@ -1,19 +1,27 @@
 import Foundation
 import Logging
+import NIOSSL
 import PostgresNIO
 import TesseraShared
 
 extension PostgresClient.Configuration {
-    /// Reads `postgres://user:password@host:port/database` (also `postgresql://`).
+    /// Reads `postgres://user:password@host:port/database[?sslmode=…&sslrootcert=…]` (also
+    /// `postgresql://`). `sslmode` as libpq names it (API.md A.12): `disable` (the default here, as the
+    /// local stack's PostgreSQL is on loopback), `prefer`, `require` (encrypted, the server not
+    /// verified), `verify-ca` (its certificate chains to `sslrootcert`, or the system's roots) and
+    /// `verify-full` (that, and it is for the host named).
     public static func fromURL(_ text: String) throws -> PostgresClient.Configuration {
         guard let url = URLComponents(string: text), let scheme = url.scheme,
             scheme == "postgres" || scheme == "postgresql", let host = url.host, let user = url.user
         else { throw DatabaseURLError.invalid }
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        var query: [String: String] = [:]
+        for item in url.queryItems ?? [] { query[item.name] = item.value ?? "" }
         var configuration = PostgresClient.Configuration(
             host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
             password: url.password.map { $0.removingPercentEncoding ?? $0 },
-            database: database.isEmpty ? nil : database, tls: .disable)
+            database: database.isEmpty ? nil : database,
+            tls: try tls(mode: query["sslmode"] ?? "disable", rootCertificate: query["sslrootcert"]))
         configuration.options.minimumConnections = 0
         configuration.options.maximumConnections = 20
         return configuration
@@ -38,9 +46,50 @@ extension PostgresClient.Configuration {
     }
 }
 
+extension PostgresClient.Configuration {
+    static func tls(mode: String, rootCertificate: String?) throws -> PostgresClient.Configuration.TLS {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let rootCertificate, !rootCertificate.isEmpty {
+            guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
+                throw DatabaseURLError.sslRootCertificate
+            }
+            tls.trustRoots = .file(rootCertificate)
+        }
+        switch mode {
+        case "disable":
+            return .disable
+        case "prefer", "allow":
+            tls.certificateVerification = .none
+            return try .prefer(tls)
+        case "require":
+            tls.certificateVerification = .none
+            return try .require(tls)
+        case "verify-ca":
+            tls.certificateVerification = .noHostnameVerification
+            return try .require(tls)
+        case "verify-full":
+            tls.certificateVerification = .fullVerification
+            return try .require(tls)
+        default:
+            throw DatabaseURLError.sslMode
+        }
+    }
+}
+
 public enum DatabaseURLError: Error, CustomStringConvertible {
     case invalid
-    public var description: String { "DATABASE_URL must look like postgres://user:password@host:port/database" }
+    case sslMode
+    case sslRootCertificate
+    case unusable(String)
+
+    public var description: String {
+        switch self {
+        case .invalid: "DATABASE_URL must look like postgres://user:password@host:port/database"
+        case .sslMode: "DATABASE_URL: sslmode must be disable, prefer, require, verify-ca or verify-full"
+        case .sslRootCertificate: "DATABASE_URL: the sslrootcert file cannot be read"
+        case .unusable(let why): "DATABASE_URL: PostgreSQL cannot be used (\(why))"
+        }
+    }
 }
 
 extension PSQLError {
