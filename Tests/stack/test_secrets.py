@@ -212,3 +212,54 @@ def test_a_server_certificate_that_does_not_verify_stops_the_directory(stack, tm
                 with_query(stack.database_url, sslmode="verify-full", sslrootcert=str(tmp_path / "missing.crt"))):
         output = refused(stack, "user-directory", TESSERA_ADMIN_TOKEN=STRONG, DATABASE_URL=bad)
         assert "DATABASE_URL" in output and ("sslmode" in output or "sslrootcert" in output), output
+
+
+def test_failed_admin_authentication_is_limited_per_address(stack):
+    """Past the limit, every admin call from that address is refused for the rest of the hour, the right
+    credential included; other addresses are not affected. A directory of its own with a limit of 3
+    (the test stack switches the limit off: its many deliberate wrong credentials all come from
+    127.0.0.1); asked directly, so the address comes from X-Forwarded-For (loopback is trusted)."""
+    port = free_port()
+    process = subprocess.Popen([str(binary(stack, "user-directory")), "serve"],
+                               env=service_env(stack, port, TESSERA_ADMIN_TOKEN=STRONG,
+                                               TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR="3"),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    path = f"/v2/projects/{stack.project_id}/config"
+    guesser = f"203.0.113.{secrets.randbelow(250) + 1}"
+    bystander = f"198.51.100.{secrets.randbelow(250) + 1}"
+
+    def call(secret: str, address: str) -> requests.Response:
+        return requests.get(base + path, timeout=HTTP_TIMEOUT,
+                            headers={"Authorization": f"Bearer {secret}", "X-Forwarded-For": address})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.stdout.read() if process.stdout else "exited"
+            try:
+                if requests.get(base + "/readyz", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.monotonic() < deadline, "the directory did not start"
+            time.sleep(0.2)
+        for _ in range(3):
+            assert call("wrong-" + secrets.token_hex(8), guesser).status_code == 401
+        # Tessera's rate limits answer as Firebase's: 400 TOO_MANY_ATTEMPTS_TRY_LATER, with Retry-After.
+        refused_call = call("wrong-" + secrets.token_hex(8), guesser)
+        assert refused_call.status_code == 400, describe(refused_call)
+        assert refused_call.json()["error"]["message"] == "TOO_MANY_ATTEMPTS_TRY_LATER"
+        assert int(refused_call.headers["Retry-After"]) > 0
+        right = call(STRONG, guesser)
+        assert right.status_code == 400 and right.json()["error"]["message"] == "TOO_MANY_ATTEMPTS_TRY_LATER", \
+            "the right credential is refused too from a blocked address"
+        expect_ok(call(STRONG, bystander))
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()

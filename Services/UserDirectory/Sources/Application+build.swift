@@ -26,6 +26,12 @@ public struct DirectoryConfiguration: Sendable {
     public var hashQueue: Int = 64
     /// How often freed memory is given back to the system (`HeapTrim`); zero: never.
     public var heapTrimInterval: Duration = .seconds(30)
+    /// Who the admin caller is behind the ingress (`TESSERA_TRUSTED_PROXIES`), for the limit on failed
+    /// admin authentication.
+    public var clientAddress = ClientAddress.loopback
+    /// Failed admin authentications per client address per hour before every admin call from that
+    /// address is refused for the rest of the hour (`TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR`; 0: off).
+    public var adminAuthFailuresPerHour = 20
     /// How long the start may wait for PostgreSQL before the service gives up (the schema check).
     public var databaseStartTimeout: Duration = .seconds(30)
     /// Out-of-band codes expire after this long (A.7: 1 hour).
@@ -86,6 +92,9 @@ public struct DirectoryConfiguration: Sendable {
         heapTrimInterval = try env.duration("TESSERA_HEAP_TRIM_INTERVAL", default: heapTrimInterval)
         oobCodeTTL = try env.duration("TESSERA_OOB_CODE_TTL", default: oobCodeTTL)
         databaseStartTimeout = try env.duration("TESSERA_DATABASE_START_TIMEOUT", default: databaseStartTimeout)
+        if let proxies = env.string("TESSERA_TRUSTED_PROXIES") { clientAddress = try ClientAddress(parsing: proxies) }
+        adminAuthFailuresPerHour = try env.int(
+            "TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR", default: adminAuthFailuresPerHour)
         if let url = env.string("SMTP_URL") {
             mail.smtp = try SMTPConfiguration(
                 url: url, from: env.string("SMTP_FROM", default: "noreply@\(projectID).tessera.local"),
@@ -160,7 +169,11 @@ public func buildDirectoryApplication(
 
     for prefix in identityToolkitPrefixes {
         let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
-            middleware: AdminAuthMiddleware(credentials: credentials, projectID: configuration.projectID))
+            middleware: AdminAuthMiddleware(
+                credentials: credentials, projectID: configuration.projectID,
+                failures: AdminAuthFailures(
+                    client: client, clientAddress: configuration.clientAddress,
+                    limit: configuration.adminAuthFailuresPerHour)))
         AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)
         TenantController(repository: tenants, projectID: configuration.projectID) { logger in

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import PostgresNIO
 import TesseraShared
 
 /// Who is calling the admin API: the bootstrap secret (`TESSERA_ADMIN_TOKEN`) or a stored
@@ -20,11 +21,14 @@ public struct DirectoryContext: TesseraContext {
     public var coreContext: CoreRequestContextStorage
     public var requestID: String
     public var admin: AdminPrincipal?
+    /// The peer's address (the ingress, behind one); see `ClientAddress` for the caller's.
+    public var remoteAddress: String?
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.requestID = ""
         self.admin = nil
+        self.remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 }
 
@@ -67,13 +71,18 @@ struct AdminAuthMiddleware: RouterMiddleware {
     typealias Context = DirectoryContext
     let credentials: AdminCredentialStore
     let projectID: String
+    let failures: AdminAuthFailures
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
         guard let bearer = request.bearerToken else { throw FirebaseError.missingCredentials }
+        let address = failures.address(request, context)
+        // An address that guessed wrong too often is refused outright, right credential or not.
+        try await failures.checkNotBlocked(address, logger: context.logger)
         guard let principal = try await credentials.authenticate(bearer, logger: context.logger) else {
             context.logger.notice("admin call with an unknown credential")
+            try await failures.count(address, logger: context.logger)
             throw FirebaseError.invalidCredentials
         }
         if let project = context.parameters.get("project"), project != projectID {
@@ -116,5 +125,50 @@ struct AdminAuthMiddleware: RouterMiddleware {
             }
         }
         return response
+    }
+}
+
+/// The limit on failed admin authentication (API.md A.12): each unknown credential counts against the
+/// caller's address (behind trusted proxies) in the project's rate counters, shared by every replica;
+/// past the limit every admin call from that address gets `TOO_MANY_ATTEMPTS_TRY_LATER` with
+/// `Retry-After` until the hour's window ends.
+struct AdminAuthFailures: Sendable {
+    static let bucket = "admin_auth_failure"
+    let client: PostgresClient
+    let clientAddress: ClientAddress
+    let limit: Int
+
+    func address(_ request: Request, _ context: DirectoryContext) -> String? {
+        clientAddress.resolve(
+            peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor].joined(separator: ","))
+    }
+
+    func checkNotBlocked(_ address: String?, logger: Logger) async throws {
+        guard RateLimiter.applies(limit: limit, key: address), let address else { return }
+        let hashed = RateLimiter.hashedKey(address)
+        let rows = try await client.query(
+            """
+            SELECT ceil(extract(epoch FROM window_start) + \(RateLimiter.window) - extract(epoch FROM now()))::bigint
+            FROM rate_counters
+            WHERE tenant_id = '' AND bucket = \(Self.bucket) AND key = \(hashed)
+                AND window_start = to_timestamp(floor(extract(epoch FROM now()) / \(RateLimiter.window)) * \(RateLimiter.window))
+                AND count >= \(limit)
+            """, logger: logger)
+        for try await remaining in rows.decode(Int64.self) {
+            throw FirebaseError.tooManyAttempts(retryAfterSeconds: Int(max(1, remaining)))
+        }
+    }
+
+    func count(_ address: String?, logger: Logger) async throws {
+        guard RateLimiter.applies(limit: limit, key: address) else { return }
+        // The attempt that reaches the limit is still answered 401; the next ones are refused.
+        do {
+            try await client.withConnection { connection in
+                try await RateLimiter.hit(
+                    connection, scope: "", bucket: Self.bucket, key: address, limit: limit + 1, logger: logger)
+            }
+        } catch let error as FirebaseError where error.code == "TOO_MANY_ATTEMPTS_TRY_LATER" {
+            _ = error
+        }
     }
 }

@@ -43,6 +43,9 @@ enum RateLimiter {
         limit > 0 && !(key ?? "").isEmpty
     }
 
+    /// How a key (an address, an email) is stored.
+    static func hashedKey(_ key: String) -> String { String(Secrets.tokenHash(key).prefix(32)) }
+
     /// Counts one event against `limit` in the current window of (`scope`, `bucket`, `key`); past the
     /// limit, `TOO_MANY_ATTEMPTS_TRY_LATER` with `Retry-After` = the rest of the window. Keys are
     /// stored hashed (they are addresses and emails). Inside a transaction that later fails, the
@@ -51,7 +54,7 @@ enum RateLimiter {
         _ connection: PostgresConnection, scope: String, bucket: String, key: String?, limit: Int, logger: Logger
     ) async throws {
         guard applies(limit: limit, key: key), let key else { return }
-        let hashed = String(Secrets.tokenHash(key).prefix(32))
+        let hashed = hashedKey(key)
         let rows = try await connection.query(
             """
             INSERT INTO rate_counters (tenant_id, bucket, key, window_start, count)
