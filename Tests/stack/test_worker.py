@@ -16,7 +16,7 @@ def test_worker_reports_ready_when_it_reaches_the_directory(stack: Stack):
     for path in ("/healthz", "/readyz"):
         resp = requests.get(url + path, timeout=10)
         assert resp.status_code == 200, f"{path}: {resp.status_code} {resp.text}"
-        assert resp.json() == {"status": "ok"}
+        assert resp.json()["status"] == "ok" and resp.json()["version"], resp.text
 
 
 def test_worker_run_once_sweeps_and_exits_zero(stack: Stack):
