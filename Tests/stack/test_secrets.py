@@ -6,6 +6,7 @@ binary and /healthz answer CHANGELOG.md's version."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
@@ -52,6 +53,36 @@ def refused(stack, name: str, **settings: str) -> str:
 STRONG = secrets.token_hex(32)
 
 
+@contextlib.contextmanager
+def running(stack, name: str, probe: str = "/healthz", **settings: str):
+    """`name serve` on a port of its own until it answers `probe`; yields its base URL; stops it after."""
+    port = free_port()
+    process = subprocess.Popen([str(binary(stack, name)), "serve"], env=service_env(stack, port, **settings),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.stdout.read() if process.stdout else "exited"
+            try:
+                if requests.get(base + probe, timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.monotonic() < deadline, f"{name} did not start with {sorted(settings)}"
+            time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+
 @pytest.mark.parametrize("value", ["owner", "change-me", "secret", secrets.token_hex(16)])
 def test_a_placeholder_or_short_admin_token_stops_the_directory(stack, value):
     output = refused(stack, "user-directory", TESSERA_ADMIN_TOKEN=value)
@@ -77,35 +108,11 @@ def test_a_secret_from_a_file_and_owner_refused_by_default(stack, tmp_path):
     file = tmp_path / "admin-token"
     file.write_text(STRONG + "\n")
     os.chmod(file, 0o600)
-    port = free_port()
-    process = subprocess.Popen([str(binary(stack, "user-directory")), "serve"],
-                               env=service_env(stack, port, TESSERA_ADMIN_TOKEN_FILE=str(file)),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.stdout.read() if process.stdout else "exited"
-            try:
-                if requests.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            assert time.monotonic() < deadline, "the directory did not start with its secret from a file"
-            time.sleep(0.2)
+    with running(stack, "user-directory", TESSERA_ADMIN_TOKEN_FILE=str(file)) as base:
         config = f"/v2/projects/{stack.project_id}/config"
         expect_ok(requests.get(base + config, headers={"Authorization": f"Bearer {STRONG}"}, timeout=HTTP_TIMEOUT))
         resp = requests.get(base + config, headers={"Authorization": "Bearer owner"}, timeout=HTTP_TIMEOUT)
         assert resp.status_code == 401 and resp.json()["error"]["status"] == "UNAUTHENTICATED", describe(resp)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()
 
 
 def test_an_owner_scope_that_is_not_one_is_refused(stack):
@@ -172,32 +179,9 @@ def test_the_directory_talks_tls_to_postgresql_with_verify_full(stack):
     ca = stack.env.get("TESSERA_PG_CA_FILE")
     assert ca and os.path.exists(ca), "the stack's env file names its PostgreSQL CA (TESSERA_PG_CA_FILE)"
     before = ssl_connections(stack)
-    port = free_port()
     url = with_query(stack.database_url, sslmode="verify-full", sslrootcert=ca)
-    process = subprocess.Popen([str(binary(stack, "user-directory")), "serve"],
-                               env=service_env(stack, port, TESSERA_ADMIN_TOKEN=STRONG, DATABASE_URL=url),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.stdout.read() if process.stdout else "exited"
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            assert time.monotonic() < deadline, "the directory did not come up over TLS"
-            time.sleep(0.2)
+    with running(stack, "user-directory", "/readyz", TESSERA_ADMIN_TOKEN=STRONG, DATABASE_URL=url):
         assert ssl_connections(stack) > before, "the directory's connections do not use TLS"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()
 
 
 def test_a_server_certificate_that_does_not_verify_stops_the_directory(stack, tmp_path):
@@ -219,30 +203,16 @@ def test_failed_admin_authentication_is_limited_per_address(stack):
     credential included; other addresses are not affected. A directory of its own with a limit of 3
     (the test stack switches the limit off: its many deliberate wrong credentials all come from
     127.0.0.1); asked directly, so the address comes from X-Forwarded-For (loopback is trusted)."""
-    port = free_port()
-    process = subprocess.Popen([str(binary(stack, "user-directory")), "serve"],
-                               env=service_env(stack, port, TESSERA_ADMIN_TOKEN=STRONG,
-                                               TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR="3"),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
     path = f"/v2/projects/{stack.project_id}/config"
     guesser = f"203.0.113.{secrets.randbelow(250) + 1}"
     bystander = f"198.51.100.{secrets.randbelow(250) + 1}"
 
-    def call(secret: str, address: str) -> requests.Response:
-        return requests.get(base + path, timeout=HTTP_TIMEOUT,
-                            headers={"Authorization": f"Bearer {secret}", "X-Forwarded-For": address})
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, process.stdout.read() if process.stdout else "exited"
-            try:
-                if requests.get(base + "/readyz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            assert time.monotonic() < deadline, "the directory did not start"
-            time.sleep(0.2)
+    with running(stack, "user-directory", "/readyz", TESSERA_ADMIN_TOKEN=STRONG,
+                 TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR="3") as base:
+        def call(secret: str, address: str) -> requests.Response:
+            return requests.get(base + path, timeout=HTTP_TIMEOUT,
+                                headers={"Authorization": f"Bearer {secret}", "X-Forwarded-For": address})
+
         for _ in range(3):
             assert call("wrong-" + secrets.token_hex(8), guesser).status_code == 401
         # Tessera's rate limits answer as Firebase's: 400 TOO_MANY_ATTEMPTS_TRY_LATER, with Retry-After.
@@ -254,12 +224,3 @@ def test_failed_admin_authentication_is_limited_per_address(stack):
         assert right.status_code == 400 and right.json()["error"]["message"] == "TOO_MANY_ATTEMPTS_TRY_LATER", \
             "the right credential is refused too from a blocked address"
         expect_ok(call(STRONG, bystander))
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()

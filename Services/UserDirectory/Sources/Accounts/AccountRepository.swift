@@ -95,12 +95,8 @@ public struct PostgresAccountRepository: AccountRepository {
         let retentionSeconds = anonymousRetention.timeInterval
         return try await client.transaction(logger: logger) { connection in
             let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
-            if flags.disabledUserSignup || !flags.enableAnonymousUser {
-                throw FirebaseError.invalid("ADMIN_ONLY_OPERATION")
-            }
-            try await RateLimiter.hit(
-                connection, scope: scope, bucket: "sign_up", key: clientIP, limit: flags.rateLimits.signUpsPerIpPerHour,
-                logger: logger)
+            if !flags.enableAnonymousUser { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+            try await flags.admitNewAccount(connection, scope: scope, clientIP: clientIP, logger: logger)
             let autodelete = flags.autodeleteAnonymousUsers
 
             let now = Self.nowMillis()

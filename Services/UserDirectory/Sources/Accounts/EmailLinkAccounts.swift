@@ -60,10 +60,8 @@ extension PostgresAccountRepository {
                     }
                     localId = owner
                 } else {
-                    if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
-                    try await RateLimiter.hit(
-                        connection, scope: scope, bucket: "sign_up", key: request.clientIP,
-                        limit: flags.rateLimits.signUpsPerIpPerHour, logger: logger)
+                    try await flags.admitNewAccount(
+                        connection, scope: scope, clientIP: request.clientIP, logger: logger)
                     localId = Secrets.randomAlphanumeric(28)
                     try await connection.query(
                         """

@@ -157,10 +157,7 @@ extension PostgresAccountRepository {
         // stays on the provider entry only (B.5.4).
         // A re-authentication proves who a signed-in user is; it never makes a new one.
         if request.autoCreate == false { throw FirebaseError.invalid("USER_NOT_FOUND") }
-        if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
-        try await RateLimiter.hit(
-            connection, scope: scope, bucket: "sign_up", key: request.clientIP,
-            limit: flags.rateLimits.signUpsPerIpPerHour, logger: logger)
+        try await flags.admitNewAccount(connection, scope: scope, clientIP: request.clientIP, logger: logger)
         let localId = Secrets.randomAlphanumeric(28)
         let email = oneAccountPerEmail ? identity.email : nil
         try await connection.query(

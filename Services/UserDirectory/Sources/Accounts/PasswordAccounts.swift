@@ -65,6 +65,19 @@ extension ScopeFlags {
     }
 }
 
+extension ScopeFlags {
+    /// An end user's call is about to create an account (A.5, issue #7): refused when the scope closed
+    /// sign-up (`ADMIN_ONLY_OPERATION`), and counted against the caller's address.
+    func admitNewAccount(_ connection: PostgresConnection, scope: String, clientIP: String?, logger: Logger)
+        async throws
+    {
+        if disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+        try await RateLimiter.hit(
+            connection, scope: scope, bucket: "sign_up", key: clientIP, limit: rateLimits.signUpsPerIpPerHour,
+            logger: logger)
+    }
+}
+
 extension PostgresAccountRepository {
     func flags(_ scope: String, logger: Logger) async throws -> ScopeFlags {
         try await client.withConnection { try await ScopeFlags.read($0, scope: scope, lock: false, logger: logger) }
@@ -105,10 +118,8 @@ extension PostgresAccountRepository {
                     try await Self.revokeSessions(
                         connection, scope: scope, localId: localId, reason: "credential_change", logger: logger)
                 } else {
-                    if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
-                    try await RateLimiter.hit(
-                        connection, scope: scope, bucket: "sign_up", key: request.clientIP,
-                        limit: flags.rateLimits.signUpsPerIpPerHour, logger: logger)
+                    try await flags.admitNewAccount(
+                        connection, scope: scope, clientIP: request.clientIP, logger: logger)
                     localId = Secrets.randomAlphanumeric(28)
                     try await connection.query(
                         """

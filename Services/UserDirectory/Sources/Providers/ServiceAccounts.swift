@@ -314,10 +314,7 @@ extension PostgresAccountRepository {
             let now = Self.nowMillis()
             var isNewUser = false
             if !(try await Self.lockUser(connection, scope: scope, localId: verified.uid, logger: logger)) {
-                if flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
-                try await RateLimiter.hit(
-                    connection, scope: scope, bucket: "sign_up", key: request.clientIP,
-                    limit: flags.rateLimits.signUpsPerIpPerHour, logger: logger)
+                try await flags.admitNewAccount(connection, scope: scope, clientIP: request.clientIP, logger: logger)
                 let inserted = try await connection.query(
                     """
                     INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,
