@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from conftest import describe, expect_error, expect_ok
+from conftest import describe, expect_error, expect_ok, unverified_claims
 
 PASSWORD = "correct horse 1"
 
@@ -272,6 +272,10 @@ def test_disabled_users_are_refused_everywhere_but_by_admins(client, admin, pass
     checked, refresh fails; admin lookups and updates still work."""
     address = email()
     session = expect_ok(sign_up(client, password_tenant, address))
+    # validSince has whole seconds: the session must be from an earlier second than the disable.
+    issued_at = unverified_claims(session["idToken"])["iat"]
+    while time.time() < issued_at + 1.05:
+        time.sleep(0.05)
     data = expect_ok(admin_update(admin, password_tenant, localId=session["localId"], disableUser=True))
     assert data["localId"] == session["localId"]
 
@@ -283,9 +287,13 @@ def test_disabled_users_are_refused_everywhere_but_by_admins(client, admin, pass
     [user] = admin.lookup_users(password_tenant, [session["localId"]])
     assert user["disabled"] is True
 
+    # Enabled again: a new sign-in works, but what was issued before the disable stays revoked (A.2),
+    # as the outside review found it did not.
     expect_ok(admin_update(admin, password_tenant, localId=session["localId"], disableUser=False))
-    expect_ok(sign_in(client, password_tenant, address))
-    client.refresh(session["refreshToken"])
+    fresh = expect_ok(sign_in(client, password_tenant, address))
+    client.refresh(fresh["refreshToken"])
+    expect_error(client.refresh_raw(session["refreshToken"]), "TOKEN_EXPIRED")
+    expect_error(client.lookup(session["idToken"], password_tenant), "TOKEN_EXPIRED")
 
 
 def test_admin_valid_since_revokes_earlier_sessions(client, admin, password_tenant):

@@ -239,12 +239,16 @@ public struct PostgresAccountRepository: AccountRepository {
                 let phone = change.deletePhoneNumber ? nil : (change.phoneNumber ?? before.phoneNumber)
                 let claims: String? = change.customAttributes ?? before.customAttributes
                 let credentialsChanged = stored != nil || emailChanged
+                // A disable ends every session and ID token issued before it, for good (A.2): enabling the
+                // user again does not bring them back. `validSince` does it; the families stay unrevoked
+                // so that a refresh while disabled still answers USER_DISABLED (B.2.2), TOKEN_EXPIRED after.
+                let disabling = change.disabled == true && !before.disabled
                 try await connection.query(
                     """
                     UPDATE users SET disabled = coalesce(\(change.disabled), disabled),
                         email = \(email), email_verified = \(emailVerified), phone_number = \(phone),
                         custom_attributes = \(claims),
-                        valid_since = CASE WHEN \(credentialsChanged) THEN \(now / 1000)
+                        valid_since = CASE WHEN \(credentialsChanged || disabling) THEN \(now / 1000)
                             ELSE coalesce(\(change.validSince), valid_since) END,
                         display_name = CASE WHEN \(change.deleteDisplayName) THEN NULL
                             ELSE coalesce(\(change.displayName), display_name) END,
