@@ -123,6 +123,14 @@ struct TokenTests {
         #expect(claims["name"] == .string("Custom"))
         session.signInProvider = "password"
         #expect(issuer.claims(user: user, session: session)["provider_id"] == nil)
+        // A user without an email or phone gets none from custom or custom-token claims.
+        user.customAttributes = #"{"email":"victim@example.com","email_verified":true,"phone_number":"+15555550100"}"#
+        session.extraClaims = #"{"provider_id":"anonymous","user_id":"someone-else"}"#
+        let injected = issuer.claims(user: user, session: session)
+        for name in ["email", "email_verified", "phone_number", "provider_id"] {
+            #expect(injected[name] == nil, "\(name)")
+        }
+        #expect(injected["user_id"] == .string("user-1"))
     }
 
     func tamper(

@@ -599,7 +599,11 @@ def test_request_and_claims_errors(client, admin, project_account, project_key):
                  "MISSING_IDENTIFIER")
 
     uid = new_uid("claims")
-    for name, value in (("firebase", {"sign_in_provider": "password"}), ("iss", "https://evil.example")):
+    # B.3.1's reserved names: a custom claim may not add the account's email, its verification, a phone
+    # number or `provider_id` to a token (the outside review injected them for a user without an email).
+    for name, value in (("firebase", {"sign_in_provider": "password"}), ("iss", "https://evil.example"),
+                        ("email", "victim@example.com"), ("email_verified", True),
+                        ("phone_number", "+15555550100"), ("provider_id", "anonymous")):
         resp = sign_in_raw(client, sign(token_payload(project_account, uid, claims={"ok": 1, name: value}),
                                         project_key, kid))
         expect_error(resp, "FORBIDDEN_CLAIM")
@@ -607,6 +611,13 @@ def test_request_and_claims_errors(client, admin, project_account, project_key):
     for claims in ([1, 2], "role=admin"):
         expect_error(sign_in_raw(client, sign(token_payload(project_account, uid, claims=claims),
                                               project_key, kid)), "INVALID_CLAIMS")
+    # The same names through the admin API's custom claims (Admin SDK `set_custom_user_claims`).
+    created = expect_ok(admin.request("POST", f"/v1/projects/{admin.stack.project_id}/accounts", json={}))
+    for name in ("email", "email_verified", "phone_number", "provider_id"):
+        resp = admin.request("POST", f"/v1/projects/{admin.stack.project_id}/accounts:update", json={
+            "localId": created["localId"], "customAttributes": json.dumps({name: "x"})})
+        expect_error(resp, "FORBIDDEN_CLAIM")
+        assert resp.json()["error"]["message"] == f"FORBIDDEN_CLAIM : {name}", describe(resp)
     too_large = {"blob": "x" * 1001}
     expect_error(sign_in_raw(client, sign(token_payload(project_account, uid, claims=too_large),
                                           project_key, kid)), "CLAIMS_TOO_LARGE")

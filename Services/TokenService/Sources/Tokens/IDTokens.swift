@@ -42,6 +42,9 @@ public struct IDTokenIssuer: Sendable {
         {
             claims.merge(object) { _, new in new }
         }
+        // Claims stored before the reserved names were refused at write time are dropped here: a custom
+        // claim never adds a reserved one the account lacks (an `email` for a user without one, say).
+        for name in CustomClaims.reserved { claims.removeValue(forKey: name) }
         var identities: [String: JSONValue] = [:]
         if let email = user.email {
             claims["email"] = .string(email)
