@@ -7,11 +7,13 @@ binary and /healthz answer CHANGELOG.md's version."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import socket
 import subprocess
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -55,32 +57,31 @@ STRONG = secrets.token_hex(32)
 
 @contextlib.contextmanager
 def running(stack, name: str, probe: str = "/healthz", **settings: str):
-    """`name serve` on a port of its own until it answers `probe`; yields its base URL; stops it after."""
+    """`name serve` on a port of its own until it answers `probe`; yields a namespace with its `base` URL,
+    and after it is stopped, its `output`."""
     port = free_port()
     process = subprocess.Popen([str(binary(stack, name)), "serve"], env=service_env(stack, port, **settings),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
+    service = types.SimpleNamespace(base=f"http://127.0.0.1:{port}", output="")
     try:
         deadline = time.monotonic() + 30
         while True:
             assert process.poll() is None, process.stdout.read() if process.stdout else "exited"
             try:
-                if requests.get(base + probe, timeout=1).status_code == 200:
+                if requests.get(service.base + probe, timeout=1).status_code == 200:
                     break
             except requests.RequestException:
                 pass
             assert time.monotonic() < deadline, f"{name} did not start with {sorted(settings)}"
             time.sleep(0.2)
-        yield base
+        yield service
     finally:
         process.terminate()
         try:
-            process.wait(timeout=30)
+            service.output, _ = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()
+            service.output, _ = process.communicate()
 
 
 @pytest.mark.parametrize("value", ["owner", "change-me", "secret", secrets.token_hex(16)])
@@ -108,7 +109,8 @@ def test_a_secret_from_a_file_and_owner_refused_by_default(stack, tmp_path):
     file = tmp_path / "admin-token"
     file.write_text(STRONG + "\n")
     os.chmod(file, 0o600)
-    with running(stack, "user-directory", TESSERA_ADMIN_TOKEN_FILE=str(file)) as base:
+    with running(stack, "user-directory", TESSERA_ADMIN_TOKEN_FILE=str(file)) as service:
+        base = service.base
         config = f"/v2/projects/{stack.project_id}/config"
         expect_ok(requests.get(base + config, headers={"Authorization": f"Bearer {STRONG}"}, timeout=HTTP_TIMEOUT))
         resp = requests.get(base + config, headers={"Authorization": "Bearer owner"}, timeout=HTTP_TIMEOUT)
@@ -208,7 +210,8 @@ def test_failed_admin_authentication_is_limited_per_address(stack):
     bystander = f"198.51.100.{secrets.randbelow(250) + 1}"
 
     with running(stack, "user-directory", "/readyz", TESSERA_ADMIN_TOKEN=STRONG,
-                 TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR="3") as base:
+                 TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR="3") as service:
+        base = service.base
         def call(secret: str, address: str) -> requests.Response:
             return requests.get(base + path, timeout=HTTP_TIMEOUT,
                                 headers={"Authorization": f"Bearer {secret}", "X-Forwarded-For": address})
@@ -224,3 +227,14 @@ def test_failed_admin_authentication_is_limited_per_address(stack):
         assert right.status_code == 400 and right.json()["error"]["message"] == "TOO_MANY_ATTEMPTS_TRY_LATER", \
             "the right credential is refused too from a blocked address"
         expect_ok(call(STRONG, bystander))
+
+
+def test_the_directory_warns_at_start_when_owner_is_switched_on(stack):
+    """A.12: the service says so in its log at start."""
+    with running(stack, "user-directory", TESSERA_ADMIN_TOKEN=STRONG, LOG_LEVEL="info",
+                 TESSERA_OWNER_TOKEN_SCOPE="tenants/some-tenant") as service:
+        pass
+    warnings = [json.loads(line) for line in service.output.splitlines()
+                if line.startswith("{") and "TESSERA_OWNER_TOKEN_SCOPE" in line]
+    assert warnings and warnings[0]["level"] == "warning", service.output[-2000:]
+    assert warnings[0].get("owner.scope") == "tenants/some-tenant", warnings[0]

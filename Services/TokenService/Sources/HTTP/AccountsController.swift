@@ -322,20 +322,9 @@ struct AccountsController {
         let body = try await request.collectBody(upTo: 1 << 20)
         let data = Data(body.readableBytesView)
         let tenant = (try? JSONBody.decode(IDTokenRequest.self, from: data.isEmpty ? Data("{}".utf8) : data))?.tenantId
-        var path = "/v1/projects/\(configuration.projectID)"
-        if let tenant = Self.tenant(tenant) {
-            guard let encoded = tenant.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_"]))
-            else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
-            path += "/tenants/\(encoded)"
-        }
-        path += "/accounts:\(verb)"
-        let (status, answer) = try await tokens.directory.forward(
-            pathAndQuery: path, authorization: authorization, body: data,
-            requestID: context.requestID, logger: context.logger)
-        return Response(
-            status: HTTPResponse.Status(code: status),
-            headers: [.contentType: "application/json; charset=UTF-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: answer)))
+        return try await tokens.relayAdminCall(
+            project: configuration.projectID, tenant: Self.tenant(tenant), verb: verb, authorization: authorization,
+            body: data, context: context)
     }
 
     static func tenant(_ raw: String?) -> String? {

@@ -122,42 +122,28 @@ struct LegacyAdminController {
             throw FirebaseError.invalid(
                 "INSUFFICIENT_PERMISSION", "Only authenticated requests can specify target_project_id.")
         }
-        var path = "/v1/projects/\(try Self.segment(project))"
-        if let tenant = AccountsController.tenant(target.tenantId) { path += "/tenants/\(try Self.segment(tenant))" }
-        path += "/accounts:\(verb)"
-        let method: HTTPRequest.Method
-        let body: Data?
-        if verb == "batchGet" {
-            // The export is a GET with the paging fields in the query.
-            var query: [String] = []
-            switch target.maxResults {
-            case .int(let value)?: query.append("maxResults=\(value)")
-            case .string(let text)? where Int(text) != nil: query.append("maxResults=\(text)")
-            case nil, .null?: break
-            default: throw FirebaseError.invalidArgument("Invalid value at 'max_results'")
-            }
-            if let token = target.nextPageToken, !token.isEmpty {
-                query.append("nextPageToken=\(try Self.segment(token))")
-            }
-            if !query.isEmpty { path += "?" + query.joined(separator: "&") }
-            method = .get
-            body = nil
-        } else {
-            method = .post
-            body = data
+        let tenant = AccountsController.tenant(target.tenantId)
+        guard verb == "batchGet" else {
+            return try await tokens.relayAdminCall(
+                project: project, tenant: tenant, verb: verb, authorization: authorization, body: data,
+                context: context)
         }
-        let (status, answer) = try await tokens.directory.forward(
-            method: method, pathAndQuery: path, authorization: authorization, body: body,
-            requestID: context.requestID, logger: context.logger)
-        return Response(
-            status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json; charset=UTF-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: answer)))
-    }
-
-    /// A path segment or query value, percent-encoded.
-    static func segment(_ text: String) throws -> String {
-        guard let encoded = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", "."]))
-        else { throw FirebaseError.invalidArgument("Invalid project or tenant id") }
-        return encoded
+        // The export is a GET with the paging fields in the query.
+        var query: [String] = []
+        switch target.maxResults {
+        case .int(let value)?: query.append("maxResults=\(value)")
+        case .string(let text)? where Int(text) != nil: query.append("maxResults=\(text)")
+        case nil, .null?: break
+        default: throw FirebaseError.invalidArgument("Invalid value at 'max_results'")
+        }
+        if let token = target.nextPageToken, !token.isEmpty,
+            let encoded = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", "."]))
+        {
+            query.append("nextPageToken=\(encoded)")
+        }
+        return try await tokens.relayAdminCall(
+            method: .get, project: project, tenant: tenant, verb: verb,
+            query: query.isEmpty ? nil : query.joined(separator: "&"), authorization: authorization, body: nil,
+            context: context)
     }
 }

@@ -44,18 +44,11 @@ struct EmailLinkController {
                 idToken: issued.idToken, refreshToken: issued.refreshToken))
     }
 
-    struct Completed {
-        var user: UserRecord
-        var isNewUser: Bool
-        var idToken: String
-        var refreshToken: String
-    }
-
     /// The operation itself, shared by the API and the hosted action page.
     func complete(
         email rawEmail: String?, oobCode: String?, idToken: String?, tenant: String?, clientIP: String?,
         requestID: String, logger: Logger
-    ) async throws -> Completed {
+    ) async throws -> (user: UserRecord, isNewUser: Bool, idToken: String, refreshToken: String) {
         guard let rawEmail, !rawEmail.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
         guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid("INVALID_EMAIL") }
         guard let oobCode, !oobCode.isEmpty else { throw FirebaseError.invalid("MISSING_OOB_CODE") }
@@ -68,15 +61,15 @@ struct EmailLinkController {
             scope = verified.tenantId
             try await tokens.waitPastIssueSecond(of: verified)
         }
-        let (refreshToken, session) = tokens.newSession()
-        var call = SignInWithEmailLinkRequest(
-            tenantId: scope, email: email, oobCode: oobCode, linkTo: linkTo, session: session)
-        call.clientIP = clientIP
-        let answer = try await tokens.directory.call(
-            InternalPath.signInWithEmailLink, call, as: SignInWithEmailLinkResponse.self, requestID: requestID,
-            logger: logger)
-        let minted = try tokens.issuer.mint(user: answer.user, session: answer.session)
-        tokens.issuer.countIssued("refresh_token", provider: answer.session.signInProvider)
-        return Completed(user: answer.user, isNewUser: answer.isNewUser, idToken: minted, refreshToken: refreshToken)
+        let (issued, answer) = try await tokens.startSession(
+            InternalPath.signInWithEmailLink, as: SignInWithEmailLinkResponse.self, requestID: requestID,
+            logger: logger
+        ) { session in
+            var call = SignInWithEmailLinkRequest(
+                tenantId: scope, email: email, oobCode: oobCode, linkTo: linkTo, session: session)
+            call.clientIP = clientIP
+            return call
+        }
+        return (issued.user, answer.isNewUser, issued.idToken, issued.refreshToken)
     }
 }

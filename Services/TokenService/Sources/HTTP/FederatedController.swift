@@ -169,18 +169,18 @@ struct FederatedController {
         guard token.utf8.count <= 16 * 1024 else {
             throw FirebaseError.invalid("INVALID_CUSTOM_TOKEN", "The custom token is too large.")
         }
-        let (refreshToken, session) = tokens.newSession()
-        var signIn = SignInWithCustomTokenRequest(
-            tenantId: AccountsController.tenant(body.tenantId), token: token, session: session)
-        signIn.clientIP = tokens.clientIP(request, context)
-        let answer = try await tokens.directory.call(
-            InternalPath.signInWithCustomToken, signIn, as: SignInWithCustomTokenResponse.self,
-            requestID: context.requestID, logger: context.logger)
-        tokens.issuer.countIssued("refresh_token", provider: "custom")
+        let clientIP = tokens.clientIP(request, context)
+        let (issued, answer) = try await tokens.startSession(
+            InternalPath.signInWithCustomToken, as: SignInWithCustomTokenResponse.self,
+            requestID: context.requestID, logger: context.logger
+        ) { session in
+            var signIn = SignInWithCustomTokenRequest(
+                tenantId: AccountsController.tenant(body.tenantId), token: token, session: session)
+            signIn.clientIP = clientIP
+            return signIn
+        }
         return JSONResponse(
             CustomTokenResponse(
-                isNewUser: answer.isNewUser,
-                idToken: try tokens.issuer.mint(user: answer.user, session: answer.session),
-                refreshToken: refreshToken))
+                isNewUser: answer.isNewUser, idToken: issued.idToken, refreshToken: issued.refreshToken))
     }
 }

@@ -33,12 +33,20 @@ struct SessionTokens: Sendable {
     func startSession<Body: Encodable>(
         _ path: String, requestID: String, logger: Logger, _ body: (NewSession) -> Body
     ) async throws -> Issued {
+        try await startSession(path, as: SessionCreatedResponse.self, requestID: requestID, logger: logger, body)
+            .issued
+    }
+
+    /// The same, for an operation whose answer says more than the user and the session (whether the
+    /// user is new, for a custom-token or email-link sign-in).
+    func startSession<Body: Encodable, Answer: SessionAnswer>(
+        _ path: String, as answer: Answer.Type, requestID: String, logger: Logger, _ body: (NewSession) -> Body
+    ) async throws -> (issued: Issued, answer: Answer) {
         let (refreshToken, session) = newSession()
-        let created = try await directory.call(
-            path, body(session), as: SessionCreatedResponse.self, requestID: requestID, logger: logger)
+        let created = try await directory.call(path, body(session), as: answer, requestID: requestID, logger: logger)
         let idToken = try issuer.mint(user: created.user, session: created.session)
         issuer.countIssued("refresh_token", provider: created.session.signInProvider)
-        return Issued(user: created.user, idToken: idToken, refreshToken: refreshToken)
+        return (Issued(user: created.user, idToken: idToken, refreshToken: refreshToken), created)
     }
 
     func signUpAnonymous(tenantId: String?, clientIP: String?, requestID: String, logger: Logger) async throws
@@ -117,3 +125,36 @@ struct SessionTokens: Sendable {
         return (verified, user)
     }
 }
+
+extension SessionTokens {
+    /// Sends an admin call to the directory's `/v1/projects/{p}[/tenants/{t}]/accounts:{verb}[?query]`
+    /// with the caller's `Authorization` (the directory authenticates and audits it), and relays the
+    /// answer as it came. A POST carries `body`; a GET, the `query`.
+    func relayAdminCall(
+        method: HTTPRequest.Method = .post, project: String, tenant: String?, verb: String, query: String? = nil,
+        authorization: String, body: Data?, context: TokenContext
+    ) async throws -> Response {
+        let segment = CharacterSet.alphanumerics.union(["-", "_", "."])
+        guard let projectSegment = project.addingPercentEncoding(withAllowedCharacters: segment),
+            let tenantSegment = tenant.map({ $0.addingPercentEncoding(withAllowedCharacters: segment) }) ?? ""
+        else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+        var path = "/v1/projects/\(projectSegment)"
+        if tenant != nil { path += "/tenants/\(tenantSegment)" }
+        path += "/accounts:\(verb)" + (query.map { "?" + $0 } ?? "")
+        let (status, answer) = try await directory.forward(
+            method: method, pathAndQuery: path, authorization: authorization, body: body,
+            requestID: context.requestID, logger: context.logger)
+        return Response(
+            status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json; charset=UTF-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: answer)))
+    }
+}
+
+/// A directory answer that started a session: the user and the session to mint tokens for.
+protocol SessionAnswer: Decodable, Sendable {
+    var user: UserRecord { get }
+    var session: SessionInfo { get }
+}
+
+extension SessionCreatedResponse: SessionAnswer {}
+extension SignedInResponse: SessionAnswer {}

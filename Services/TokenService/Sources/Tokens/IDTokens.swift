@@ -44,7 +44,10 @@ public struct IDTokenIssuer: Sendable {
         }
         // Claims stored before the reserved names were refused at write time are dropped here: a custom
         // claim never adds a reserved one the account lacks (an `email` for a user without one, say).
-        for name in CustomClaims.reserved { claims.removeValue(forKey: name) }
+        // Only users with custom claims pay for it (every refresh mints).
+        if user.customAttributes != nil || session.extraClaims != nil {
+            for name in CustomClaims.reserved { claims.removeValue(forKey: name) }
+        }
         var identities: [String: JSONValue] = [:]
         if let email = user.email {
             claims["email"] = .string(email)
