@@ -160,15 +160,11 @@ struct AdminAuthFailures: Sendable {
     }
 
     func count(_ address: String?, logger: Logger) async throws {
-        guard RateLimiter.applies(limit: limit, key: address) else { return }
+        guard RateLimiter.applies(limit: limit, key: address), let address else { return }
         // The attempt that reaches the limit is still answered 401; the next ones are refused.
-        do {
-            try await client.withConnection { connection in
-                try await RateLimiter.hit(
-                    connection, scope: "", bucket: Self.bucket, key: address, limit: limit + 1, logger: logger)
-            }
-        } catch let error as FirebaseError where error.code == "TOO_MANY_ATTEMPTS_TRY_LATER" {
-            _ = error
+        _ = try await client.withConnection { connection in
+            try await RateLimiter.increment(
+                connection, scope: "", bucket: Self.bucket, key: address, logger: logger)
         }
     }
 }

@@ -54,19 +54,28 @@ enum RateLimiter {
         _ connection: PostgresConnection, scope: String, bucket: String, key: String?, limit: Int, logger: Logger
     ) async throws {
         guard applies(limit: limit, key: key), let key else { return }
-        let hashed = hashedKey(key)
-        let rows = try await connection.query(
-            """
-            INSERT INTO rate_counters (tenant_id, bucket, key, window_start, count)
-            VALUES (\(scope), \(bucket), \(hashed), to_timestamp(floor(extract(epoch FROM now()) / \(window)) * \(window)), 1)
-            ON CONFLICT (tenant_id, bucket, key, window_start) DO UPDATE SET count = rate_counters.count + 1
-            RETURNING count, ceil(extract(epoch FROM window_start) + \(window) - extract(epoch FROM now()))::bigint
-            """, logger: logger)
-        for try await (count, remaining) in rows.decode((Int, Int64).self) where count > limit {
+        let (count, remaining) = try await increment(connection, scope: scope, bucket: bucket, key: key, logger: logger)
+        if count > limit {
             logger.notice(
                 "rate limit reached",
                 metadata: ["tenant.id": .string(scope), "rate.bucket": .string(bucket), "rate.limit": "\(limit)"])
             throw FirebaseError.tooManyAttempts(retryAfterSeconds: Int(max(1, remaining)))
         }
+    }
+
+    /// Counts one event of (`scope`, `bucket`, `key`) in the current window; returns the window's count
+    /// and the seconds left in it.
+    static func increment(
+        _ connection: PostgresConnection, scope: String, bucket: String, key: String, logger: Logger
+    ) async throws -> (count: Int, remaining: Int64) {
+        let rows = try await connection.query(
+            """
+            INSERT INTO rate_counters (tenant_id, bucket, key, window_start, count)
+            VALUES (\(scope), \(bucket), \(hashedKey(key)), to_timestamp(floor(extract(epoch FROM now()) / \(window)) * \(window)), 1)
+            ON CONFLICT (tenant_id, bucket, key, window_start) DO UPDATE SET count = rate_counters.count + 1
+            RETURNING count, ceil(extract(epoch FROM window_start) + \(window) - extract(epoch FROM now()))::bigint
+            """, logger: logger)
+        for try await row in rows.decode((Int, Int64).self) { return row }
+        return (0, window)
     }
 }
