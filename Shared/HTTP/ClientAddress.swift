@@ -11,7 +11,7 @@ public struct ClientAddress: Sendable {
         self.trusted = trusted
     }
 
-    /// `TESSERA_TRUSTED_PROXIES`: comma-separated addresses or CIDR blocks.
+    /// `TESSERA_TRUSTED_PROXIES`: comma-separated addresses or CIDR blocks; empty trusts none.
     public init(parsing list: String) throws {
         trusted = try list.split(separator: ",").map { item in
             let text = item.trimmingCharacters(in: .whitespaces)
@@ -20,7 +20,9 @@ public struct ClientAddress: Sendable {
         }
     }
 
-    public static let loopback = ClientAddress(trusted: [CIDR("127.0.0.0/8")!, CIDR("::1/128")!])
+    /// The default (issue #23): no proxy is believed, so a client that reaches a service directly
+    /// cannot choose its address with `X-Forwarded-For`. Deployments name their ingress.
+    public static let none = ClientAddress(trusted: [])
 
     public func isTrusted(_ address: String) -> Bool {
         guard let bytes = CIDR.bytes(address) else { return false }
@@ -76,5 +78,27 @@ public struct CIDR: Sendable, Equatable {
         let raw = withUnsafeBytes(of: &v6) { Array($0) }
         if raw.prefix(10).allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF { return Array(raw.suffix(4)) }
         return raw
+    }
+}
+
+extension CIDR {
+    /// The 4 or 16 bytes of an address in text form, IPv4-mapped IPv6 as IPv4; nil if not an address.
+    public static func addressBytes(_ text: String) -> [UInt8]? { bytes(text) }
+
+    public func contains(address bytes: [UInt8]) -> Bool { contains(bytes) }
+
+    /// Blocks no request to an outside party (an identity provider a tenant configures) may reach
+    /// (issue #23): this host, private networks, link-local (cloud metadata at 169.254.169.254 and
+    /// fd00:ec2::254 among them), shared address space, and addresses that are not unicast.
+    public static let nonPublic: [CIDR] = [
+        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+        "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+        "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48",
+        "100::/64", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+    ].map { CIDR($0)! }
+
+    /// Whether an address (4 or 16 bytes) is outside every `nonPublic` block.
+    public static func isPublic(_ bytes: [UInt8]) -> Bool {
+        !nonPublic.contains { $0.contains(bytes) }
     }
 }

@@ -8,43 +8,19 @@ extension Request {
     /// the Host is not a plain `name[:port]` or `[IPv6][:port]`. The scheme is `https` when
     /// `X-Forwarded-Proto` says so, else `http`. Both headers are the client's to write: use this
     /// only where a wrong value harms nobody but the caller, or after checking the host.
-    public var externalBaseURL: String? { external?.baseURL }
+    public var externalBaseURL: String? { external?.origin }
 
-    /// The external base URL and the host name it is on, read once from the request's headers.
-    var external: (baseURL: String, host: String)? {
-        guard let authority = hostAuthority, let host = Self.hostName(ofAuthority: authority) else { return nil }
-        let proto = headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https" ? "https" : "http"
-        return ("\(proto)://\(authority)", host)
+    /// The URL the client reached, as far as the Host and `X-Forwarded-Proto` headers say: its origin
+    /// is the external base URL; its `authority` (`host[:port]`, the scheme's default port dropped)
+    /// is what an authorized domain must equal for links to be built on it.
+    var external: WebURL? {
+        guard let authority = hostAuthority, let url = WebURL.authority(ofHostHeader: authority) else { return nil }
+        let https = headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
+        return https ? WebURL("https://" + url.authority) : url
     }
 
     /// The Host as sent (HTTP/1.1 `Host`, HTTP/2 `:authority`).
     var hostAuthority: String? { head.authority ?? headers[HTTPField.Name("Host")!] }
-
-    /// The lower-cased host name of `name[:port]` or `[IPv6][:port]`, or nil when it is anything else
-    /// (userinfo, a path, a fragment, stray characters).
-    static func hostName(ofAuthority authority: String) -> String? {
-        var host = Substring(authority)
-        if host.hasPrefix("[") {
-            guard let close = host.firstIndex(of: "]") else { return nil }
-            let rest = host[host.index(after: close)...]
-            guard rest.isEmpty || (rest.first == ":" && isPort(rest.dropFirst())) else { return nil }
-            let inside = host[host.index(after: host.startIndex)..<close]
-            guard !inside.isEmpty, inside.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { return nil }
-            return String(host[...close]).lowercased()
-        }
-        if let colon = host.firstIndex(of: ":") {
-            guard isPort(host[host.index(after: colon)...]) else { return nil }
-            host = host[..<colon]
-        }
-        guard !host.isEmpty, host.count <= 253,
-            host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") })
-        else { return nil }
-        return host.lowercased()
-    }
-
-    private static func isPort(_ text: Substring) -> Bool {
-        !text.isEmpty && text.count <= 5 && text.allSatisfy { $0.isASCII && $0.isNumber }
-    }
 }
 
 /// Out-of-band action links: `<action URL>?mode=<mode>&apiKey=<key>&lang=en[&tenantId=<t>]`, to which
@@ -74,9 +50,9 @@ public struct ActionLinks: Sendable {
     }
 
     /// The configured action URL, else the public URL's action page. Without either, the request's
-    /// own host, but only when it is an authorized domain: the Host header is the caller's to write,
-    /// and a reset link pointing at the caller's server would hand it the victim's code.
-    /// `lang` is the action page's language for this link (the app's `X-Firebase-Locale`).
+    /// own host, but only when it is exactly an authorized domain (issue #23): the Host header is the
+    /// caller's to write, and a reset link pointing at the caller's server would hand it the
+    /// victim's code. `lang` is the action page's language for this link (the app's `X-Firebase-Locale`).
     public func prefix(mode: String, tenant: String?, request: Request, lang: String = "en") throws -> String {
         let base: String
         if let actionURL {
@@ -84,34 +60,36 @@ public struct ActionLinks: Sendable {
         } else if let publicURL {
             base = publicURL + "/__/auth/action"
         } else {
-            guard let external = request.external,
-                isAuthorized(host: external.host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
-            else {
-                throw FirebaseError.invalid(
-                    "UNAUTHORIZED_DOMAIN",
-                    "The request's host is not an authorized domain; set TESSERA_PUBLIC_URL or TESSERA_ACTION_URL")
-            }
-            base = external.baseURL + "/__/auth/action"
+            base = try requestBase(request) + "/__/auth/action"
         }
         var prefix = "\(base)?mode=\(mode)&apiKey=\(apiKey)&lang=\(lang)"
         if let tenant { prefix += "&tenantId=\(tenant)" }
         return prefix
     }
 
-    /// A continue URL must be absolute http(s) on an authorized domain, and made only of the characters
-    /// RFC 3986 allows: a browser reads some others differently from this parser (`\` is `/` to it, so
-    /// `http://evil.example\@localhost/` is evil.example to a browser and localhost here), and
-    /// userinfo (`user@host`) is refused outright.
+    /// The request's external base URL, when its `host[:port]` is exactly an authorized domain —
+    /// not a subdomain of one, not one with another port — else `UNAUTHORIZED_DOMAIN`. For services
+    /// started without a public URL; with one, nothing is built on the Host header.
+    public func requestBase(_ request: Request) throws -> String {
+        guard let external = request.external, authorizedDomains.contains(external.authority) else {
+            throw FirebaseError.invalid(
+                "UNAUTHORIZED_DOMAIN",
+                "The request's host is not an authorized domain; set TESSERA_PUBLIC_URL or TESSERA_ACTION_URL")
+        }
+        return external.origin
+    }
+
+    /// A continue URL must be an absolute http(s) URL on an authorized domain (or a subdomain of
+    /// one), read as a browser reads it (`WebURL`): `https://evil.example\@localhost/` is
+    /// evil.example. Userinfo is refused. Returns the URL as the standard serializes it, which is
+    /// what a browser will follow.
     public func checkContinueURL(_ raw: String?) throws -> String? {
         guard let raw, !raw.isEmpty else { return nil }
-        guard raw.unicodeScalars.allSatisfy({ Self.uriCharacters.contains($0) }),
-            let url = URL(string: raw), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            url.user == nil, url.password == nil, let host = url.host?.lowercased()
-        else { throw FirebaseError.invalid("INVALID_CONTINUE_URI") }
-        guard isAuthorized(host: host) else {
+        guard let url = WebURL(raw) else { throw FirebaseError.invalid("INVALID_CONTINUE_URI") }
+        guard isAuthorized(url) else {
             throw FirebaseError.invalid("UNAUTHORIZED_DOMAIN", "Domain not allowlisted by project")
         }
-        return raw
+        return url.description
     }
 
     /// Tells the operator, at start, where links will point: without a public or action URL they
@@ -119,16 +97,19 @@ public struct ActionLinks: Sendable {
     public func logSetting(to logger: Logger) {
         guard actionURL == nil, publicURL == nil else { return }
         logger.notice(
-            "TESSERA_PUBLIC_URL is not set: mailed and admin-generated links are built on the request's host, and refused (UNAUTHORIZED_DOMAIN) unless it is one of TESSERA_AUTHORIZED_DOMAINS",
+            "TESSERA_PUBLIC_URL is not set: mailed and admin-generated links are built on the request's host, and refused (UNAUTHORIZED_DOMAIN) unless it is exactly one of TESSERA_AUTHORIZED_DOMAINS",
             metadata: ["links.authorized_domains": .string(authorizedDomains.joined(separator: ","))])
     }
 
-    /// RFC 3986's unreserved and reserved characters and `%` (of percent-encoding).
-    static let uriCharacters = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%")
-
-    /// An authorized domain or a subdomain of one.
-    func isAuthorized(host: String) -> Bool {
-        !host.isEmpty && authorizedDomains.contains(where: { !$0.isEmpty && (host == $0 || host.hasSuffix("." + $0)) })
+    /// A URL on an authorized domain: the domain itself (any port), or a subdomain of a domain
+    /// name. An entry with a port admits that port only; addresses admit themselves only.
+    func isAuthorized(_ url: WebURL) -> Bool {
+        let host = url.hostString
+        return authorizedDomains.contains { entry in
+            if entry == url.authority || entry == host { return true }
+            guard case .domain = url.host, !entry.contains(":"), WebURL("http://" + entry)?.host == .domain(entry)
+            else { return false }
+            return host.hasSuffix("." + entry)
+        }
     }
 }

@@ -208,18 +208,62 @@ struct FormURLEncodedTests {
     }
 }
 
-@Suite("request hosts")
-struct RequestHostTests {
-    @Test("a Host is a plain name or [IPv6], with an optional port; anything else is not a host")
-    func hostNames() {
-        #expect(Request.hostName(ofAuthority: "127.0.0.1:19099") == "127.0.0.1")
-        #expect(Request.hostName(ofAuthority: "Auth.Example.com") == "auth.example.com")
-        #expect(Request.hostName(ofAuthority: "[::1]:8080") == "[::1]")
+@Suite("URLs as browsers read them")
+struct WebURLTests {
+    @Test("hosts, ports and paths come out as the WHATWG serializer writes them")
+    func serializes() {
+        let cases: [(String, String)] = [
+            ("HTTPS://LOCALHOST/", "https://localhost/"),
+            ("https://localhost:443/a", "https://localhost/a"),
+            ("http://localhost:0080/", "http://localhost/"),
+            ("https:\\\\evil.example/x", "https://evil.example/x"),
+            ("https:evil.example", "https://evil.example/"),
+            ("http://evil.example\\@localhost/", "http://evil.example/@localhost/"),
+            ("  http://a.example/p q?r s#t u\n", "http://a.example/p%20q?r%20s#t%20u"),
+            ("http://lo\tcal\nhost:3000/", "http://localhost:3000/"),
+            ("https://0x7f.1/", "https://127.0.0.1/"),
+            ("https://2130706433/", "https://127.0.0.1/"),
+            ("https://0177.0.0.01/", "https://127.0.0.1/"),
+            ("https://127.1./", "https://127.0.0.1/"),
+            ("https://[0:0::1]:8080/", "https://[::1]:8080/"),
+            ("https://\u{FF2C}\u{FF2F}\u{FF23}\u{FF21}\u{FF2C}host/", "https://localhost/"),
+            ("https://evil\u{3002}example/", "https://evil.example/"),
+            ("https://b\u{FC}cher.example/", "https://xn--bcher-kva.example/"),
+            ("https://M\u{FC}nchen.example/", "https://xn--mnchen-3ya.example/"),
+            ("https://%6C%6F%63alhost/", "https://localhost/"),
+            ("https://a.example/\u{E9}?\u{E9}#\u{E9}", "https://a.example/%C3%A9?%C3%A9#%C3%A9"),
+        ]
+        for (input, expected) in cases {
+            #expect(WebURL(input)?.description == expected, "\(input)")
+        }
+    }
+
+    @Test("userinfo, other schemes, forbidden host code points and bad numbers are refused")
+    func refuses() {
         for bad in [
-            "", "evil.tld#.localhost", "localhost@evil.tld", "127.0.0.1/x", "host:abc", "host:", "[::1]x", "[::1",
-            "a b", "é.example", "host:123456",
+            "", "localhost", "//evil.example/", "/relative", "javascript:alert(1)//localhost", "ftp://localhost/",
+            "https://user@localhost/", "https://user:pw@localhost/",
+            "https://localhost@evil.example/", "http://[::1]@evil.example/", "https://evil.example%5C@localhost/",
+            "https://evil.example%2f.localhost/", "https://evil.example%00.localhost/", "https://local host/",
+            "https://evil.example%/", "https://localhost:65536/", "https://localhost:8o/", "https:///",
+            "https://256.0.0.1/", "https://1.2.3.4.5/", "https://0x100000000/", "https://[::1/", "https://[x]/",
+            "https://a%C3%28.example/",
         ] {
-            #expect(Request.hostName(ofAuthority: bad) == nil, "\(bad)")
+            #expect(WebURL(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("a Host header is a plain name or [IPv6] with an optional port")
+    func hostHeaders() {
+        #expect(WebURL.authority(ofHostHeader: "127.0.0.1:19099")?.authority == "127.0.0.1:19099")
+        #expect(WebURL.authority(ofHostHeader: "Auth.Example.com")?.authority == "auth.example.com")
+        #expect(WebURL.authority(ofHostHeader: "[::1]:8080")?.authority == "[::1]:8080")
+        #expect(WebURL.authority(ofHostHeader: "localhost:80")?.authority == "localhost")
+        for bad in [
+            "", "evil.tld#.localhost", "localhost@evil.tld", "127.0.0.1/x", "host:abc", "[::1]x", "[::1",
+            "a b", "\u{E9}.example", "host:123456", "evil.tld\\.localhost",
+        ] {
+            #expect(WebURL.authority(ofHostHeader: bad) == nil, "\(bad)")
         }
     }
 }
@@ -232,12 +276,12 @@ struct ActionLinkTests {
         return Request(head: head, body: .init(buffer: ByteBuffer()))
     }
 
-    @Test("links use the request's host only when it is authorized; the scheme is http or https")
+    @Test("links use the request's host only when it is exactly an authorized domain; the scheme is http or https")
     func requestHost() throws {
         let links = ActionLinks(
             actionURL: nil, publicURL: nil, apiKey: "k",
-            authorizedDomains: ActionLinks.authorizedDomains(from: "localhost, app.example, "))
-        #expect(links.authorizedDomains == ["localhost", "app.example"], "a blank entry is dropped")
+            authorizedDomains: ActionLinks.authorizedDomains(from: "localhost:9099, auth.app.example, "))
+        #expect(links.authorizedDomains == ["localhost:9099", "auth.app.example"], "a blank entry is dropped")
         let prefix = try links.prefix(
             mode: "resetPassword", tenant: nil,
             request: Self.request(authority: "localhost:9099", proto: "https://evil/?"))
@@ -245,7 +289,10 @@ struct ActionLinkTests {
         let secure = try links.prefix(
             mode: "verifyEmail", tenant: "t", request: Self.request(authority: "auth.app.example", proto: "HTTPS"))
         #expect(secure == "https://auth.app.example/__/auth/action?mode=verifyEmail&apiKey=k&lang=en&tenantId=t")
-        for host in ["evil.example", "evil.example.", "localhost@evil.example", "evil.example#.localhost"] {
+        for host in [
+            "evil.example", "evil.example.", "localhost@evil.example", "evil.example#.localhost", "localhost",
+            "localhost:31337", "evil.localhost:9099", "x.auth.app.example", "auth.app.example:8443",
+        ] {
             #expect(throws: FirebaseError.self, "\(host)") {
                 try links.prefix(mode: "resetPassword", tenant: nil, request: Self.request(authority: host))
             }
@@ -263,10 +310,12 @@ struct ActionLinkTests {
         let links = ActionLinks(
             actionURL: nil, publicURL: nil, apiKey: "k", authorizedDomains: ["localhost", "app.example"])
         for good in [
-            "http://localhost:3000/after", "https://www.app.example/a?b=c&d=%20#f", "HTTPS://APP.EXAMPLE/",
+            "http://localhost:3000/after", "https://www.app.example/a?b=c&d=%20#f", "https://app.example/",
         ] {
             #expect(try links.checkContinueURL(good) == good)
         }
+        // What is returned is what a browser follows.
+        #expect(try links.checkContinueURL("HTTPS://APP.EXAMPLE") == "https://app.example/")
         #expect(try links.checkContinueURL(nil) == nil)
         #expect(try links.checkContinueURL("") == nil)
         for bad in [
@@ -274,6 +323,8 @@ struct ActionLinkTests {
             "http://evil.example\\@localhost/after", "http://evil.example:80\\@localhost/",
             "http://user@localhost/", "http://localhost@evil.example/", "http://evil.example\n@localhost/",
             "http://local host/", "javascript://localhost/%0aalert(1)", "ftp://localhost/", "/relative",
+            "https:\\\\evil.example/", "https://evil.example#@localhost/", "https://evil.example?@localhost/",
+            "https://localhost.evil.example/", "https://evil.example%2f.localhost/",
         ] {
             #expect(throws: FirebaseError.self, "\(bad)") { try links.checkContinueURL(bad) }
         }
