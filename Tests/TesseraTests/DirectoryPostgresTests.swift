@@ -144,6 +144,58 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test(
+        "migration 14 marks tenants' hashes as the project key's, brings emails to NFC, and moves the credential sequence"
+    )
+    func migrationFourteen() async throws {
+        try await PostgresSupport.withDatabase(migrate: false) { (client: PostgresClient) async throws -> Void in
+            let before = Migrations.all.filter { $0.version < 14 }
+            _ = try await MigrationRunner(client: client, migrations: before).migrate(logger: logger)
+            try await client.query("INSERT INTO tenants (tenant_id) VALUES ('t-1')", logger: logger)
+            let nfd = "jose\u{301}@example.com"
+            let nfc = "jos\u{E9}@example.com"
+            try await client.query(
+                """
+                INSERT INTO users (tenant_id, local_id, email, valid_since, created_at, password_algorithm, password_params)
+                VALUES ('t-1', 'native', \(nfd), 0, 0, 'SCRYPT', '{"memCost":14,"rounds":8}'),
+                    ('t-1', 'imported', NULL, 0, 0, 'SCRYPT', '{"memCost":14,"rounds":8,"signerKey":"a2V5"}'),
+                    ('', 'project', NULL, 0, 0, 'SCRYPT', '{"memCost":14,"rounds":8}'),
+                    ('', 'taken', \(nfc), 0, 0, NULL, NULL), ('', 'clash', \(nfd), 0, 0, NULL, NULL)
+                """, logger: logger)
+            #expect(try await MigrationRunner(client: client).migrate(logger: logger) == [14])
+            var rows: [String: (String?, String?)] = [:]
+            for try await (id, email, params) in try await client.query(
+                "SELECT local_id, email, password_params FROM users", logger: logger
+            ).decode((String, String?, String?).self) {
+                rows[id] = (email, params)
+            }
+            let native = try #require(rows["native"]?.1)
+            #expect(native.contains("\"projectKey\": true"), "a tenant's own native hash was the project key's")
+            let imported = try #require(rows["imported"]?.1)
+            let project = try #require(rows["project"]?.1)
+            #expect(imported.contains("projectKey") == false, "an imported hash names its own key")
+            #expect(project.contains("projectKey") == false, "the default scope's hashes are the project's")
+            #expect(rows["native"]?.0 == nfc)
+            #expect(rows["clash"]?.0 == nfd, "left for the operator: another account has the NFC form")
+            // A credential change moves the sequence; a sign-in's re-hash (same password_updated_at) does not.
+            func sequence() async throws -> Int64 {
+                for try await seq in try await client.query(
+                    "SELECT credential_seq FROM users WHERE local_id = 'native'", logger: logger
+                ).decode(Int64.self) { return seq }
+                return -1
+            }
+            let start = try await sequence()
+            try await client.query(
+                "UPDATE users SET password_hash = 'rehash' WHERE local_id = 'native'", logger: logger)
+            #expect(try await sequence() == start)
+            try await client.query(
+                "UPDATE users SET password_updated_at = 1 WHERE local_id = 'native'", logger: logger)
+            #expect(try await sequence() == start + 1)
+            try await client.query("UPDATE users SET disabled = true WHERE local_id = 'native'", logger: logger)
+            #expect(try await sequence() == start + 2)
+        }
+    }
+
     @Test("an unexpected PostgreSQL error is logged without the row values its detail quotes")
     func databaseErrorsAreRedacted() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in

@@ -97,26 +97,44 @@ struct PasswordHashTests {
     @Test("stored parameters: the current ones are read without parsing, others by value; outdated ones re-hash")
     func storedParameters() async throws {
         let hasher = PasswordHasher(pool: HashingPool(threads: 1, queueLength: 4), rounds: 8, memCost: 8)
-        let key = ProjectHashKey(signerKey: Array(repeating: 7, count: 64), saltSeparator: [1])
+        let key = HashKey(signerKey: Array(repeating: 7, count: 64), saltSeparator: [1])
+        let keys = ScopeHashKeys(own: key, project: key)
         let stored = try await hasher.hash("s3cret", key: key)
         #expect(stored.params == hasher.currentParams)
         #expect(!hasher.isOutdated(stored))
-        #expect(try await hasher.verify("s3cret", stored: stored, key: key))
-        #expect(!(try await hasher.verify("s3creT", stored: stored, key: key)))
+        #expect(try await hasher.verify("s3cret", stored: stored, keys: keys))
+        #expect(!(try await hasher.verify("s3creT", stored: stored, keys: keys)))
         // The same values written another way (an import, another encoder): not outdated, still verifies.
         var reordered = stored
         reordered.params = #"{ "rounds": 8, "memCost": 8 }"#
         #expect(reordered.params != hasher.currentParams)
         #expect(!hasher.isOutdated(reordered))
-        #expect(try await hasher.verify("s3cret", stored: reordered, key: key))
+        #expect(try await hasher.verify("s3cret", stored: reordered, keys: keys))
         // Other values are outdated; parameters that are not JSON never verify.
         var weaker = stored
         weaker.params = #"{"memCost":7,"rounds":8}"#
         #expect(hasher.isOutdated(weaker))
-        #expect(!(try await hasher.verify("s3cret", stored: weaker, key: key)))
+        #expect(!(try await hasher.verify("s3cret", stored: weaker, keys: keys)))
         var corrupt = stored
         corrupt.params = "memCost=8"
         #expect(hasher.isOutdated(corrupt))
-        #expect(!(try await hasher.verify("s3cret", stored: corrupt, key: key)))
+        #expect(!(try await hasher.verify("s3cret", stored: corrupt, keys: keys)))
+    }
+
+    @Test("a tenant's hash from before it had a key verifies with the project's key, is outdated and not the tenant's")
+    func projectKeyHashes() async throws {
+        let hasher = PasswordHasher(pool: HashingPool(threads: 1, queueLength: 4), rounds: 8, memCost: 8)
+        let project = HashKey(signerKey: Array(repeating: 7, count: 64), saltSeparator: [1])
+        let tenant = HashKey(signerKey: Array(repeating: 9, count: 64), saltSeparator: [2, 3])
+        let keys = ScopeHashKeys(own: tenant, project: project)
+        var legacy = try await hasher.hash("s3cret", key: project)
+        // Without the mark it is read as the tenant's own and does not verify.
+        #expect(!(try await hasher.verify("s3cret", stored: legacy, keys: keys)))
+        legacy.params = #"{"memCost":8,"projectKey":true,"rounds":8}"#
+        #expect(try await hasher.verify("s3cret", stored: legacy, keys: keys))
+        #expect(hasher.isOutdated(legacy), "re-made with the tenant's key at the next sign-in")
+        let own = try await hasher.hash("s3cret", key: tenant)
+        #expect(try await hasher.verify("s3cret", stored: own, keys: keys))
+        #expect(!hasher.isOutdated(own))
     }
 }

@@ -28,7 +28,7 @@ public struct DirectoryConfiguration: Sendable {
     public var heapTrimInterval: Duration = .seconds(30)
     /// Who the admin caller is behind the ingress (`TESSERA_TRUSTED_PROXIES`), for the limit on failed
     /// admin authentication.
-    public var clientAddress = ClientAddress.loopback
+    public var clientAddress = ClientAddress.none
     /// Failed admin authentications per client address per hour before every admin call from that
     /// address is refused for the rest of the hour (`TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR`; 0: off).
     public var adminAuthFailuresPerHour = 20
@@ -176,8 +176,8 @@ public func buildDirectoryApplication(
                     limit: configuration.adminAuthFailuresPerHour)))
         AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)
-        TenantController(repository: tenants, projectID: configuration.projectID) { logger in
-            let config = try await accounts.hashConfig(logger: logger)
+        TenantController(repository: tenants, projectID: configuration.projectID) { scope, logger in
+            let config = try await accounts.hashConfig(scope: scope, logger: logger)
             return ProjectConfigWire.HashConfigWire(
                 algorithm: "SCRYPT", signerKey: config.signerKey, saltSeparator: config.saltSeparator,
                 rounds: config.rounds, memoryCost: config.memCost)

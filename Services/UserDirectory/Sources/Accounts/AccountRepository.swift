@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 import TesseraShared
 
 /// Users, their provider links and their sessions (refresh-token families). Every method takes the
@@ -74,8 +75,10 @@ public struct PostgresAccountRepository: AccountRepository {
     let client: PostgresClient
     let anonymousRetention: Duration
     let hasher: PasswordHasher
-    let hashKey = ProjectHashKeyCache()
+    let hashKey = HashKeyStore()
     let oobCodeTTL: Duration
+    /// Mail work done after the answer (protected password resets).
+    let detachedWork = DetachedWork(limit: 256)
 
     public init(
         client: PostgresClient, anonymousRetention: Duration, hasher: PasswordHasher,
@@ -221,7 +224,8 @@ public struct PostgresAccountRepository: AccountRepository {
     {
         var stored: StoredPassword?
         if let password = change.password {
-            stored = try await hasher.hash(password, key: try await hashKey.get(client, logger: logger))
+            stored = try await hasher.hash(
+                password, key: try await hashKey.get(client, scope: scope, logger: logger).own)
         }
         do {
             return try await client.transaction(logger: logger) { connection in
@@ -545,5 +549,29 @@ struct RotateRefreshToken: PostgresPreparedStatement {
                 r.26, r.27, r.28, r.29, r.30, r.31
             )
         )
+    }
+}
+
+/// Work that goes on after the request that started it has been answered, bounded: past `limit`
+/// pieces running, `admit` says no and the caller does the work before answering.
+final class DetachedWork: Sendable {
+    private let running = Atomic<Int>(0)
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    struct Ticket: Sendable {
+        fileprivate let owner: DetachedWork
+        func done() { owner.running.subtract(1, ordering: .relaxed) }
+    }
+
+    func admit() -> Ticket? {
+        guard running.add(1, ordering: .relaxed).newValue <= limit else {
+            running.subtract(1, ordering: .relaxed)
+            return nil
+        }
+        return Ticket(owner: self)
     }
 }

@@ -63,6 +63,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
             user.password = password
         }
         user.phoneNumber = try Self.phone(body.phoneNumber)
+        try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
         user.displayName = body.displayName
         user.photoUrl = body.photoUrl
         user.emailVerified = body.emailVerified ?? false
@@ -252,6 +253,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var change = AdminUserChange()
         change.disabled = body.disableUser
         change.emailVerified = body.emailVerified
+        try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
         change.displayName = body.displayName
         change.photoUrl = body.photoUrl
         if let email = body.email {

@@ -25,24 +25,25 @@ public struct ExportedUser: Sendable {
 }
 
 extension PostgresAccountRepository {
-    /// The project's hash config (B.7.1 `signIn.hashConfig`): what an export's hashes need.
-    public func hashConfig(logger: Logger) async throws -> (
+    /// A scope's hash config (B.7.1 `signIn.hashConfig`, a tenant's `hashConfig`): what its exports'
+    /// hashes need. Each tenant has its own key (issue #23); the default scope's is the project's.
+    public func hashConfig(scope: String, logger: Logger) async throws -> (
         signerKey: String, saltSeparator: String, rounds: Int, memCost: Int
     ) {
-        let key = try await hashKey.get(client, logger: logger)
+        let key = try await hashKey.get(client, scope: scope, logger: logger).own
         return (
             Data(key.signerKey).base64EncodedString(), Data(key.saltSeparator).base64EncodedString(),
             hasher.hashConfig.rounds, hasher.hashConfig.memCost
         )
     }
 
-    func isDescribedByHashConfig(algorithm: String, params: String, key: ProjectHashKey) -> Bool {
+    /// Whether the scope's hash config describes a stored hash: a tenant's hashes made with the
+    /// project's key are not (exporting them would hand the tenant's admins the project's key).
+    func isDescribedByHashConfig(algorithm: String, params: String, keys: ScopeHashKeys) -> Bool {
         guard algorithm == StoredPassword.firebaseScrypt, let p = hasher.scryptParams(params),
             p.rounds == hasher.hashConfig.rounds, p.memCost == hasher.hashConfig.memCost
         else { return false }
-        let signer = p.signerKey.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.signerKey
-        let separator = p.saltSeparator.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.saltSeparator
-        return signer == key.signerKey && separator == key.saltSeparator
+        return keys.key(for: p) == keys.own
     }
 
     /// Maps a unique violation to the Firebase code of the constraint it hit.
@@ -59,7 +60,8 @@ extension PostgresAccountRepository {
     public func adminCreate(scope: String, user new: AdminNewUser, logger: Logger) async throws -> UserRecord {
         var stored: StoredPassword?
         if let password = new.password {
-            stored = try await hasher.hash(password, key: try await hashKey.get(client, logger: logger))
+            stored = try await hasher.hash(
+                password, key: try await hashKey.get(client, scope: scope, logger: logger).own)
         }
         let localId = new.localId ?? Secrets.randomAlphanumeric(28)
         do {
@@ -114,7 +116,7 @@ extension PostgresAccountRepository {
     /// A page of users ordered by id, after `after` (B.2.3 batchGet), with their password hashes.
     public func batchGet(scope: String, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser] {
         try await client.withConnection { connection in
-            let key = try await hashKey.get(client, logger: logger)
+            let keys = try await hashKey.get(client, scope: scope, logger: logger)
             let rows = try await connection.query(
                 """
                 SELECT local_id, password_algorithm, password_params, password_hash, password_salt FROM users
@@ -127,7 +129,7 @@ extension PostgresAccountRepository {
                 // Only hashes the published hash config describes are exported (B.7.1); others are
                 // stripped, as production strips hashes it cannot describe.
                 let exportable =
-                    row.1.map { self.isDescribedByHashConfig(algorithm: $0, params: row.2 ?? "", key: key) } ?? false
+                    row.1.map { self.isDescribedByHashConfig(algorithm: $0, params: row.2 ?? "", keys: keys) } ?? false
                 return ExportedUser(
                     user: user, passwordHash: exportable ? row.3 : nil, salt: exportable ? row.4 : nil)
             }

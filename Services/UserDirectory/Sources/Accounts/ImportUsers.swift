@@ -301,7 +301,7 @@ struct ImportController<Tenants: TenantRepository> {
                 throw FirebaseError.invalid("DUPLICATE_EMAIL", email)
             }
         }
-        let key = try await accounts.hashKey.get(accounts.client, logger: context.logger)
+        let key = try await accounts.hashKey.get(accounts.client, scope: scope, logger: context.logger).own
         var failures: [Response.Failure] = []
         var accepted: [(index: Int, user: ImportUser)] = []
         for (index, wire) in users.enumerated() {
@@ -334,6 +334,9 @@ struct ImportController<Tenants: TenantRepository> {
                 }
             }
             if let mfa = wire.mfaInfo, !mfa.isEmpty { fail("Multi-factor enrollments cannot be imported."); continue }
+            if (try? Credentials.checkProfile(displayName: wire.displayName, photoUrl: wire.photoUrl)) == nil {
+                fail("displayName and photoUrl must be at most 2048 characters"); continue
+            }
             user.emailVerified = wire.emailVerified ?? false
             user.displayName = wire.displayName
             user.photoUrl = wire.photoUrl

@@ -9,13 +9,50 @@ extension PostgresAccountRepository {
     public func sendOobCode(_ request: SendOobCodeRequest, logger: Logger) async throws -> SendOobCodeResponse {
         let scope = scopeKey(request.tenantId)
         let flags = try await flags(scope, logger: logger)
-        let signIn = request.requestType == .emailSignIn
-        if signIn, !flags.enableEmailLinkSignin { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
-        let ttlSeconds = oobCodeTTL.timeInterval
+        if request.requestType == .emailSignIn, !flags.enableEmailLinkSignin {
+            throw FirebaseError.invalid("OPERATION_NOT_ALLOWED")
+        }
         let limit = flags.rateLimits.oobEmailsPerAccountPerHour
         // An end user's request by address counts against the address, whether an account has it or
         // not: were only known addresses counted, the limit would tell them apart under protection.
         let countsByAddress = request.localId == nil && !request.returnLink
+        // An end user's reset under protection (issue #23): after the checks every address gets,
+        // the answer goes at once and the per-account work (the lookup, the code, the mail) follows
+        // it, so the time taken tells nothing about the address.
+        if flags.emailPrivacy, countsByAddress, request.requestType == .passwordReset, let email = request.email,
+            let detached = detachedWork.admit()
+        {
+            try await client.transaction(logger: logger) { connection in
+                try await RateLimiter.hit(
+                    connection, scope: scope, bucket: "oob_email", key: "address:" + email, limit: limit,
+                    logger: logger)
+            }
+            Task.detached {
+                defer { detached.done() }
+                do {
+                    _ = try await issueCode(request, scope: scope, flags: flags, countsByAddress: false, logger: logger)
+                } catch {
+                    logger.warning(
+                        "password reset mail not queued",
+                        metadata: ["tenant.id": .string(scope), "error": "\(String(reflecting: error))"])
+                }
+            }
+            return SendOobCodeResponse(email: email)
+        }
+        return try await issueCode(
+            request, scope: scope, flags: flags, countsByAddress: countsByAddress, logger: logger)
+    }
+
+    /// The per-account part of `sendOobCode`: finds the user, stores the code and queues its mail
+    /// (or returns the link), in one transaction. `countsByAddress`: the request by address is
+    /// counted here (else the caller counted it).
+    func issueCode(
+        _ request: SendOobCodeRequest, scope: String, flags: ScopeFlags, countsByAddress: Bool, logger: Logger
+    ) async throws -> SendOobCodeResponse {
+        let signIn = request.requestType == .emailSignIn
+        let ttlSeconds = oobCodeTTL.timeInterval
+        let limit = flags.rateLimits.oobEmailsPerAccountPerHour
+        let byAddress = request.localId == nil && !request.returnLink
         return try await client.transaction(logger: logger) { connection in
             if countsByAddress, let email = request.email {
                 try await RateLimiter.hit(
@@ -52,7 +89,7 @@ extension PostgresAccountRepository {
                 else { throw FirebaseError.invalid("USER_NOT_FOUND") }
                 user = found
                 // Mails per account are limited for end users; an admin asking for the link is not.
-                if !request.returnLink && !countsByAddress {
+                if !request.returnLink && !byAddress {
                     try await RateLimiter.hit(
                         connection, scope: scope, bucket: "oob_email", key: localId, limit: limit, logger: logger)
                 }
@@ -77,10 +114,12 @@ extension PostgresAccountRepository {
             let code = Base64URL.encode(Secrets.randomBytes(32))
             try await connection.query(
                 """
-                INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at)
+                INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at,
+                    credential_seq)
                 VALUES (\(Secrets.tokenHash(code)), \(scope), \(localId), \(request.requestType.rawValue),
                     \(signIn ? recipient : user?.email ?? recipient), \(request.newEmail),
-                    now() + make_interval(secs => \(ttlSeconds)))
+                    now() + make_interval(secs => \(ttlSeconds)),
+                    coalesce((SELECT credential_seq FROM users WHERE tenant_id = \(scope) AND local_id = \(localId)), 0))
                 """, logger: logger)
             var link = request.linkPrefix + "&oobCode=" + code
             if let continueUrl = request.continueUrl,
@@ -127,7 +166,8 @@ extension PostgresAccountRepository {
         guard code.type == .passwordReset, let localId = code.localId else {
             throw FirebaseError.invalid("INVALID_OOB_CODE")
         }
-        let stored = try await hasher.hash(newPassword, key: try await hashKey.get(client, logger: logger))
+        let stored = try await hasher.hash(
+            newPassword, key: try await hashKey.get(client, scope: scope, logger: logger).own)
         return try await client.transaction(logger: logger) { connection in
             try await Self.consumeCode(connection, hash: code.hash, logger: logger)
             let now = Self.nowMillis()
@@ -210,17 +250,17 @@ extension PostgresAccountRepository {
         var newEmail: String?
     }
 
-    /// A code that exists in this scope, unused and unexpired, and not overtaken by its user's
-    /// `validSince` (a password reset, an email change, an account takeover or an admin's revocation
-    /// after it was sent). `validSince` comes from the services' clocks and `created_at` from the
-    /// database's, so a code counts as older only by more than a minute; compared as numbers, so an
-    /// admin's far-future `validSince` cannot overflow a timestamp.
+    /// A code that exists in this scope, unused and unexpired, and sent for the credentials its user
+    /// still has: a password reset, an email change, a disable, an account takeover or an admin's
+    /// revocation after it was sent moved the user's `credential_seq` (migration 14's trigger), and the
+    /// code carries the sequence it was sent at. A sequence, not clocks: a change a millisecond after
+    /// the code was sent ends it.
     func readCode(_ code: String, scope: String, logger: Logger) async throws -> StoredCode {
         let hash = Secrets.tokenHash(code)
         let rows = try await client.query(
             """
             SELECT c.local_id, c.request_type, c.email, c.new_email,
-                c.used_at IS NOT NULL OR extract(epoch FROM c.created_at) + 60 < coalesce(u.valid_since, 0),
+                c.used_at IS NOT NULL OR (c.local_id IS NOT NULL AND c.credential_seq IS DISTINCT FROM u.credential_seq),
                 now() > c.expires_at
             FROM oob_codes c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.local_id = c.local_id
             WHERE c.code_hash = \(hash) AND c.tenant_id = \(scope)
@@ -236,15 +276,28 @@ extension PostgresAccountRepository {
         throw FirebaseError.invalid("INVALID_OOB_CODE")
     }
 
-    /// Marks a code used; only one of several concurrent uses wins.
+    /// Marks a code used, if its user's credentials are still those it was sent for; only one of
+    /// several concurrent uses wins. Every other code of its kind
+    /// that its user (or, for a sign-in link to an address no account had, its address) still holds
+    /// is used up with it: one reset, one verification, one sign-in per mail sent.
     static func consumeCode(_ connection: PostgresConnection, hash: String, logger: Logger) async throws {
         let rows = try await connection.query(
             """
-            UPDATE oob_codes SET used_at = now()
+            UPDATE oob_codes c SET used_at = now()
             WHERE code_hash = \(hash) AND used_at IS NULL AND expires_at >= now()
-            RETURNING code_hash
+                AND (local_id IS NULL OR credential_seq = (
+                    SELECT u.credential_seq FROM users u WHERE u.tenant_id = c.tenant_id AND u.local_id = c.local_id))
+            RETURNING tenant_id, local_id, request_type, email
             """, logger: logger)
-        for try await _ in rows.decode(String.self) { return }
+        for try await (scope, localId, type, email) in rows.decode((String, String?, String, String).self) {
+            try await connection.query(
+                """
+                UPDATE oob_codes SET used_at = now()
+                WHERE tenant_id = \(scope) AND request_type = \(type) AND used_at IS NULL
+                    AND (local_id = \(localId) OR (\(localId)::text IS NULL AND local_id IS NULL AND email = \(email)))
+                """, logger: logger)
+            return
+        }
         throw FirebaseError.invalid("INVALID_OOB_CODE")
     }
 

@@ -83,14 +83,18 @@ public struct StoredPassword: Sendable, Equatable {
 }
 
 /// The parameters stored with a hash (JSON in `users.password_params`). Native hashes carry
-/// `rounds` and `memCost` and use the project's signer key; imported ones carry what their algorithm
+/// `rounds` and `memCost` and use their scope's signer key; imported ones carry what their algorithm
 /// needs, including their own signer key (A.9).
 struct ScryptParams: Codable, Equatable {
     var rounds: Int
     var memCost: Int
-    /// Base64; absent for hashes made with the project's key.
+    /// Base64; absent for hashes made with a key of the scope's.
     var signerKey: String?
     var saltSeparator: String?
+    /// A tenant's hash made with the project's key, before tenants had keys of their own (migration
+    /// 14 marks them). It verifies with the project's key and is re-made with the tenant's at the
+    /// user's next sign-in.
+    var projectKey: Bool?
 }
 
 struct ImportedParams: Codable, Equatable {
@@ -106,10 +110,28 @@ struct ImportedParams: Codable, Equatable {
     var passwordHashOrder: String?
 }
 
-/// The project's hash key: Firebase-scrypt signer key and salt separator.
-public struct ProjectHashKey: Sendable, Equatable {
+/// A Firebase-scrypt hash key: signer key and salt separator.
+public struct HashKey: Sendable, Equatable {
     public var signerKey: [UInt8]
     public var saltSeparator: [UInt8]
+}
+
+/// The hash keys of one scope (issue #23): its own, which every new hash is made with and its
+/// `hashConfig` publishes, and the project's, which only verifies a tenant's hashes from before the
+/// tenant had a key of its own. For the default scope both are the project's.
+public struct ScopeHashKeys: Sendable, Equatable {
+    public var own: HashKey
+    public var project: HashKey
+
+    /// The key a Firebase-scrypt hash with these parameters was made with.
+    func key(for params: ScryptParams) -> HashKey {
+        var key = params.projectKey == true ? project : own
+        if let signer = params.signerKey.flatMap({ Data(base64Encoded: $0) }) { key.signerKey = Array(signer) }
+        if let separator = params.saltSeparator.flatMap({ Data(base64Encoded: $0) }) {
+            key.saltSeparator = Array(separator)
+        }
+        return key
+    }
 }
 
 /// Hashes new passwords with the configured parameters and verifies stored ones per their own
@@ -124,7 +146,7 @@ public struct PasswordHasher: Sendable {
 
     public init(pool: HashingPool, rounds: Int = 8, memCost: Int = 14) {
         self.pool = pool
-        current = ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil)
+        current = ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil, projectKey: nil)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         currentParams = String(decoding: try! encoder.encode(current), as: UTF8.self)
@@ -135,7 +157,7 @@ public struct PasswordHasher: Sendable {
         params == currentParams ? current : try? JSONDecoder().decode(ScryptParams.self, from: Data(params.utf8))
     }
 
-    public func hash(_ password: String, key: ProjectHashKey) async throws -> StoredPassword {
+    public func hash(_ password: String, key: HashKey) async throws -> StoredPassword {
         let salt = Secrets.randomBytes(12)
         let scrypt = FirebaseScrypt(
             signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: current.rounds,
@@ -148,7 +170,7 @@ public struct PasswordHasher: Sendable {
 
     /// True when `password` matches, per the hash's own algorithm and parameters. Unknown
     /// algorithms or corrupt records never match.
-    public func verify(_ password: String, stored: StoredPassword, key: ProjectHashKey) async throws -> Bool {
+    public func verify(_ password: String, stored: StoredPassword, keys: ScopeHashKeys) async throws -> Bool {
         guard let salt = Data(base64Encoded: stored.salt), let expected = Data(base64Encoded: stored.hash) else {
             return false
         }
@@ -156,10 +178,9 @@ public struct PasswordHasher: Sendable {
         case StoredPassword.firebaseScrypt:
             guard let p = scryptParams(stored.params), (1...8).contains(p.rounds), (1...17).contains(p.memCost)
             else { return false }
+            let key = keys.key(for: p)
             let scrypt = FirebaseScrypt(
-                signerKey: p.signerKey.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.signerKey,
-                saltSeparator: p.saltSeparator.flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? key.saltSeparator,
-                rounds: p.rounds, memCost: p.memCost)
+                signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: p.rounds, memCost: p.memCost)
             return try await pool.run {
                 try scrypt.verify(password: password, salt: Array(salt), expected: Array(expected))
             }
@@ -179,12 +200,12 @@ public struct PasswordHasher: Sendable {
 
     /// Costs what a verification costs, for accounts that do not exist: answers for unknown and
     /// known emails then take comparable time (B.5.9).
-    public func burn(_ password: String, key: ProjectHashKey) async throws {
+    public func burn(_ password: String, key: HashKey) async throws {
         _ = try await hash(password, key: key)
     }
 
     /// Whether a stored password should be re-hashed with the current parameters after a
-    /// successful sign-in.
+    /// successful sign-in (a tenant's hash made with the project's key included).
     public func isOutdated(_ stored: StoredPassword) -> Bool {
         stored.algorithm != StoredPassword.firebaseScrypt
             || scryptParams(stored.params) != current

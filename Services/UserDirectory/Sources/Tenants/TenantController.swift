@@ -7,8 +7,9 @@ import TesseraShared
 struct TenantController<Repository: TenantRepository> {
     let repository: Repository
     let projectID: String
-    /// The project's hash config, shown in the project Config to project admins.
-    let hashConfig: @Sendable (Logger) async throws -> ProjectConfigWire.HashConfigWire
+    /// A scope's hash config: the project's in the project Config (project admins only), each
+    /// tenant's own in the tenant (its admins may see it: it protects that tenant's hashes only).
+    let hashConfig: @Sendable (_ scope: String, Logger) async throws -> ProjectConfigWire.HashConfigWire
 
     func addRoutes(to group: RouterGroup<DirectoryContext>) {
         group.post("v2/projects/{project}/tenants", use: create)
@@ -55,8 +56,7 @@ struct TenantController<Repository: TenantRepository> {
             throw FirebaseError.invalid("TENANT_NOT_FOUND")
         }
         var tenant = TenantWire(settings, projectID: projectID)
-        // The signer key is a project secret: project admins only.
-        if context.admin?.tenantId == nil { tenant.hashConfig = try await hashConfig(context.logger) }
+        tenant.hashConfig = try await hashConfig(tenantId, context.logger)
         return JSONResponse(tenant)
     }
 
@@ -91,7 +91,8 @@ struct TenantController<Repository: TenantRepository> {
         let (scope, project) = try await repository.projectConfig(logger: context.logger)
         return JSONResponse(
             ProjectConfigWire(
-                scope: scope, project: project, projectID: projectID, hashConfig: try await hashConfig(context.logger)))
+                scope: scope, project: project, projectID: projectID,
+                hashConfig: try await hashConfig(ScopeSettings.defaultScopeID, context.logger)))
     }
 
     @Sendable func updateConfig(_ request: Request, context: DirectoryContext) async throws
@@ -105,7 +106,8 @@ struct TenantController<Repository: TenantRepository> {
         context.logger.info("project config updated")
         return JSONResponse(
             ProjectConfigWire(
-                scope: scope, project: project, projectID: projectID, hashConfig: try await hashConfig(context.logger)))
+                scope: scope, project: project, projectID: projectID,
+                hashConfig: try await hashConfig(ScopeSettings.defaultScopeID, context.logger)))
     }
 
     /// The paths to copy: those of `?updateMask=`, or every field (full replace) without a mask.
