@@ -100,6 +100,34 @@ struct FederatedUnitTests {
     }
 }
 
+@Suite("where a tenant's identity provider may be reached")
+struct EgressPolicyTests {
+    @Test("public addresses pass; loopback, private, link-local, mapped and reserved ones only when allowed")
+    func addresses() async throws {
+        let policy = try EgressPolicy(parsing: "127.0.0.1:8080, 10.1.0.0/16, [::1]:9000")
+        #expect(policy.allowed.count == 3)
+        let logger = Logger(label: "test")
+        for ok in ["https://93.184.215.14/", "http://127.0.0.1:8080/", "https://10.1.2.3/", "http://[::1]:9000/"] {
+            let url = try #require(WebURL(ok))
+            _ = try await policy.address(for: url, logger: logger)
+        }
+        for refused in [
+            "http://127.0.0.1:8081/", "https://127.1/", "https://2130706433/", "https://[::ffff:127.0.0.1]/",
+            "https://[::ffff:7f00:1]/", "https://169.254.169.254/", "https://10.2.0.1/", "https://[fd00:ec2::254]/",
+            "https://100.64.0.1/", "https://0.0.0.0/", "https://224.0.0.1/", "https://[fe80::1]/", "http://[::1]:9001/",
+            "http://localhost:8081/",
+        ] {
+            let url = try #require(WebURL(refused))
+            await #expect(throws: FirebaseError.self, "\(refused)") {
+                try await policy.address(for: url, logger: logger)
+            }
+        }
+        #expect(await policy.allowsPlainHTTP(try #require(WebURL("http://127.0.0.1:8080/jwks"))))
+        #expect(!(await policy.allowsPlainHTTP(try #require(WebURL("http://169.254.169.254/jwks")))))
+        #expect(throws: ConfigError.self) { try EgressPolicy(parsing: "localhost:8080") }
+    }
+}
+
 @Suite("federated sign-in on a real PostgreSQL", .enabled(if: PostgresSupport.available))
 struct FederatedPostgresTests {
     let logger = PostgresSupport.logger

@@ -16,6 +16,21 @@ public func buildTokenApplication(
         metadata: [
             "keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))",
         ])
+    let cookieKeys: KeyStore
+    do {
+        cookieKeys = try KeyStore(directory: configuration.sessionCookieKeysDirectory)
+    } catch {
+        throw KeyDirectoryError.unreadable(
+            configuration.sessionCookieKeysDirectory,
+            "session cookies are signed with keys of their own (\(error)); create one with `token-service keys generate --session-cookies`"
+        )
+    }
+    logger.info(
+        "session cookie keys loaded",
+        metadata: [
+            "keys.signer": .string(cookieKeys.current.signer.kid),
+            "keys.published": "\(cookieKeys.current.keys.map(\.kid))",
+        ])
     configuration.links.logSetting(to: logger)
     let metrics = ServiceMetrics()
     let httpClient = InternalHTTPClient.make(connectTimeout: configuration.internalConnectTimeout)
@@ -32,7 +47,8 @@ public func buildTokenApplication(
     let providerClient = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: providerClientConfiguration)
     let providerHTTP = ProviderHTTP(
-        client: providerClient, timeout: .milliseconds(Int64(configuration.idpTimeout.timeInterval * 1000)))
+        client: providerClient, configuration: providerClientConfiguration,
+        timeout: .milliseconds(Int64(configuration.idpTimeout.timeInterval * 1000)), egress: configuration.egress)
     let providers = IdentityProviders(
         endpoints: configuration.providerEndpoints,
         keys: JWKSCache(http: providerHTTP, refetchInterval: configuration.idpJWKSRefetchInterval), http: providerHTTP)
@@ -65,8 +81,9 @@ public func buildTokenApplication(
     FederatedController(tokens: tokens, providers: providers, configuration: configuration).addRoutes(to: router)
     TokenController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     OobController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    SessionCookieController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    KeysController(keys: keys, configuration: configuration).addRoutes(to: router)
+    SessionCookieController(tokens: tokens, cookieKeys: cookieKeys, configuration: configuration).addRoutes(
+        to: router)
+    KeysController(keys: keys, cookieKeys: cookieKeys, configuration: configuration).addRoutes(to: router)
     ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: router)
@@ -81,7 +98,10 @@ public func buildTokenApplication(
             HTTPClientService(client: httpClient, logger: logger),
             HTTPClientService(client: providerClient, logger: logger),
             // Re-reads the key directory so that rotation needs no restart.
-            PeriodicService(every: configuration.keyReloadInterval) { keys.reload(logger: logger) },
+            PeriodicService(every: configuration.keyReloadInterval) {
+                keys.reload(logger: logger)
+                cookieKeys.reload(logger: logger)
+            },
         ],
         logger: logger)
 }

@@ -11,6 +11,9 @@ public struct TokenServiceConfiguration: Sendable {
     public var directoryURL: String = "http://127.0.0.1:8082"
     public var internalSecret: String
     public var signingKeysDirectory: String
+    /// Session cookies' own keys (issue #23; Firebase publishes them apart from ID tokens' keys):
+    /// `TESSERA_SESSION_COOKIE_KEYS_DIR`, by default `session-cookies/` in the signing key directory.
+    public var sessionCookieKeysDirectory: String
     public var publicURL: String?
     public var refreshGrace: Duration = .seconds(10)
     public var refreshIdleTTL: Duration = .seconds(30 * 86400)
@@ -29,7 +32,9 @@ public struct TokenServiceConfiguration: Sendable {
     /// A provider token with an unknown key id refetches the provider's JWKS at most this often.
     public var idpJWKSRefetchInterval: Duration = .seconds(30)
     /// Proxies whose `X-Forwarded-For` is believed when finding the end user's address (rate limits).
-    public var clientAddress = ClientAddress.loopback
+    public var clientAddress = ClientAddress.none
+    /// Private addresses tenants' identity providers may nonetheless be reached at (development).
+    var egress = EgressPolicy.open
     /// Time allowed for one request to an identity provider.
     public var idpTimeout: Duration = .seconds(5)
 
@@ -45,6 +50,7 @@ public struct TokenServiceConfiguration: Sendable {
         self.apiKey = apiKey
         self.internalSecret = internalSecret
         self.signingKeysDirectory = signingKeysDirectory
+        self.sessionCookieKeysDirectory = Self.defaultSessionCookieKeysDirectory(signingKeysDirectory)
         self.projectNumber = projectNumber ?? Self.derivedProjectNumber(projectID)
     }
 
@@ -56,6 +62,7 @@ public struct TokenServiceConfiguration: Sendable {
             internalSecret: try env.secret("TESSERA_INTERNAL_SECRET"),
             signingKeysDirectory: try env.required("TESSERA_SIGNING_KEYS_DIR"),
             projectNumber: env.string("TESSERA_PROJECT_NUMBER"))
+        sessionCookieKeysDirectory = env.string("TESSERA_SESSION_COOKIE_KEYS_DIR", default: sessionCookieKeysDirectory)
         hostname = env.string("TESSERA_HTTP_HOST", default: hostname)
         port = try env.int("TESSERA_HTTP_PORT", default: port)
         directoryURL = env.string("TESSERA_DIRECTORY_URL", default: directoryURL)
@@ -74,9 +81,16 @@ public struct TokenServiceConfiguration: Sendable {
         if let proxies = env.string("TESSERA_TRUSTED_PROXIES") {
             clientAddress = try ClientAddress(parsing: proxies)
         }
+        if let allowed = env.string("TESSERA_IDP_ALLOWED_PRIVATE_ADDRESSES") {
+            egress = try EgressPolicy(parsing: allowed)
+        }
         if let domains = env.string("TESSERA_AUTHORIZED_DOMAINS") {
             authorizedDomains = ActionLinks.authorizedDomains(from: domains)
         }
+    }
+
+    public static func defaultSessionCookieKeysDirectory(_ signingKeysDirectory: String) -> String {
+        signingKeysDirectory + "/session-cookies"
     }
 
     /// A stable 12-digit number from the project id, for deployments that do not set one.

@@ -125,7 +125,8 @@ struct IdentityProviders: Sendable {
             expectedIssuer = ProviderEndpoints(issuer: issuer)
             if issuer.hasSuffix("/") { expectedIssuer.alternateIssuers = [String(issuer.dropLast())] }
         }
-        guard let key = try await keys.key(url: jwksURL, kid: kid, logger: logger) else {
+        let guarded = !FederatedProviders.isBuiltIn(providerId)
+        guard let key = try await keys.key(url: jwksURL, kid: kid, guarded: guarded, logger: logger) else {
             throw Self.invalid("The id_token is signed with a key the provider does not publish.")
         }
         let payload: Data

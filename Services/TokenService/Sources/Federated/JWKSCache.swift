@@ -14,10 +14,15 @@ enum ProviderKey: Sendable {
 }
 
 /// Calls to identity providers: bounded time and size, no redirects. A provider that cannot be
-/// reached is a dependency that is down (503); an answer it gives is the caller's to judge.
+/// reached is a dependency that is down (503); an answer it gives is the caller's to judge. URLs a
+/// tenant wrote (an OIDC issuer and the keys URL its discovery names) are `guarded`: they go only
+/// where `egress` permits, to the address it checked.
 struct ProviderHTTP: Sendable {
     let client: HTTPClient
+    /// The shared client's configuration, for the one-request clients of guarded calls.
+    let configuration: HTTPClient.Configuration
     let timeout: TimeAmount
+    let egress: EgressPolicy
 
     struct Answer {
         var status: Int
@@ -25,18 +30,53 @@ struct ProviderHTTP: Sendable {
         var body: Data
     }
 
-    func get(_ url: String, headers: [(String, String)] = [], logger: Logger) async throws -> Answer {
-        try await send(.GET, url, headers: headers, body: nil, logger: logger)
+    func get(_ url: String, headers: [(String, String)] = [], guarded: Bool = false, logger: Logger) async throws
+        -> Answer
+    {
+        try await send(.GET, url, headers: headers, body: nil, guarded: guarded, logger: logger)
     }
 
     /// A POST of a JSON body.
     func post(_ url: String, json: Data, headers: [(String, String)] = [], logger: Logger) async throws -> Answer {
         try await send(
-            .POST, url, headers: headers + [("Content-Type", "application/json")], body: json, logger: logger)
+            .POST, url, headers: headers + [("Content-Type", "application/json")], body: json, guarded: false,
+            logger: logger)
     }
 
     private func send(
-        _ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data?, logger: Logger
+        _ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data?, guarded: Bool, logger: Logger
+    ) async throws -> Answer {
+        guard guarded else {
+            return try await send(method, url, headers: headers, body: body, client: client, logger: logger)
+        }
+        guard let target = WebURL(url) else {
+            throw IdentityProviders.invalid("The identity provider's address is not an http(s) URL.")
+        }
+        let address = try await egress.address(for: target, logger: logger)
+        guard case .domain(let name) = target.host else {
+            return try await send(
+                method, target.description, headers: headers, body: body, client: client, logger: logger)
+        }
+        // The name was resolved and checked: this request's client connects to that address only
+        // (TLS still verifies the name), so a second lookup cannot answer something else.
+        var pinned = configuration
+        pinned.dnsOverride = [name: address]
+        let oneShot = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: pinned)
+        let result: Result<Answer, any Error>
+        do {
+            result = .success(
+                try await send(
+                    method, target.description, headers: headers, body: body, client: oneShot, logger: logger))
+        } catch {
+            result = .failure(error)
+        }
+        try? await oneShot.shutdown()
+        return try result.get()
+    }
+
+    private func send(
+        _ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data?, client: HTTPClient,
+        logger: Logger
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: url)
         request.method = method
@@ -51,7 +91,7 @@ struct ProviderHTTP: Sendable {
                 status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
         } catch {
             // The URL may carry a token (Facebook's access_token): log only where it points.
-            let host = URL(string: url)?.host ?? "?"
+            let host = WebURL(url)?.hostString ?? "?"
             logger.warning(
                 "identity provider unreachable", metadata: ["idp.host": .string(host), "error": "\(type(of: error))"])
             throw FirebaseError.unavailable("The identity provider could not be reached; retry shortly.")
@@ -100,14 +140,15 @@ actor JWKSCache {
 
     /// The key `kid` of the set at `url`, fetching or refetching the set as needed; nil if the
     /// provider does not publish it.
-    func key(url: String, kid: String, logger: Logger) async throws -> ProviderKey? {
+    /// `guarded`: the URL is a tenant's (`ProviderHTTP`).
+    func key(url: String, kid: String, guarded: Bool, logger: Logger) async throws -> ProviderKey? {
         let now = clock.now
         if let entry = entries[url], entry.expiresAt > now {
             if let key = entry.keys[kid] { return key }
             guard entry.fetchedAt + refetchInterval <= now else { return nil }
         }
         do {
-            return try await fetch(url, logger: logger).keys[kid]
+            return try await fetch(url, guarded: guarded, logger: logger).keys[kid]
         } catch {
             // A provider whose key endpoint is down keeps working with the keys it last published.
             if let stale = entries[url]?.keys[kid] {
@@ -118,12 +159,12 @@ actor JWKSCache {
         }
     }
 
-    private func fetch(_ url: String, logger: Logger) async throws -> Entry {
+    private func fetch(_ url: String, guarded: Bool, logger: Logger) async throws -> Entry {
         if let task = inFlight[url] { return try await task.value }
         let http = self.http
         let clock = self.clock
         let task = Task { () throws -> Entry in
-            let answer = try await http.get(url, logger: logger)
+            let answer = try await http.get(url, guarded: guarded, logger: logger)
             guard answer.status == 200 else {
                 logger.warning("identity provider JWKS fetch failed", metadata: ["http.status": "\(answer.status)"])
                 throw FirebaseError.unavailable("The identity provider's keys could not be fetched; retry shortly.")
@@ -142,32 +183,32 @@ actor JWKSCache {
         return entry
     }
 
-    /// The `jwks_uri` of an OIDC issuer's discovery document.
+    /// The `jwks_uri` of an OIDC issuer's discovery document. Both URLs are the tenant's: fetched
+    /// guarded (`ProviderHTTP`), and the keys URL must be https (or http to an address the operator
+    /// allowed, as development setups have).
     func jwksURL(issuer: String, logger: Logger) async throws -> String {
         if let cached = discovery[issuer], cached.expiresAt > clock.now { return cached.jwksURL }
         let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        let answer = try await http.get(base + "/.well-known/openid-configuration", logger: logger)
+        let answer = try await http.get(base + "/.well-known/openid-configuration", guarded: true, logger: logger)
         struct Document: Decodable {
             var issuer: String?
             var jwks_uri: String?
         }
         guard answer.status == 200, let document = try? JSONDecoder().decode(Document.self, from: answer.body),
-            let jwksURL = document.jwks_uri, let url = URL(string: jwksURL), let host = url.host, !host.isEmpty
+            let jwksURL = document.jwks_uri, let url = WebURL(jwksURL)
         else {
             logger.warning("OIDC discovery failed", metadata: ["http.status": "\(answer.status)"])
             throw FirebaseError.unavailable("The identity provider's discovery document could not be read.")
         }
-        // The document is whoever runs the issuer's: its keys must be on https like the issuer
-        // (plain http only on loopback), or a tenant's provider could point the token service at
-        // internal plain-http services such as a cloud metadata endpoint.
-        guard url.scheme == "https" || (url.scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(host))
-        else {
-            logger.warning("OIDC discovery names a jwks_uri that is not https", metadata: ["idp.host": .string(host)])
+        let plainAllowed = url.scheme == "http" ? await http.egress.allowsPlainHTTP(url) : false
+        guard url.scheme == "https" || plainAllowed else {
+            logger.warning(
+                "OIDC discovery names a jwks_uri that is not https", metadata: ["idp.host": .string(url.hostString)])
             throw IdentityProviders.invalid("The provider's discovery document names a jwks_uri that is not https.")
         }
         let lifetime = ProviderHTTP.maxAge(answer.headers).map { Duration.seconds($0) } ?? Self.defaultLifetime
-        discovery[issuer] = (jwksURL, clock.now + min(lifetime, Self.maximumLifetime))
-        return jwksURL
+        discovery[issuer] = (url.description, clock.now + min(lifetime, Self.maximumLifetime))
+        return url.description
     }
 
     struct JWK: Decodable {

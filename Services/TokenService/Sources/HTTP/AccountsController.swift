@@ -24,6 +24,8 @@ struct AccountsController {
         var password: String?
         var idToken: String?
         var displayName: String?
+        /// Read only to be bounded: sign-up does not store a photo URL.
+        var photoUrl: String?
         var tenantId: String?
         var localId: String?
     }
@@ -47,6 +49,7 @@ struct AccountsController {
         let body = try await request.decodeJSON(SignUpRequest.self, context: context)
         if body.localId != nil { throw FirebaseError.invalid("UNEXPECTED_PARAMETER", "User ID") }
         let tenant = Self.tenant(body.tenantId)
+        try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
         let issued: SessionTokens.Issued
         if body.email == nil, body.password == nil, body.idToken == nil {
             issued = try await tokens.signUpAnonymous(
@@ -242,6 +245,7 @@ struct AccountsController {
             email = normalized
         }
         if let password = body.password { try Credentials.checkPassword(password) }
+        try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
         let deleteProvider = body.deleteProvider ?? []
         let (verified, user) = try await tokens.verify(
             idToken: body.idToken, requestedTenant: Self.tenant(body.tenantId), requestID: context.requestID,

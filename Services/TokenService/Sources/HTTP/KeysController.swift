@@ -7,6 +7,8 @@ import TesseraShared
 /// Bodies come pre-rendered from the key set; nothing here touches the directory.
 struct KeysController {
     let keys: KeyStore
+    /// Session cookies' own keys (issue #23).
+    let cookieKeys: KeyStore
     let configuration: TokenServiceConfiguration
     /// How long clients may cache the key set. A new key is published a key-lead ahead of signing,
     /// so this must stay below that lead (docs/configuration.md).
@@ -25,11 +27,11 @@ struct KeysController {
             router.get("\(prefix)/service_accounts/v1/jwk/\(Self.serviceAccount)", use: jwks)
             router.get("\(prefix)/robot/v1/metadata/x509/\(Self.serviceAccount)", use: x509)
         }
-        // Session-cookie keys (B.2.4): the same key set, as a JWKS and as the kid→certificate map.
+        // Session-cookie keys (B.2.4), a set of their own: as a JWKS and as the kid→certificate map.
         for prefix in identityToolkitPrefixes {
-            router.get("\(prefix)/v1/sessionCookiePublicKeys", use: jwks)
+            router.get("\(prefix)/v1/sessionCookiePublicKeys", use: cookieJWKS)
         }
-        router.client(.get, "v3:publicKeys", use: x509)
+        router.client(.get, "v3:publicKeys", use: cookieX509)
         router.get("/.well-known/openid-configuration", use: discovery)
         // The API description (OpenAPI 3.1), as checked in at Services/TokenService/Sources/Resources.
         let description = Self.apiDescription
@@ -60,6 +62,14 @@ struct KeysController {
         cached(keys.current.x509JSON)
     }
 
+    @Sendable func cookieJWKS(_ request: Request, context: TokenContext) async throws -> Response {
+        cached(cookieKeys.current.jwksJSON)
+    }
+
+    @Sendable func cookieX509(_ request: Request, context: TokenContext) async throws -> Response {
+        cached(cookieKeys.current.x509JSON)
+    }
+
     struct Discovery: Encodable, Sendable {
         var issuer: String
         var jwks_uri: String
@@ -72,13 +82,21 @@ struct KeysController {
         if let project = context.parameters.get("project"), project != configuration.projectID {
             throw FirebaseError.notFound
         }
-        guard let base = configuration.publicURL ?? request.externalBaseURL else {
-            throw FirebaseError.invalidArgument("The request's Host header is not a host name.")
+        // The configured public URL; without one, the request's host only when it is exactly an
+        // authorized domain (issue #23): a cached document must never point keys at a host a caller
+        // wrote into the Host header. Built on the Host, the answer varies with it.
+        var headers: HTTPFields = [.cacheControl: "public, max-age=\(Self.maxAge)"]
+        let base: String
+        if let publicURL = configuration.publicURL {
+            base = publicURL
+        } else {
+            base = try configuration.links.requestBase(request)
+            headers[.vary] = "Host"
         }
         return JSONResponse(
             Discovery(
                 issuer: "https://securetoken.google.com/\(configuration.projectID)",
                 jwks_uri: base + "/.well-known/jwks.json"),
-            headers: [.cacheControl: "public, max-age=\(Self.maxAge)"])
+            headers: headers)
     }
 }

@@ -6,9 +6,11 @@ import TesseraShared
 
 /// `POST /v1/projects/{p}[/tenants/{t}]:createSessionCookie` (A.2, B.2.3, B.3.4): an admin exchanges
 /// a user's ID token for a session cookie, an RS256 JWT with the ID token's claims, the session
-/// issuer, and a lifetime of 5 minutes to 14 days. Signed with the same key set as ID tokens.
+/// issuer, and a lifetime of 5 minutes to 14 days. Signed with session cookies' own key set
+/// (issue #23), as Firebase does: a session cookie never passes for an ID token, nor the reverse.
 struct SessionCookieController {
     let tokens: SessionTokens
+    let cookieKeys: KeyStore
     let configuration: TokenServiceConfiguration
 
     static let minimum: Int64 = 300
@@ -63,7 +65,7 @@ struct SessionCookieController {
                 familyId: "", signInProvider: verified.signInProvider, authTime: verified.authTime, tokenIssuedAt: now))
         claims["iss"] = .string(tokens.issuer.sessionIssuer)
         claims["exp"] = .int(now + duration)
-        let cookie = try tokens.issuer.sign(claims)
+        let cookie = try tokens.issuer.sign(claims, keys: cookieKeys)
         tokens.issuer.countIssued("session_cookie", provider: verified.signInProvider)
         context.logger.info("session cookie created", metadata: ["user.id": .string(user.localId)])
         return JSONResponse(CreateResponse(sessionCookie: cookie))

@@ -89,10 +89,11 @@ public struct IDTokenIssuer: Sendable {
         return token
     }
 
-    /// Signs a claim set with the current signing key (keys sorted: same claims, same token).
-    public func sign(_ claims: [String: JSONValue]) throws -> String {
+    /// Signs a claim set with the current signing key of `keys` (by default the ID tokens'; keys
+    /// sorted: same claims, same token).
+    public func sign(_ claims: [String: JSONValue], keys: KeyStore? = nil) throws -> String {
         let payload = Data(JSONValue.object(claims).jsonBytes())
-        let signer = keys.current.signer
+        let signer = (keys ?? self.keys).current.signer
         return try JWS.signRS256(payload: payload, kid: signer.kid, signer: signer.signer)
     }
 
