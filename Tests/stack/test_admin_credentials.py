@@ -181,6 +181,8 @@ def test_tenant_isolation_matrix(stack, admin, client, make_tenant):
     assert not expect_ok(admin.get_tenant(other)).get("disableAuth")
     assert expect_ok(client.post("/v1/accounts:signInWithPassword",
                                  {"tenantId": other, "email": victim["email"], "password": "secret12"}))
-    # A tenant admin never sees the project's signer key; a project admin does.
-    assert "hashConfig" not in expect_ok(call("GET", f"/v2/projects/{p}/tenants/{own}"))
-    assert expect_ok(admin.get_tenant(own))["hashConfig"]["algorithm"] == "SCRYPT"
+    # A tenant admin sees its tenant's own hash key (issue #23), never the project's.
+    own_config = expect_ok(call("GET", f"/v2/projects/{p}/tenants/{own}"))["hashConfig"]
+    assert own_config == expect_ok(admin.get_tenant(own))["hashConfig"]
+    assert own_config["algorithm"] == "SCRYPT"
+    assert own_config["signerKey"] != expect_ok(admin.get_config())["signIn"]["hashConfig"]["signerKey"]

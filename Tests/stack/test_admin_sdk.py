@@ -149,6 +149,16 @@ def firebase_scrypt(password: str, salt: bytes, key: bytes, separator: bytes, ro
     return encryptor.update(key) + encryptor.finalize()
 
 
+def hash_config(admin, tenant_id: str | None) -> dict:
+    """The Firebase-scrypt parameters a scope's users are hashed with (issue 23): a tenant has its own
+    (`hashConfig` of GET tenant), the default scope the project's (`signIn.hashConfig` of GET config)."""
+    if tenant_id is None:
+        return expect_ok(admin.get_config())["signIn"]["hashConfig"]
+    config = expect_ok(admin.get_tenant(tenant_id))["hashConfig"]
+    assert config["algorithm"] == "SCRYPT", config
+    return config
+
+
 def sign_in(client, tenant_id, email, password):
     return client.post("/v1/accounts:signInWithPassword", {"tenantId": tenant_id, "email": email, "password": password})
 
@@ -172,14 +182,14 @@ def test_import_with_firebase_scrypt_hashes_then_sign_in(app, client, make_tenan
 
     imported = tenant_auth.get_user(users[0].uid)
     assert imported.custom_claims == {"plan": "pro"} and imported.user_metadata.creation_timestamp == 1_600_000_000_000
-    # Not exportable yet: the hash was made with another key than the project's hash config.
+    # Not exportable yet: the hash was made with another key than the tenant's hash config.
     exported = {u.uid: u for u in tenant_auth.list_users().iterate_all()}
     assert exported[users[0].uid].password_hash is None
 
     for user in users:
         expect_ok(sign_in(client, tenant_id, user.email, passwords[user.email]))
         assert sign_in(client, tenant_id, user.email, "wrong").status_code == 400
-    # Re-hashed with the project's key at sign-in (A.9): now exportable.
+    # Re-hashed with the tenant's key at sign-in (A.9): now exportable.
     exported = {u.uid: u for u in tenant_auth.list_users().iterate_all()}
     assert exported[users[0].uid].password_hash and exported[users[0].uid].password_salt
 
@@ -268,19 +278,25 @@ def test_import_verifies_each_declared_algorithm(app, admin, client, make_tenant
         (user,) = list(tenant_auth.list_users().iterate_all())
         return user
 
-    # A hash of another algorithm is not exported (the project's hash config does not describe it).
+    # A hash of another algorithm is not exported (the tenant's hash config does not describe it).
     assert exported().password_hash is None
     assert sign_in(client, tenant_id, email, "not it").status_code == 400
     assert exported().password_hash is None, "a failed sign-in re-hashes nothing"
     expect_ok(sign_in(client, tenant_id, email, password))
-    # A.9: re-hashed on the successful sign-in, to Firebase scrypt with the project's hash config, so
-    # it is exported now and is that function of the password and the new salt.
+    # A.9: re-hashed on the successful sign-in, to Firebase scrypt with the tenant's own hash config
+    # (issue 23: never the project's key), so it is exported now and is that function of the password
+    # and the new salt.
     user = exported()
     assert user.password_hash and user.password_salt, "the successful sign-in re-hashed the password"
-    config = expect_ok(admin.get_config())["signIn"]["hashConfig"]
+    config = hash_config(admin, tenant_id)
     assert base64.b64decode(user.password_hash) == firebase_scrypt(
         password, base64.b64decode(user.password_salt), base64.b64decode(config["signerKey"]),
         base64.b64decode(config["saltSeparator"]), config["rounds"], config["memoryCost"])
+    project = hash_config(admin, None)
+    assert base64.b64decode(user.password_hash) != firebase_scrypt(
+        password, base64.b64decode(user.password_salt), base64.b64decode(project["signerKey"]),
+        base64.b64decode(project["saltSeparator"]), project["rounds"], project["memoryCost"]), \
+        "a tenant user's hash is not made with the project's key"
     expect_ok(sign_in(client, tenant_id, email, password))  # and again, with the new hash
     assert exported().password_hash == user.password_hash, "a current hash is not re-hashed again"
 
@@ -345,12 +361,14 @@ def test_import_refuses_hash_settings_whose_verification_would_trap_or_stall(adm
 
 
 def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_tenant):
-    """Import 1,000 users with Firebase-scrypt hashes made with the project's hash config, export
-    them, re-import into a second tenant: every user signs in there with the original password."""
-    config = expect_ok(admin.get_config())["signIn"]["hashConfig"]
+    """Import 1,000 users with Firebase-scrypt hashes made with the source tenant's own hash config,
+    export them, re-import into a second tenant with that hash config (as a Firebase export is
+    imported): every user signs in there with the original password."""
+    source_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    config = hash_config(admin, source_id)
     key, separator = base64.b64decode(config["signerKey"]), base64.b64decode(config["saltSeparator"])
     rounds, mem_cost = config["rounds"], config["memoryCost"]
-    source = tenant_mgt.auth_for_tenant(make_tenant(allowPasswordSignup=True)["tenantId"], app=app)
+    source = tenant_mgt.auth_for_tenant(source_id, app=app)
     # 1000 password sign-ins from one address: this check lifts the per-address limit (issue #7).
     target_id = make_tenant(allowPasswordSignup=True, rateLimits={"passwordSignInsPerIpPerHour": 0})["tenantId"]
     target = tenant_mgt.auth_for_tenant(target_id, app=app)

@@ -90,3 +90,25 @@ def test_floor_figures_are_for_the_record(bench):
                                                 "commit": "c", "dirty": False},
         "date": "2026-11-25", "duration": 15, "settings": {"build": "release", "bin_dir": "b", "url": "u",
                                                            "passthrough": {}}})
+
+
+def test_oob_timing_verdict_and_note(bench):
+    """Issue 23 (4): the password-reset answer for a known and an unknown address under enumeration
+    protection; the verdict is on the difference of the medians, either way, and the table cell must not
+    break the Markdown table (no `|` in it)."""
+    timing = {"pairs": 30, "warm_up_pairs": 5, "gap_ms": 50, "median_known_ms": 4.25, "median_unknown_ms": 4.75,
+              "median_difference_ms": -0.5, "limit_ms": 1.0, "within_limit": True, "known_ms": [], "unknown_ms": []}
+    (row,) = rows_named(bench.evaluate(results([], oob_timing=timing)), "password-reset answer")
+    assert row[2] == "-0.500 ms (known 4.250, unknown 4.750 ms)" and row[3] is True
+    assert "|" not in "".join(row[:3])
+    slow = {**timing, "median_known_ms": 6.0, "median_difference_ms": 1.25, "within_limit": False}
+    (row,) = rows_named(bench.evaluate(results([], oob_timing=slow)), "password-reset answer")
+    assert row[3] is False
+    text = bench.markdown({
+        **results([], oob_timing=timing), "machine": {"cpu": "x", "cores": 2, "memory_gib": 1, "kernel": "k",
+                                                      "swift": "s", "commit": "c", "dirty": False},
+        "date": "2026-11-26", "duration": 15, "settings": {"build": "release", "bin_dir": "b", "url": "u",
+                                                           "passthrough": {}}})
+    assert "oob-timing: sendOobCode PASSWORD_RESET" in text
+    [line] = [l for l in text.splitlines() if l.startswith("| password-reset answer")]
+    assert line.count("|") == 5, line

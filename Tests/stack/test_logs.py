@@ -7,6 +7,7 @@ import json
 import uuid
 
 from conftest import Stack, wait_until
+from test_secrets import STRONG, running
 
 
 def log_lines(stack: Stack, service: str) -> list[dict]:
@@ -40,14 +41,33 @@ def test_every_service_runs_its_tasks_on_the_event_loops(stack):
         assert executors[-1] == "event-loops", f"{service}: {executors}"
 
 
+NO_PUBLIC_URL = "TESSERA_PUBLIC_URL is not set"
+
+
+def since_last_start(stack: Stack, service: str) -> list[dict]:
+    """The JSON lines a stack service wrote since scripts/stack last started it (its '--- ... starting'
+    line)."""
+    assert stack.stack_dir is not None
+    path = stack.stack_dir / "logs" / f"{service}.log"
+    lines = path.read_text(errors="replace").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("--- ") and " starting " in line]
+    assert starts, f"no start of {service} in {path}"
+    return [json.loads(line) for line in lines[starts[-1] + 1:] if line.strip() and not line.startswith("--- ")]
+
+
 def test_services_without_a_public_url_say_where_links_will_point(stack):
-    """The test stack sets no TESSERA_PUBLIC_URL: both services that build links say so at start, with
-    the authorized domains a request's host must be one of."""
-    assert "TESSERA_PUBLIC_URL" not in stack.env
+    """A service that builds links and has no TESSERA_PUBLIC_URL says so at start, with the authorized
+    domains a request's host must be exactly one of (issue 23). The test stack sets TESSERA_PUBLIC_URL to
+    its own URL, so its services stay silent; each is started once more beside the stack, without one."""
     for service in ("token-service", "user-directory"):
-        notices = [e for e in log_lines(stack, service)
-                   if e.get("message", "").startswith("TESSERA_PUBLIC_URL is not set")]
-        assert notices, f"{service} did not say that links follow authorized request hosts only"
+        notices = [e for e in since_last_start(stack, service) if e.get("message", "").startswith(NO_PUBLIC_URL)]
+        assert not notices, f"{service} of the stack runs without a public URL: {notices}"
+        with running(stack, service, "/readyz", LOG_LEVEL="info", TESSERA_ADMIN_TOKEN=STRONG) as started:
+            pass
+        entries = [json.loads(line) for line in started.output.splitlines() if line.startswith("{")]
+        notices = [e for e in entries if e.get("message", "").startswith(NO_PUBLIC_URL)]
+        assert notices, f"{service} did not say that links follow authorized request hosts only:\n" \
+                        f"{started.output[-2000:]}"
         assert notices[-1]["level"] == "notice" and notices[-1]["links.authorized_domains"] == "localhost,127.0.0.1"
 
 

@@ -204,13 +204,14 @@ def test_failed_admin_authentication_is_limited_per_address(stack):
     """Past the limit, every admin call from that address is refused for the rest of the hour, the right
     credential included; other addresses are not affected. A directory of its own with a limit of 3
     (the test stack switches the limit off: its many deliberate wrong credentials all come from
-    127.0.0.1); asked directly, so the address comes from X-Forwarded-For (loopback is trusted)."""
+    127.0.0.1); asked directly, with 127.0.0.1 configured as its trusted proxy
+    (TESSERA_TRUSTED_PROXIES; no proxy is trusted by default), so the address comes from X-Forwarded-For."""
     path = f"/v2/projects/{stack.project_id}/config"
     guesser = f"203.0.113.{secrets.randbelow(250) + 1}"
     bystander = f"198.51.100.{secrets.randbelow(250) + 1}"
 
     with running(stack, "user-directory", "/readyz", TESSERA_ADMIN_TOKEN=STRONG,
-                 TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR="3") as service:
+                 TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR="3", TESSERA_TRUSTED_PROXIES="127.0.0.1") as service:
         base = service.base
         def call(secret: str, address: str) -> requests.Response:
             return requests.get(base + path, timeout=HTTP_TIMEOUT,
