@@ -4,12 +4,6 @@ import Hummingbird
 import Logging
 
 extension Request {
-    /// The external base URL as the client reached the service (through the ingress), or nil when
-    /// the Host is not a plain `name[:port]` or `[IPv6][:port]`. The scheme is `https` when
-    /// `X-Forwarded-Proto` says so, else `http`. Both headers are the client's to write: use this
-    /// only where a wrong value harms nobody but the caller, or after checking the host.
-    public var externalBaseURL: String? { external?.origin }
-
     /// The URL the client reached, as far as the Host and `X-Forwarded-Proto` headers say: its origin
     /// is the external base URL; its `authority` (`host[:port]`, the scheme's default port dropped)
     /// is what an authorized domain must equal for links to be built on it.
