@@ -91,10 +91,22 @@ let package = Package(
             path: "Services/UserDirectory/Sources",
             swiftSettings: swiftSettings
         ),
+        // What the three executables share: `serve` and its options (ArgumentParser stays out of the libraries).
+        .target(
+            name: "ServiceCommand",
+            dependencies: [
+                "TesseraShared",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Services/Command",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "UserDirectoryMain",
             dependencies: [
-                "UserDirectory", "TesseraShared",
+                "UserDirectory", "TesseraShared", "ServiceCommand",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/UserDirectory/Main",
@@ -121,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "TokenServiceMain",
             dependencies: [
-                "TokenService", "TesseraShared",
+                "TokenService", "TesseraShared", "ServiceCommand",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/TokenService/Main",
@@ -144,7 +156,7 @@ let package = Package(
         .executableTarget(
             name: "CleanupWorkerMain",
             dependencies: [
-                "CleanupWorker", "TesseraShared",
+                "CleanupWorker", "TesseraShared", "ServiceCommand",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/CleanupWorker/Main",

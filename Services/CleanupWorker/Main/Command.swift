@@ -3,6 +3,7 @@ import CleanupWorker
 import Foundation
 import Hummingbird
 import Logging
+import ServiceCommand
 import TesseraShared
 
 @main
@@ -17,23 +18,16 @@ struct CleanupWorkerCommand: AsyncParsableCommand {
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the sweep loop and the health endpoints.")
-    @Option(help: "Listen address (TESSERA_HTTP_HOST).") var hostname: String?
-    @Option(help: "Listen port (TESSERA_HTTP_PORT).") var port: Int?
-    @Option(help: "Log level (LOG_LEVEL).") var logLevel: String?
+    @OptionGroup var options: ServeOptions
 
     func run() async throws {
-        let executor = try TaskExecutorSetup.install()
-        LogSetup.bootstrap(level: logLevel)
-        let logger = Logger(label: "cleanup-worker")
-        executor.log(to: logger)
-        var configuration = try CleanupWorkerConfiguration(environment: ConfigReader())
-        if let hostname { configuration.hostname = hostname }
-        if let port { configuration.port = port }
-        let tracing = try TraceExport.bootstrap(serviceName: "cleanup-worker")
-        try await buildCleanupWorker(configuration: configuration, logger: logger).runUntilTerminated(
-            tracing: tracing, shutdownTimeout: try ConfigReader().shutdownTimeout(), logger: logger)
+        try await options.serve(
+            "cleanup-worker", configuration: CleanupWorkerConfiguration.init(environment:),
+            build: buildCleanupWorker(configuration:logger:))
     }
 }
+
+extension CleanupWorkerConfiguration: ListenConfiguration {}
 
 struct RunOnce: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "run-once", abstract: "Run one sweep and exit.")

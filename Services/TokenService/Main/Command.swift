@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import ServiceCommand
 import TesseraShared
 import TokenService
 
@@ -17,24 +18,16 @@ struct TokenServiceCommand: AsyncParsableCommand {
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve the end-user API.")
-    @Option(help: "Listen address (TESSERA_HTTP_HOST).") var hostname: String?
-    @Option(help: "Listen port (TESSERA_HTTP_PORT).") var port: Int?
-    @Option(help: "Log level (LOG_LEVEL).") var logLevel: String?
+    @OptionGroup var options: ServeOptions
 
     func run() async throws {
-        let executor = try TaskExecutorSetup.install()
-        LogSetup.bootstrap(level: logLevel)
-        let logger = Logger(label: "token-service")
-        executor.log(to: logger)
-        var configuration = try TokenServiceConfiguration(environment: ConfigReader())
-        if let hostname { configuration.hostname = hostname }
-        if let port { configuration.port = port }
-        let tracing = try TraceExport.bootstrap(serviceName: "token-service")
-        let app = try buildTokenApplication(configuration: configuration, logger: logger)
-        try await app.runUntilTerminated(
-            tracing: tracing, shutdownTimeout: try ConfigReader().shutdownTimeout(), logger: logger)
+        try await options.serve(
+            "token-service", configuration: TokenServiceConfiguration.init(environment:),
+            build: buildTokenApplication(configuration:logger:))
     }
 }
+
+extension TokenServiceConfiguration: ListenConfiguration {}
 
 struct Keys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

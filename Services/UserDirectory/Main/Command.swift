@@ -1,6 +1,7 @@
 import ArgumentParser
 import Hummingbird
 import Logging
+import ServiceCommand
 import TesseraShared
 import UserDirectory
 
@@ -14,38 +15,22 @@ struct UserDirectoryCommand: AsyncParsableCommand {
         defaultSubcommand: Serve.self)
 }
 
-struct CommonOptions: ParsableArguments {
-    @Option(help: "Listen address (TESSERA_HTTP_HOST).") var hostname: String?
-    @Option(help: "Listen port (TESSERA_HTTP_PORT).") var port: Int?
-    @Option(help: "Log level (LOG_LEVEL).") var logLevel: String?
-
-    func logger(_ label: String) -> Logger {
-        LogSetup.bootstrap(level: logLevel)
-        return Logger(label: label)
-    }
-}
-
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve the admin and internal APIs.")
-    @OptionGroup var options: CommonOptions
+    @OptionGroup var options: ServeOptions
 
     func run() async throws {
-        let executor = try TaskExecutorSetup.install()
-        let logger = options.logger("user-directory")
-        executor.log(to: logger)
-        var configuration = try DirectoryConfiguration(environment: ConfigReader())
-        if let hostname = options.hostname { configuration.hostname = hostname }
-        if let port = options.port { configuration.port = port }
-        let tracing = try TraceExport.bootstrap(serviceName: "user-directory")
-        let app = try await buildDirectoryApplication(configuration: configuration, logger: logger)
-        try await app.runUntilTerminated(
-            tracing: tracing, shutdownTimeout: try ConfigReader().shutdownTimeout(), logger: logger)
+        try await options.serve(
+            "user-directory", configuration: DirectoryConfiguration.init(environment:),
+            build: buildDirectoryApplication(configuration:logger:))
     }
 }
+
+extension DirectoryConfiguration: ListenConfiguration {}
 
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Apply pending database migrations and exit.")
-    @OptionGroup var options: CommonOptions
+    @OptionGroup var options: ServeOptions
 
     func run() async throws {
         let logger = options.logger("user-directory")

@@ -27,7 +27,6 @@ enum Caller {
     }
 }
 
-/// Both path forms of every route (API.md A.1).
-let identityToolkitPrefixes = ["", "/identitytoolkit.googleapis.com"]
+/// Both path forms of the token and key routes (API.md A.1); `identityToolkitPrefixes` is Shared's.
 let secureTokenPrefixes = ["", "/securetoken.googleapis.com"]
 let googleAPIsPrefixes = ["", "/www.googleapis.com"]

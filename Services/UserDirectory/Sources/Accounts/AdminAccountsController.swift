@@ -19,6 +19,22 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         }
     }
 
+    /// What create and update check alike (B.2.3): the email (normalized), the password (A.9's
+    /// bounds), the phone number (E.164) and the profile fields (2,048 characters).
+    static func checked(
+        email: String?, password: String?, phoneNumber: String?, displayName: String?, photoUrl: String?
+    ) throws -> (email: String?, phoneNumber: String?) {
+        var normalized: String?
+        if let email {
+            guard let valid = Credentials.normalizedEmail(email) else { throw FirebaseError.invalid("INVALID_EMAIL") }
+            normalized = valid
+        }
+        if let password { try Credentials.checkPassword(password) }
+        let phone = try phone(phoneNumber)
+        try Credentials.checkProfile(displayName: displayName, photoUrl: photoUrl)
+        return (normalized, phone)
+    }
+
     // MARK: create
 
     struct CreateRequest: Decodable {
@@ -52,18 +68,12 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
             guard !localId.isEmpty, localId.count <= 128 else { throw FirebaseError.invalid("INVALID_LOCAL_ID") }
             user.localId = localId
         }
-        if let email = body.email {
-            guard let normalized = Credentials.normalizedEmail(email) else {
-                throw FirebaseError.invalid("INVALID_EMAIL")
-            }
-            user.email = normalized
-        }
-        if let password = body.password {
-            try Credentials.checkPassword(password)
-            user.password = password
-        }
-        user.phoneNumber = try Self.phone(body.phoneNumber)
-        try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
+        let fields = try Self.checked(
+            email: body.email, password: body.password, phoneNumber: body.phoneNumber,
+            displayName: body.displayName, photoUrl: body.photoUrl)
+        user.email = fields.email
+        user.password = body.password
+        user.phoneNumber = fields.phoneNumber
         user.displayName = body.displayName
         user.photoUrl = body.photoUrl
         user.emailVerified = body.emailVerified ?? false
@@ -253,20 +263,14 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var change = AdminUserChange()
         change.disabled = body.disableUser
         change.emailVerified = body.emailVerified
-        try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
+        let fields = try Self.checked(
+            email: body.email, password: body.password, phoneNumber: body.phoneNumber,
+            displayName: body.displayName, photoUrl: body.photoUrl)
         change.displayName = body.displayName
         change.photoUrl = body.photoUrl
-        if let email = body.email {
-            guard let normalized = Credentials.normalizedEmail(email) else {
-                throw FirebaseError.invalid("INVALID_EMAIL")
-            }
-            change.email = normalized
-        }
-        if let password = body.password {
-            try Credentials.checkPassword(password)
-            change.password = password
-        }
-        change.phoneNumber = try Self.phone(body.phoneNumber)
+        change.email = fields.email
+        change.password = body.password
+        change.phoneNumber = fields.phoneNumber
         if let claims = body.customAttributes { change.customAttributes = .some(try CustomClaims.validate(claims)) }
         for attribute in body.deleteAttribute ?? [] {
             switch attribute {

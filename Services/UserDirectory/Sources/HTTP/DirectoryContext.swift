@@ -55,9 +55,6 @@ extension TenantRepository {
     }
 }
 
-/// Both path forms of every route (API.md A.1): bare, and with the Google host prefix.
-let identityToolkitPrefixes = ["", "/identitytoolkit.googleapis.com"]
-
 extension FirebaseError {
     /// A tenant-scoped credential outside its tenant (or any credential on a project-admin resource).
     static let insufficientPermission = FirebaseError(
