@@ -22,7 +22,7 @@ struct CleanupPostgresTests {
         var ids: [String] = []
         for _ in 0..<count {
             let (user, _) = try await accounts.signUpAnonymous(
-                scope: "t1", refreshTokenHash: UUID().uuidString,
+                scope: Scope(key: "t1"), refreshTokenHash: UUID().uuidString,
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600, logger: logger)
             ids.append(user.localId)
         }
@@ -51,7 +51,7 @@ struct CleanupPostgresTests {
             let answer = try await deleteDue(store, granted.lease, limit: 10)
             #expect(answer.due == 2 && answer.deleted == 2)
             let left = try await accounts.adminLookup(
-                scope: "t1", localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
+                scope: Scope(key: "t1"), localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
             #expect(left.map(\.localId) == [ids[0]])
             // The deleted users' sessions ended with them; the upgraded user's did not.
             let sessions = try await client.query(
@@ -60,7 +60,7 @@ struct CleanupPostgresTests {
                 #expect((reason == "user_deleted") == (localId != ids[0]), "\(localId): \(reason ?? "live")")
             }
             try await store.finish(CleanupFinishRequest(lease: granted.lease, deleted: 2), logger: logger)
-            let state = try await store.status(scope: "t1", logger: logger)
+            let state = try await store.status(scope: Scope(key: "t1"), logger: logger)
             #expect(state.totalDeleted == 2 && state.lastSweepDeleted == 2 && state.lastSweepTime != nil)
         }
     }
@@ -100,7 +100,7 @@ struct CleanupPostgresTests {
             }
             #expect(answer.due == 3 && answer.deleted == 2)
             let left = try await accounts.adminLookup(
-                scope: "t1", localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
+                scope: Scope(key: "t1"), localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
             #expect(left.map(\.localId) == [ids[1]])
         }
     }
@@ -152,7 +152,7 @@ struct CleanupPostgresTests {
                         sessionRetentionSeconds: 7 * 86400, codeRetentionSeconds: 86400,
                         mailRetentionSeconds: 7 * 86400, batchSize: 10), logger: logger)
             }
-            let state = try await store.status(scope: "t1", logger: logger)
+            let state = try await store.status(scope: Scope(key: "t1"), logger: logger)
             #expect(state.totalDeleted == 2)
         }
     }

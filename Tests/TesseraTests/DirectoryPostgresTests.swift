@@ -71,7 +71,8 @@ struct DirectoryPostgresTests {
             for scope in ["gone-1", "kept-1", ""] {
                 try await client.withConnection { connection in
                     try await RateLimiter.hit(
-                        connection, scope: scope, bucket: "sign_up", key: "203.0.113.7", limit: 100, logger: logger)
+                        connection, scope: Scope(key: scope), bucket: "sign_up", key: "203.0.113.7", limit: 100,
+                        logger: logger)
                 }
                 try await audit.audit(
                     tenant: scope, actor: "bootstrap", action: "POST /test", target: "/test", requestID: "r-\(scope)",
@@ -224,7 +225,8 @@ struct DirectoryPostgresTests {
             let expires = Int64(Date().timeIntervalSince1970) + 3600
             func signUp() async throws {
                 _ = try await accounts.signUpAnonymous(
-                    scope: "t1", refreshTokenHash: UUID().uuidString, sessionExpiresAt: expires, logger: logger)
+                    scope: Scope(key: "t1"), refreshTokenHash: UUID().uuidString, sessionExpiresAt: expires,
+                    logger: logger)
             }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp() }
             _ = try await tenants.update("t1", logger: logger) {
@@ -239,7 +241,7 @@ struct DirectoryPostgresTests {
             try await signUp()
             await expectFirebaseError("TENANT_NOT_FOUND") {
                 _ = try await accounts.signUpAnonymous(
-                    scope: "missing", refreshTokenHash: "h", sessionExpiresAt: expires, logger: logger)
+                    scope: Scope(key: "missing"), refreshTokenHash: "h", sessionExpiresAt: expires, logger: logger)
             }
         }
     }
@@ -255,7 +257,8 @@ struct DirectoryPostgresTests {
         }
         let hash = "h-\(UUID())"
         let (user, _) = try await accounts.signUpAnonymous(
-            scope: tenant, refreshTokenHash: hash, sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
+            scope: Scope(key: tenant), refreshTokenHash: hash,
+            sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
             logger: logger)
         return (user.localId, hash)
     }
@@ -334,19 +337,20 @@ struct DirectoryPostgresTests {
             let (localId, _) = try await newSession(client, tenant: tenant)
             let (other, _) = try await newSession(client, tenant: tenant)
             try await linkTwoProviders(client, tenant: tenant, localId: localId)
-            let user = try await accounts.userForClient(scope: tenant, localId: localId, logger: logger)
+            let user = try await accounts.userForClient(scope: Scope(key: tenant), localId: localId, logger: logger)
             #expect(user.localId == localId && user.providerUserInfo.map(\.rawId) == ["a-1", "g-1"])
-            let unlinked = try await accounts.userForClient(scope: tenant, localId: other, logger: logger)
+            let unlinked = try await accounts.userForClient(scope: Scope(key: tenant), localId: other, logger: logger)
             #expect(unlinked.localId == other && unlinked.providerUserInfo.isEmpty)
             await expectFirebaseError("USER_NOT_FOUND") {
-                _ = try await accounts.userForClient(scope: tenant, localId: "nobody", logger: logger)
+                _ = try await accounts.userForClient(scope: Scope(key: tenant), localId: "nobody", logger: logger)
             }
             await expectFirebaseError("TENANT_NOT_FOUND") {
-                _ = try await accounts.userForClient(scope: "no-such-tenant", localId: localId, logger: logger)
+                _ = try await accounts.userForClient(
+                    scope: Scope(key: "no-such-tenant"), localId: localId, logger: logger)
             }
             try await client.query("UPDATE tenants SET disable_auth = true WHERE tenant_id = \(tenant)", logger: logger)
             await expectFirebaseError("PROJECT_DISABLED") {
-                _ = try await accounts.userForClient(scope: tenant, localId: localId, logger: logger)
+                _ = try await accounts.userForClient(scope: Scope(key: tenant), localId: localId, logger: logger)
             }
         }
     }
@@ -420,7 +424,7 @@ struct DirectoryPostgresTests {
                 _ = try await accounts.rotateRefreshToken(rotation(first, "n2"), logger: logger)
             }
             let (other, token) = try await newSession(client)
-            #expect(try await accounts.delete(scope: "t1", localId: other, logger: logger))
+            #expect(try await accounts.delete(scope: Scope(key: "t1"), localId: other, logger: logger))
             await expectFirebaseError("USER_NOT_FOUND") {
                 _ = try await accounts.rotateRefreshToken(rotation(token, "n3"), logger: logger)
             }
@@ -464,16 +468,18 @@ struct DirectoryPostgresTests {
             _ = try await newSession(client, tenant: "tb")
             #expect(
                 try await accounts.adminLookup(
-                    scope: "ta", localIds: [localId], emails: [], phoneNumbers: [], federated: [], logger: logger
+                    scope: Scope(key: "ta"), localIds: [localId], emails: [], phoneNumbers: [], federated: [],
+                    logger: logger
                 ).count == 1)
             #expect(
                 try await accounts.adminLookup(
-                    scope: "tb", localIds: [localId], emails: [], phoneNumbers: [], federated: [], logger: logger
+                    scope: Scope(key: "tb"), localIds: [localId], emails: [], phoneNumbers: [], federated: [],
+                    logger: logger
                 ).isEmpty)
             await expectFirebaseError("USER_NOT_FOUND") {
-                _ = try await accounts.userForClient(scope: "tb", localId: localId, logger: logger)
+                _ = try await accounts.userForClient(scope: Scope(key: "tb"), localId: localId, logger: logger)
             }
-            #expect(!(try await accounts.delete(scope: "tb", localId: localId, logger: logger)))
+            #expect(!(try await accounts.delete(scope: Scope(key: "tb"), localId: localId, logger: logger)))
         }
     }
 
@@ -486,12 +492,12 @@ struct DirectoryPostgresTests {
             let (localId, _) = try await newSession(client)
             _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = true }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") {
-                try await accounts.deleteByUser(scope: "t1", localId: localId, logger: logger)
+                try await accounts.deleteByUser(scope: Scope(key: "t1"), localId: localId, logger: logger)
             }
-            #expect(try await accounts.delete(scope: "t1", localId: localId, logger: logger))
+            #expect(try await accounts.delete(scope: Scope(key: "t1"), localId: localId, logger: logger))
             _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = false }
             await expectFirebaseError("USER_NOT_FOUND") {
-                try await accounts.deleteByUser(scope: "t1", localId: localId, logger: logger)
+                try await accounts.deleteByUser(scope: Scope(key: "t1"), localId: localId, logger: logger)
             }
         }
     }

@@ -138,7 +138,8 @@ struct FederatedPostgresTests {
         _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
         for provider in ["google.com", "facebook.com"] {
             try await IdpConfigStore(client: client).create(
-                scope: "t1", IdpConfig(providerId: provider, enabled: true, clientId: "client"), logger: logger)
+                scope: Scope(key: "t1"), IdpConfig(providerId: provider, enabled: true, clientId: "client"),
+                logger: logger)
         }
         return PostgresAccountRepository(client: client, anonymousRetention: .seconds(3600), hasher: Self.hasher)
     }

@@ -180,7 +180,7 @@ struct PasswordPostgresTests {
             try await makeTenant(tenants) { $0.autodeleteAnonymousUsers = true }
             let anonymousHash = "anon-\(UUID())"
             let (anonymous, _) = try await accounts.signUpAnonymous(
-                scope: "t1", refreshTokenHash: anonymousHash,
+                scope: Scope(key: "t1"), refreshTokenHash: anonymousHash,
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
                 logger: logger)
             let (upgraded, session) = try await accounts.signUpPassword(
@@ -339,7 +339,8 @@ struct EmailLinkPostgresTests {
                     tenantId: "t1", email: "taken@example.com", password: "correct horse", displayName: nil,
                     localId: nil, session: base.newSession()), logger: logger)
             let (other, _) = try await accounts.signUpAnonymous(
-                scope: "t1", refreshTokenHash: "h-anon", sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 60,
+                scope: Scope(key: "t1"), refreshTokenHash: "h-anon",
+                sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 60,
                 logger: logger)
             let taken = try await sendLink(accounts, to: "taken@example.com")
             await #expect(throws: FirebaseError.invalid("EMAIL_EXISTS")) {

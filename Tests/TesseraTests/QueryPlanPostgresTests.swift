@@ -94,7 +94,8 @@ struct QueryPlanPostgresTests {
                 logger: logger)
             let users = try await client.withConnection { connection in
                 try await PostgresAccountRepository.fetchUsers(
-                    connection, scope: "grown", localIds: ["u1999", "u7", "none", "u7", "solo"], logger: logger)
+                    connection, scope: Scope(key: "grown"), localIds: ["u1999", "u7", "none", "u7", "solo"],
+                    logger: logger)
             }
             #expect(users.map(\.localId) == ["u1999", "u7", "solo"])
             #expect(users.map { $0.providerUserInfo.map(\.rawId) } == [["g1999"], ["a7", "g7"], []])

@@ -9,14 +9,14 @@ import TesseraShared
 public protocol AccountRepository: Sendable {
     /// Creates an anonymous user and its first session, after checking the scope's switches.
     func signUpAnonymous(
-        scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String?, logger: Logger
+        scope: Scope, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String?, logger: Logger
     ) async throws -> (UserRecord, SessionInfo)
     /// A user for an end-user call: checks that the scope exists and is enabled.
-    func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord
+    func userForClient(scope: Scope, localId: String, logger: Logger) async throws -> UserRecord
     /// Deletes a user on the user's own request (`disabledUserDeletion` applies).
-    func deleteByUser(scope: String, localId: String, logger: Logger) async throws
+    func deleteByUser(scope: Scope, localId: String, logger: Logger) async throws
     /// Deletes a user for an admin; false if there was none.
-    func delete(scope: String, localId: String, logger: Logger) async throws -> Bool
+    func delete(scope: Scope, localId: String, logger: Logger) async throws -> Bool
     func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
         -> RotateRefreshTokenResponse
     func signUpPassword(_ request: SignUpPasswordRequest, logger: Logger) async throws -> (UserRecord, SessionInfo)
@@ -28,15 +28,15 @@ public protocol AccountRepository: Sendable {
     func resetPassword(_ request: ResetPasswordRequest, logger: Logger) async throws -> OobCodeResponse
     func applyOobCode(_ request: ApplyOobCodeRequest, logger: Logger) async throws -> OobCodeResponse
     /// An admin's change to a user; nil if there is no such user.
-    func adminUpdate(scope: String, localId: String, change: AdminUserChange, logger: Logger) async throws
+    func adminUpdate(scope: Scope, localId: String, change: AdminUserChange, logger: Logger) async throws
         -> UserRecord?
-    func adminCreate(scope: String, user: AdminNewUser, logger: Logger) async throws -> UserRecord
+    func adminCreate(scope: Scope, user: AdminNewUser, logger: Logger) async throws -> UserRecord
     func adminLookup(
-        scope: String, localIds: [String], emails: [String], phoneNumbers: [String],
+        scope: Scope, localIds: [String], emails: [String], phoneNumbers: [String],
         federated: [(providerId: String, rawId: String)], logger: Logger
     ) async throws -> [UserRecord]
-    func batchGet(scope: String, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser]
-    func batchDelete(scope: String, localIds: [String], force: Bool, logger: Logger) async throws
+    func batchGet(scope: Scope, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser]
+    func batchDelete(scope: Scope, localIds: [String], force: Bool, logger: Logger) async throws
         -> [(index: Int, localId: String)]
     func idpConfig(_ request: IdpConfigRequest, logger: Logger) async throws -> IdpConfigResponse
     func signInWithIdp(_ request: SignInWithIdpRequest, logger: Logger) async throws -> SignInWithIdpResponse
@@ -93,7 +93,7 @@ public struct PostgresAccountRepository: AccountRepository {
     static func nowMillis() -> Int64 { RFC3339.nowMillis() }
 
     public func signUpAnonymous(
-        scope: String, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String? = nil, logger: Logger
+        scope: Scope, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String? = nil, logger: Logger
     ) async throws -> (UserRecord, SessionInfo) {
         let retentionSeconds = anonymousRetention.timeInterval
         return try await client.transaction(logger: logger) { connection in
@@ -126,7 +126,7 @@ public struct PostgresAccountRepository: AccountRepository {
             let session = SessionInfo(
                 newFamily: familyId, provider: "anonymous", authTime: nowSeconds, extraClaims: nil)
             let user = UserRecord(
-                tenantId: wireTenantID(scope), localId: localId, validSince: nowSeconds, createdAt: now,
+                tenantId: scope.tenantID, localId: localId, validSince: nowSeconds, createdAt: now,
                 lastLoginAt: now, lastRefreshAt: now)
             return (user, session)
         }
@@ -136,7 +136,7 @@ public struct PostgresAccountRepository: AccountRepository {
     /// with in the same transaction, so a session started together with a credential change is never
     /// taken for an older one (the database's `now()` may lag the directory's clock across a second).
     static func createSession(
-        _ connection: PostgresConnection, scope: String, localId: String, provider: String, authTime: Int64,
+        _ connection: PostgresConnection, scope: Scope, localId: String, provider: String, authTime: Int64,
         refreshTokenHash: String, expiresAt: Int64, extraClaims: String? = nil, logger: Logger
     ) async throws -> SessionInfo {
         let familyId = UUID()
@@ -157,7 +157,7 @@ public struct PostgresAccountRepository: AccountRepository {
 
     /// Starts a session of `localId` and reads the user back, in the caller's transaction.
     static func startSession(
-        _ connection: PostgresConnection, scope: String, localId: String, provider: String, nowMillis now: Int64,
+        _ connection: PostgresConnection, scope: Scope, localId: String, provider: String, nowMillis now: Int64,
         session: NewSession, logger: Logger
     ) async throws -> (UserRecord, SessionInfo) {
         let started = try await createSession(
@@ -170,7 +170,7 @@ public struct PostgresAccountRepository: AccountRepository {
 
     /// A user as its own client sees it (`accounts:lookup`): one statement checks the scope and reads
     /// the user with its links.
-    public func userForClient(scope: String, localId: String, logger: Logger) async throws -> UserRecord {
+    public func userForClient(scope: Scope, localId: String, logger: Logger) async throws -> UserRecord {
         var scopeDisabled: Bool?
         var users = UserRows()
         for try await (disabled, user) in try await client.execute(
@@ -185,7 +185,7 @@ public struct PostgresAccountRepository: AccountRepository {
         return user
     }
 
-    public func deleteByUser(scope: String, localId: String, logger: Logger) async throws {
+    public func deleteByUser(scope: Scope, localId: String, logger: Logger) async throws {
         try await client.transaction(logger: logger) { connection in
             let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
             if flags.disabledUserDeletion { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
@@ -196,7 +196,7 @@ public struct PostgresAccountRepository: AccountRepository {
     }
 
     /// Deletes a user with its provider links and revokes its sessions, in the caller's transaction.
-    static func deleteUser(_ connection: PostgresConnection, scope: String, localId: String, logger: Logger)
+    static func deleteUser(_ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger)
         async throws -> Bool
     {
         let deleted = try await connection.query(
@@ -213,13 +213,13 @@ public struct PostgresAccountRepository: AccountRepository {
         return true
     }
 
-    public func delete(scope: String, localId: String, logger: Logger) async throws -> Bool {
+    public func delete(scope: Scope, localId: String, logger: Logger) async throws -> Bool {
         try await client.transaction(logger: logger) { connection in
             try await Self.deleteUser(connection, scope: scope, localId: localId, logger: logger)
         }
     }
 
-    public func adminUpdate(scope: String, localId: String, change: AdminUserChange, logger: Logger) async throws
+    public func adminUpdate(scope: Scope, localId: String, change: AdminUserChange, logger: Logger) async throws
         -> UserRecord?
     {
         var stored: StoredPassword?
@@ -298,7 +298,7 @@ public struct PostgresAccountRepository: AccountRepository {
     /// Users of one scope by id, with their provider links, in the order asked for: one statement,
     /// a row per link (a user without links has one row whose link columns are null).
     static func fetchUsers(
-        _ connection: PostgresConnection, scope: String, localIds: [String], logger: Logger
+        _ connection: PostgresConnection, scope: Scope, localIds: [String], logger: Logger
     ) async throws -> [UserRecord] {
         // Each id once: a repeated id would repeat its rows, and with them its links.
         var seen = Set<String>()
@@ -381,7 +381,7 @@ struct UserRows {
         else { return }
         if byId[localId] == nil {
             var user = UserRecord(
-                tenantId: wireTenantID(scope), localId: localId, email: r.2, emailVerified: emailVerified,
+                tenantId: Scope(key: scope).tenantID, localId: localId, email: r.2, emailVerified: emailVerified,
                 displayName: r.4, photoUrl: r.5, disabled: disabled, customAttributes: r.7, validSince: validSince,
                 createdAt: createdAt, lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
             user.phoneNumber = r.13
@@ -444,7 +444,7 @@ struct UsersByID: ScopedStatement {
         ORDER BY l.provider_id
         """
     typealias Row = PostgresAccountRepository.UserRow
-    var scope: String
+    var scope: Scope
     var localIds: [String]
     var argument: [String] { localIds }
 
@@ -457,7 +457,7 @@ struct UsersByID: ScopedStatement {
 /// refresh load).
 protocol ScopedStatement: PostgresPreparedStatement {
     associatedtype Argument: PostgresDynamicTypeEncodable
-    var scope: String { get }
+    var scope: Scope { get }
     var argument: Argument { get }
 }
 
@@ -484,7 +484,7 @@ struct UserOfEnabledScope: ScopedStatement {
         ORDER BY l.provider_id
         """
     typealias Row = (Bool, PostgresAccountRepository.UserRow)
-    var scope: String
+    var scope: Scope
     var localId: String
     var argument: String { localId }
 

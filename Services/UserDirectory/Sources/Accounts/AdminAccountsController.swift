@@ -80,7 +80,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         user.disabled = body.disabled ?? false
         let created = try await accounts.adminCreate(scope: scope, user: user, logger: context.logger)
         context.logger.info(
-            "user created by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(created.localId)])
+            "user created by admin", metadata: ["tenant.id": .string(scope.key), "user.id": .string(created.localId)])
         return JSONResponse(
             CreateResponse(localId: created.localId, email: created.email, displayName: created.displayName))
     }
@@ -146,7 +146,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
             throw FirebaseError.invalid("USER_NOT_FOUND")
         }
         context.logger.info(
-            "user deleted by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
+            "user deleted by admin", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
         return JSONResponse(DeleteResponse())
     }
 
@@ -178,7 +178,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         context.logger.info(
             "users deleted by admin",
             metadata: [
-                "tenant.id": .string(scope), "users.requested": "\(ids.count)", "users.refused": "\(refused.count)",
+                "tenant.id": .string(scope.key), "users.requested": "\(ids.count)", "users.refused": "\(refused.count)",
             ])
         let failures = refused.map {
             BatchDeleteResponse.Failure(
@@ -303,7 +303,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
                 scope: scope, localId: localId, change: change, logger: context.logger)
         else { throw FirebaseError.invalid("USER_NOT_FOUND") }
         context.logger.info(
-            "user updated by admin", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
+            "user updated by admin", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
         return JSONResponse(SetAccountInfoResponse(user: user))
     }
 }

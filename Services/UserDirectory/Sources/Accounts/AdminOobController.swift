@@ -48,8 +48,8 @@ struct AdminOobController<Tenants: TenantRepository> {
         let continueUrl = try links.checkContinueURL(body.continueUrl)
         let answer = try await accounts.sendOobCode(
             SendOobCodeRequest(
-                tenantId: wireTenantID(scope), requestType: type, email: email, localId: nil, newEmail: newEmail,
-                linkPrefix: try links.prefix(mode: type.mode, tenant: wireTenantID(scope), request: request),
+                tenantId: scope.tenantID, requestType: type, email: email, localId: nil, newEmail: newEmail,
+                linkPrefix: try links.prefix(mode: type.mode, tenant: scope.tenantID, request: request),
                 continueUrl: continueUrl, returnLink: body.returnOobLink == true), logger: context.logger)
         return JSONResponse(
             SendResponse(email: answer.email ?? email, oobCode: answer.oobCode, oobLink: answer.oobLink))

@@ -27,7 +27,7 @@ public struct ExportedUser: Sendable {
 extension PostgresAccountRepository {
     /// A scope's hash config (B.7.1 `signIn.hashConfig`, a tenant's `hashConfig`): what its exports'
     /// hashes need. Each tenant has its own key (issue #23); the default scope's is the project's.
-    public func hashConfig(scope: String, logger: Logger) async throws -> (
+    public func hashConfig(scope: Scope, logger: Logger) async throws -> (
         signerKey: String, saltSeparator: String, rounds: Int, memCost: Int
     ) {
         let key = try await hashKey.get(client, scope: scope, logger: logger).own
@@ -57,7 +57,7 @@ extension PostgresAccountRepository {
         }
     }
 
-    public func adminCreate(scope: String, user new: AdminNewUser, logger: Logger) async throws -> UserRecord {
+    public func adminCreate(scope: Scope, user new: AdminNewUser, logger: Logger) async throws -> UserRecord {
         var stored: StoredPassword?
         if let password = new.password {
             stored = try await hasher.hash(
@@ -89,7 +89,7 @@ extension PostgresAccountRepository {
 
     /// Users matching any of the identifiers, each once (B.2.3 lookup; never USER_NOT_FOUND).
     public func adminLookup(
-        scope: String, localIds: [String], emails: [String], phoneNumbers: [String],
+        scope: Scope, localIds: [String], emails: [String], phoneNumbers: [String],
         federated: [(providerId: String, rawId: String)], logger: Logger
     ) async throws -> [UserRecord] {
         try await client.withConnection { connection in
@@ -114,7 +114,7 @@ extension PostgresAccountRepository {
     }
 
     /// A page of users ordered by id, after `after` (B.2.3 batchGet), with their password hashes.
-    public func batchGet(scope: String, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser] {
+    public func batchGet(scope: Scope, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser] {
         try await client.withConnection { connection in
             let keys = try await hashKey.get(client, scope: scope, logger: logger)
             let rows = try await connection.query(
@@ -138,7 +138,7 @@ extension PostgresAccountRepository {
 
     /// Deletes many users (B.2.3 batchDelete). Without `force` only disabled users are deleted; the
     /// others are reported. Unknown ids succeed silently.
-    public func batchDelete(scope: String, localIds: [String], force: Bool, logger: Logger) async throws
+    public func batchDelete(scope: Scope, localIds: [String], force: Bool, logger: Logger) async throws
         -> [(index: Int, localId: String)]
     {
         try await client.transaction(logger: logger) { connection in

@@ -10,7 +10,7 @@ extension PostgresAccountRepository {
     public func signInWithEmailLink(_ request: SignInWithEmailLinkRequest, logger: Logger) async throws
         -> SignInWithEmailLinkResponse
     {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         let flags = try await flags(scope, logger: logger)
         guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)

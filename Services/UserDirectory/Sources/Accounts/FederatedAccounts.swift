@@ -12,7 +12,7 @@ extension PostgresAccountRepository {
         guard FederatedProviders.kind(of: request.providerId) != nil else {
             throw FirebaseError.invalid("INVALID_PROVIDER_ID")
         }
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         return try await client.withConnection { connection in
             _ = try await ScopeFlags.read(connection, scope: scope, lock: false, logger: logger)
             guard
@@ -30,7 +30,7 @@ extension PostgresAccountRepository {
     }
 
     public func signInWithIdp(_ request: SignInWithIdpRequest, logger: Logger) async throws -> SignInWithIdpResponse {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         // Two first sign-ins of one new identity (or two providers with one new email) race on the
         // unique keys; the loser runs again and finds what the winner wrote.
         var attempt = 0
@@ -50,7 +50,7 @@ extension PostgresAccountRepository {
     }
 
     static func federatedSignIn(
-        _ connection: PostgresConnection, scope: String, request: SignInWithIdpRequest, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, request: SignInWithIdpRequest, logger: Logger
     ) async throws -> SignInWithIdpResponse {
         let identity = request.identity
         let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
@@ -179,7 +179,7 @@ extension PostgresAccountRepository {
 
     /// The user a (provider, raw id) is linked to.
     static func linkOwner(
-        _ connection: PostgresConnection, scope: String, identity: FederatedIdentity, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, identity: FederatedIdentity, logger: Logger
     ) async throws -> String? {
         let rows = try await connection.query(
             """
@@ -190,7 +190,7 @@ extension PostgresAccountRepository {
         return nil
     }
 
-    static func emailOwner(_ connection: PostgresConnection, scope: String, email: String, logger: Logger)
+    static func emailOwner(_ connection: PostgresConnection, scope: Scope, email: String, logger: Logger)
         async throws -> String?
     {
         let rows = try await connection.query(
@@ -202,7 +202,7 @@ extension PostgresAccountRepository {
     /// Links the identity to the user, replacing a link of the same provider (at most one per
     /// provider, B.6); true when a different account of that provider was replaced.
     static func link(
-        _ connection: PostgresConnection, scope: String, localId: String, identity: FederatedIdentity, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, localId: String, identity: FederatedIdentity, logger: Logger
     ) async throws -> Bool {
         let removed = try await connection.query(
             """
@@ -225,7 +225,7 @@ extension PostgresAccountRepository {
     /// Fills the profile fields that are still empty (never overwrites, A.3), records the sign-in,
     /// and ends anonymity: a user with a linked provider is permanent.
     static func fillProfile(
-        _ connection: PostgresConnection, scope: String, localId: String, identity: FederatedIdentity, now: Int64,
+        _ connection: PostgresConnection, scope: Scope, localId: String, identity: FederatedIdentity, now: Int64,
         logger: Logger
     ) async throws {
         try await connection.query(
@@ -237,7 +237,7 @@ extension PostgresAccountRepository {
             """, logger: logger)
     }
 
-    static func markEmailVerified(_ connection: PostgresConnection, scope: String, localId: String, logger: Logger)
+    static func markEmailVerified(_ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger)
         async throws
     {
         try await connection.query(
@@ -250,7 +250,7 @@ extension PostgresAccountRepository {
     /// the address. The password and every provider go, older sessions end, and codes sent before
     /// (an email change to the other party's address, say) die too.
     static func takeOver(
-        _ connection: PostgresConnection, scope: String, localId: String, nowMillis now: Int64, by method: String,
+        _ connection: PostgresConnection, scope: Scope, localId: String, nowMillis now: Int64, by method: String,
         logger: Logger
     ) async throws {
         try await connection.query(
@@ -269,6 +269,6 @@ extension PostgresAccountRepository {
             """, logger: logger)
         logger.notice(
             "a trusted sign-in method took over an account with an unverified email",
-            metadata: ["tenant.id": .string(scope), "user.id": .string(localId), "provider.id": .string(method)])
+            metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId), "provider.id": .string(method)])
     }
 }

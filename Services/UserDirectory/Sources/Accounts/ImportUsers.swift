@@ -60,7 +60,7 @@ extension PostgresAccountRepository {
     /// insert of the users (in request order, so the first of two users with one email wins, as it
     /// would one by one), one insert of the provider links of the users created, and one lookup
     /// telling apart the two reasons a user was skipped. A row per statement cost a round trip per user.
-    public func importUsers(scope: String, users: [(index: Int, user: ImportUser)], logger: Logger) async throws
+    public func importUsers(scope: Scope, users: [(index: Int, user: ImportUser)], logger: Logger) async throws
         -> [(index: Int, message: String)]
     {
         guard !users.isEmpty else { return [] }
@@ -309,7 +309,7 @@ struct ImportController<Tenants: TenantRepository> {
             guard let localId = wire.localId, !localId.isEmpty, localId.count <= 128 else {
                 fail("localId is missing"); continue
             }
-            if let tenant = wire.tenantId, !tenant.isEmpty, tenant != wireTenantID(scope) {
+            if let tenant = wire.tenantId, !tenant.isEmpty, tenant != scope.tenantID {
                 fail("Tenant id in userInfo does not match the tenant id in request."); continue
             }
             var user = ImportUser(localId: localId)
@@ -381,7 +381,8 @@ struct ImportController<Tenants: TenantRepository> {
         context.logger.info(
             "users imported",
             metadata: [
-                "tenant.id": .string(scope), "users.requested": "\(users.count)", "users.failed": "\(failures.count)",
+                "tenant.id": .string(scope.key), "users.requested": "\(users.count)",
+                "users.failed": "\(failures.count)",
             ])
         return JSONResponse(Response(error: failures.isEmpty ? nil : failures))
     }

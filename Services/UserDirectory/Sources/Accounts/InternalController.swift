@@ -38,7 +38,8 @@ struct InternalController<Accounts: AccountRepository> {
             context.logger.info(
                 "federated sign-in",
                 metadata: [
-                    "tenant.id": .string(scopeKey(body.tenantId)), "provider.id": .string(body.identity.providerId),
+                    "tenant.id": .string(Scope(wire: body.tenantId).key),
+                    "provider.id": .string(body.identity.providerId),
                     "outcome": .string(answer.outcome.rawValue), "user.new": .stringConvertible(answer.isNewUser),
                     "user.id": .string(answer.user?.localId ?? "-"), "link": .stringConvertible(body.linkTo != nil),
                 ])
@@ -50,7 +51,7 @@ struct InternalController<Accounts: AccountRepository> {
             context.logger.info(
                 "custom-token sign-in",
                 metadata: [
-                    "tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(answer.user.localId),
+                    "tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(answer.user.localId),
                     "user.new": .stringConvertible(answer.isNewUser),
                 ])
             return JSONResponse(answer)
@@ -61,7 +62,7 @@ struct InternalController<Accounts: AccountRepository> {
             context.logger.info(
                 "email-link sign-in",
                 metadata: [
-                    "tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(answer.user.localId),
+                    "tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(answer.user.localId),
                     "user.new": .stringConvertible(answer.isNewUser), "link": .stringConvertible(body.linkTo != nil),
                 ])
             return JSONResponse(answer)
@@ -79,7 +80,7 @@ struct InternalController<Accounts: AccountRepository> {
         let (user, session) = try await accounts.signUpPassword(body, logger: context.logger)
         context.logger.info(
             body.localId == nil ? "password user created" : "password linked to user",
-            metadata: ["tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(user.localId)])
+            metadata: ["tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(user.localId)])
         return JSONResponse(SessionCreatedResponse(user: user, session: session))
     }
 
@@ -106,7 +107,7 @@ struct InternalController<Accounts: AccountRepository> {
         context.logger.info(
             "user updated itself",
             metadata: [
-                "tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(body.localId),
+                "tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(body.localId),
                 "credentials.changed": .stringConvertible(answer.session != nil),
             ])
         return JSONResponse(answer)
@@ -117,11 +118,11 @@ struct InternalController<Accounts: AccountRepository> {
     {
         let body = try await request.decodeJSON(SignUpAnonymousRequest.self, context: context)
         let (user, session) = try await accounts.signUpAnonymous(
-            scope: scopeKey(body.tenantId), refreshTokenHash: body.refreshTokenHash,
+            scope: Scope(wire: body.tenantId), refreshTokenHash: body.refreshTokenHash,
             sessionExpiresAt: body.sessionExpiresAt, clientIP: body.clientIP, logger: context.logger)
         context.logger.info(
             "anonymous user created",
-            metadata: ["tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(user.localId)])
+            metadata: ["tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(user.localId)])
         return JSONResponse(SessionCreatedResponse(user: user, session: session))
     }
 
@@ -130,7 +131,7 @@ struct InternalController<Accounts: AccountRepository> {
     > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
         let user = try await accounts.userForClient(
-            scope: scopeKey(body.tenantId), localId: body.localId, logger: context.logger)
+            scope: Scope(wire: body.tenantId), localId: body.localId, logger: context.logger)
         return JSONResponse(AccountResponse(user: user))
     }
 
@@ -138,10 +139,11 @@ struct InternalController<Accounts: AccountRepository> {
         EmptyObject
     > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
-        try await accounts.deleteByUser(scope: scopeKey(body.tenantId), localId: body.localId, logger: context.logger)
+        try await accounts.deleteByUser(
+            scope: Scope(wire: body.tenantId), localId: body.localId, logger: context.logger)
         context.logger.info(
             "user deleted itself",
-            metadata: ["tenant.id": .string(scopeKey(body.tenantId)), "user.id": .string(body.localId)])
+            metadata: ["tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(body.localId)])
         return JSONResponse(EmptyObject())
     }
 

@@ -7,7 +7,7 @@ import TesseraShared
 /// expiring, stored as SHA-256; the mail that carries a code is queued in the same transaction.
 extension PostgresAccountRepository {
     public func sendOobCode(_ request: SendOobCodeRequest, logger: Logger) async throws -> SendOobCodeResponse {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         let flags = try await flags(scope, logger: logger)
         if request.requestType == .emailSignIn, !flags.enableEmailLinkSignin {
             throw FirebaseError.invalid("OPERATION_NOT_ALLOWED")
@@ -34,7 +34,7 @@ extension PostgresAccountRepository {
                 } catch {
                     logger.warning(
                         "password reset mail not queued",
-                        metadata: ["tenant.id": .string(scope), "error": "\(String(reflecting: error))"])
+                        metadata: ["tenant.id": .string(scope.key), "error": "\(String(reflecting: error))"])
                 }
             }
             return SendOobCodeResponse(email: email)
@@ -47,7 +47,7 @@ extension PostgresAccountRepository {
     /// (or returns the link), in one transaction. `countsByAddress`: the request by address is
     /// counted here (else the caller counted it).
     func issueCode(
-        _ request: SendOobCodeRequest, scope: String, flags: ScopeFlags, countsByAddress: Bool, logger: Logger
+        _ request: SendOobCodeRequest, scope: Scope, flags: ScopeFlags, countsByAddress: Bool, logger: Logger
     ) async throws -> SendOobCodeResponse {
         let signIn = request.requestType == .emailSignIn
         let ttlSeconds = oobCodeTTL.timeInterval
@@ -145,7 +145,7 @@ extension PostgresAccountRepository {
             logger.info(
                 "out-of-band code queued",
                 metadata: [
-                    "tenant.id": .string(scope), "user.id": .string(localId ?? "-"),
+                    "tenant.id": .string(scope.key), "user.id": .string(localId ?? "-"),
                     "oob.type": .string(request.requestType.rawValue),
                 ])
             return SendOobCodeResponse(email: recipient)
@@ -156,7 +156,7 @@ extension PostgresAccountRepository {
     /// password (the email is proven, so it becomes verified; every older session ends); without,
     /// tells what the code is for and leaves it unused.
     public func resetPassword(_ request: ResetPasswordRequest, logger: Logger) async throws -> OobCodeResponse {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         let flags = try await flags(scope, logger: logger)
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)
         guard let newPassword = request.newPassword else {
@@ -197,14 +197,14 @@ extension PostgresAccountRepository {
             }
             try await Self.revokeSessions(
                 connection, scope: scope, localId: localId, reason: "password_reset", logger: logger)
-            logger.info("password reset", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
+            logger.info("password reset", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
             return OobCodeResponse(requestType: code.type, email: code.email, newEmail: nil, user: nil)
         }
     }
 
     /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code.
     public func applyOobCode(_ request: ApplyOobCodeRequest, logger: Logger) async throws -> OobCodeResponse {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         _ = try await flags(scope, logger: logger)
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)
         guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail, let localId = code.localId else {
@@ -255,7 +255,7 @@ extension PostgresAccountRepository {
     /// revocation after it was sent moved the user's `credential_seq` (migration 14's trigger), and the
     /// code carries the sequence it was sent at. A sequence, not clocks: a change a millisecond after
     /// the code was sent ends it.
-    func readCode(_ code: String, scope: String, logger: Logger) async throws -> StoredCode {
+    func readCode(_ code: String, scope: Scope, logger: Logger) async throws -> StoredCode {
         let hash = Secrets.tokenHash(code)
         let rows = try await client.query(
             """
@@ -301,7 +301,7 @@ extension PostgresAccountRepository {
         throw FirebaseError.invalid("INVALID_OOB_CODE")
     }
 
-    static func userID(_ connection: PostgresConnection, scope: String, email: String, logger: Logger) async throws
+    static func userID(_ connection: PostgresConnection, scope: Scope, email: String, logger: Logger) async throws
         -> String?
     {
         let rows = try await connection.query(
@@ -311,7 +311,7 @@ extension PostgresAccountRepository {
     }
 
     /// `%APP_NAME%`: the tenant's display name, or the project id for the default scope.
-    static func appName(_ connection: PostgresConnection, scope: String, logger: Logger) async throws -> String {
+    static func appName(_ connection: PostgresConnection, scope: Scope, logger: Logger) async throws -> String {
         let rows = try await connection.query(
             "SELECT display_name FROM tenants WHERE tenant_id = \(scope)", logger: logger)
         for try await name in rows.decode(String.self) where !name.isEmpty { return name }

@@ -11,9 +11,9 @@ import TesseraShared
 final class HashKeyStore: Sendable {
     private let project = Mutex<HashKey?>(nil)
 
-    func get(_ client: PostgresClient, scope: String, logger: Logger) async throws -> ScopeHashKeys {
+    func get(_ client: PostgresClient, scope: Scope, logger: Logger) async throws -> ScopeHashKeys {
         let project = try await projectKey(client, logger: logger)
-        if scope == ScopeSettings.defaultScopeID { return ScopeHashKeys(own: project, project: project) }
+        if scope.isProject { return ScopeHashKeys(own: project, project: project) }
         if let own = try await tenantKey(client, scope: scope, logger: logger) {
             return ScopeHashKeys(own: own, project: project)
         }
@@ -32,7 +32,7 @@ final class HashKeyStore: Sendable {
         return ScopeHashKeys(own: own, project: project)
     }
 
-    private func tenantKey(_ client: PostgresClient, scope: String, logger: Logger) async throws -> HashKey? {
+    private func tenantKey(_ client: PostgresClient, scope: Scope, logger: Logger) async throws -> HashKey? {
         let rows = try await client.query(
             "SELECT hash_signer_key, hash_salt_separator FROM tenants WHERE tenant_id = \(scope)", logger: logger)
         var found = false
@@ -82,7 +82,7 @@ struct ScopeFlags {
 
     /// `lock` takes a share lock on the tenant row for the rest of the transaction, so the switches
     /// cannot change under the operation.
-    static func read(_ connection: PostgresConnection, scope: String, lock: Bool, logger: Logger) async throws
+    static func read(_ connection: PostgresConnection, scope: Scope, lock: Bool, logger: Logger) async throws
         -> ScopeFlags
     {
         let rows =
@@ -108,7 +108,7 @@ extension ScopeFlags {
 extension ScopeFlags {
     /// An end user's call is about to create an account (A.5, issue #7): refused when the scope closed
     /// sign-up (`ADMIN_ONLY_OPERATION`), and counted against the caller's address.
-    func admitNewAccount(_ connection: PostgresConnection, scope: String, clientIP: String?, logger: Logger)
+    func admitNewAccount(_ connection: PostgresConnection, scope: Scope, clientIP: String?, logger: Logger)
         async throws
     {
         if disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
@@ -119,7 +119,7 @@ extension ScopeFlags {
 }
 
 extension PostgresAccountRepository {
-    func flags(_ scope: String, logger: Logger) async throws -> ScopeFlags {
+    func flags(_ scope: Scope, logger: Logger) async throws -> ScopeFlags {
         try await client.withConnection { try await ScopeFlags.read($0, scope: scope, lock: false, logger: logger) }
     }
 
@@ -128,7 +128,7 @@ extension PostgresAccountRepository {
     public func signUpPassword(_ request: SignUpPasswordRequest, logger: Logger) async throws -> (
         UserRecord, SessionInfo
     ) {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         let flags = try await flags(scope, logger: logger)
         if !flags.allowPasswordSignup { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
         if request.localId == nil, flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
@@ -185,7 +185,7 @@ extension PostgresAccountRepository {
     public func signInWithPassword(_ request: SignInWithPasswordRequest, logger: Logger) async throws
         -> (UserRecord, SessionInfo)
     {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         var candidate: PasswordSignInCandidate.Row?
         for try await row in try await client.execute(
             PasswordSignInCandidate(scope: scope, email: request.email), logger: logger)
@@ -233,11 +233,12 @@ extension PostgresAccountRepository {
                 logger.warning(
                     "stored password hash is beyond the import limits and never verifies: the user must reset the password",
                     metadata: [
-                        "tenant.id": .string(scope), "user.id": .string(localId), "hash.algorithm": .string(algorithm),
+                        "tenant.id": .string(scope.key), "user.id": .string(localId),
+                        "hash.algorithm": .string(algorithm),
                     ])
             }
             logger.notice(
-                "password sign-in refused", metadata: ["tenant.id": .string(scope), "user.id": .string(localId)])
+                "password sign-in refused", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
             throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
         }
         // Re-hash with the current parameters on a successful sign-in (A.9).
@@ -263,7 +264,7 @@ extension PostgresAccountRepository {
 
     /// What `createAuthUri` may tell about an email (B.2.1, B.5.9).
     public func authMethods(_ request: AuthMethodsRequest, logger: Logger) async throws -> AuthMethodsResponse {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         let flags = try await flags(scope, logger: logger)
         if flags.emailPrivacy {
             return AuthMethodsResponse(protected: true, registered: false, signinMethods: [], allProviders: [])
@@ -291,7 +292,7 @@ extension PostgresAccountRepository {
     /// An end user's `accounts:update` (B.2.1, B.5.2, B.5.11). The caller has verified the ID token
     /// and the re-authentication window.
     public func updateAccount(_ request: UpdateAccountRequest, logger: Logger) async throws -> UpdateAccountResponse {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         _ = try await flags(scope, logger: logger)
         var stored: StoredPassword?
         if let password = request.password {
@@ -396,7 +397,7 @@ extension PostgresAccountRepository {
         }
     }
 
-    func emailTaken(scope: String, email: String, logger: Logger) async throws -> Bool {
+    func emailTaken(scope: Scope, email: String, logger: Logger) async throws -> Bool {
         let rows = try await client.query(
             "SELECT 1 FROM users WHERE tenant_id = \(scope) AND email = \(email)", logger: logger)
         for try await _ in rows.decode(Int.self) { return true }
@@ -404,7 +405,7 @@ extension PostgresAccountRepository {
     }
 
     /// Locks a user row for the rest of the transaction; false if there is none.
-    static func lockUser(_ connection: PostgresConnection, scope: String, localId: String, logger: Logger) async throws
+    static func lockUser(_ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger) async throws
         -> Bool
     {
         let rows = try await connection.query(
@@ -415,7 +416,7 @@ extension PostgresAccountRepository {
 
     /// Ends every live session of a user (a credential change, B.5.11).
     static func revokeSessions(
-        _ connection: PostgresConnection, scope: String, localId: String, reason: String, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, localId: String, reason: String, logger: Logger
     ) async throws {
         try await connection.query(
             """
@@ -428,7 +429,7 @@ extension PostgresAccountRepository {
 /// The scope's switches (prepared: read by nearly every end-user call), `$1` the scope.
 protocol ScopeFlagsStatement: PostgresPreparedStatement
 where Row == (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool) {
-    var scope: String { get }
+    var scope: Scope { get }
 }
 
 extension ScopeFlagsStatement {
@@ -451,7 +452,7 @@ struct ScopeFlagsRead: ScopeFlagsStatement {
         """
     static let sql = "SELECT \(columns) FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1"
     typealias Row = (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool)
-    var scope: String
+    var scope: Scope
 }
 
 /// The same, holding a share lock on the tenant row for the rest of the transaction.
@@ -459,7 +460,7 @@ struct ScopeFlagsLocked: ScopeFlagsStatement {
     static let name = "tessera_scope_flags_locked"
     static let sql = ScopeFlagsRead.sql + " FOR SHARE OF t"
     typealias Row = ScopeFlagsRead.Row
-    var scope: String
+    var scope: Scope
 }
 
 /// A password sign-in's first read: the scope's switches (no row: no such scope) and the account
@@ -476,7 +477,7 @@ struct PasswordSignInCandidate: ScopedStatement {
     typealias Row = (
         Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool, String?, Bool?, String?, String?, String?, String?
     )
-    var scope: String
+    var scope: Scope
     var email: String
     var argument: String { email }
 
@@ -509,7 +510,7 @@ struct PasswordSignIn: PostgresPreparedStatement {
         ORDER BY l.provider_id
         """
     typealias Row = PostgresAccountRepository.UserRow
-    var scope: String
+    var scope: Scope
     var localId: String
     var verifiedHash: String
     var current: StoredPassword

@@ -302,7 +302,7 @@ struct CleanupStore: Sendable {
 
     /// What turning auto-cleanup on now would do: accounts already scheduled keep their time, the
     /// others fall due at now + retention. Changes nothing.
-    func preview(scope: String, bucketSeconds: Int, logger: Logger) async throws -> Preview {
+    func preview(scope: Scope, bucketSeconds: Int, logger: Logger) async throws -> Preview {
         let retention = anonymousRetention.timeInterval
         return try await client.withConnection { connection in
             let totals = try await connection.query(
@@ -340,7 +340,7 @@ struct CleanupStore: Sendable {
         var scheduled: Int64
     }
 
-    func status(scope: String, logger: Logger) async throws -> Status {
+    func status(scope: Scope, logger: Logger) async throws -> Status {
         try await client.withConnection { connection in
             let rows = try await connection.query(
                 """

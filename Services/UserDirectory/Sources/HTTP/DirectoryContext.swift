@@ -35,23 +35,23 @@ public struct DirectoryContext: TesseraContext {
 extension TenantRepository {
     /// The scope of an admin call as a wire tenant id: nil for the project's default scope.
     func tenantID(of context: DirectoryContext) async throws -> String? {
-        wireTenantID(try await scope(of: context))
+        try await scope(of: context).tenantID
     }
 
     /// The scope an admin call acts in: the path's `/tenants/{t}` or, on project paths, the body's
     /// `tenantId` ("" for the project's default scope). They must agree, and the tenant must exist.
-    func scope(of context: DirectoryContext, bodyTenant: String? = nil) async throws -> String {
+    func scope(of context: DirectoryContext, bodyTenant: String? = nil) async throws -> Scope {
         let pathTenant = context.parameters.get("tenant")
         if let pathTenant, let bodyTenant, !bodyTenant.isEmpty, pathTenant != bodyTenant {
             throw FirebaseError.invalid("TENANT_ID_MISMATCH")
         }
         guard let tenant = pathTenant ?? bodyTenant.flatMap({ $0.isEmpty ? nil : $0 }) else {
-            return ScopeSettings.defaultScopeID
+            return .project
         }
         guard !tenant.isEmpty, try await get(tenant, logger: context.logger) != nil else {
             throw FirebaseError.invalid("TENANT_NOT_FOUND")
         }
-        return tenant
+        return Scope(key: tenant)
     }
 }
 
@@ -161,7 +161,7 @@ struct AdminAuthFailures: Sendable {
         // The attempt that reaches the limit is still answered 401; the next ones are refused.
         _ = try await client.withConnection { connection in
             try await RateLimiter.increment(
-                connection, scope: "", bucket: Self.bucket, key: address, logger: logger)
+                connection, scope: .project, bucket: Self.bucket, key: address, logger: logger)
         }
     }
 }

@@ -6,7 +6,7 @@ import TesseraShared
 
 /// Per-scope mail templates in PostgreSQL.
 enum MailTemplateStore {
-    static func read(_ connection: PostgresConnection, scope: String, type: OobRequestType, logger: Logger)
+    static func read(_ connection: PostgresConnection, scope: Scope, type: OobRequestType, logger: Logger)
         async throws -> MailTemplate?
     {
         let rows = try await connection.query(
@@ -100,7 +100,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
             ON CONFLICT (tenant_id, request_type) DO UPDATE SET subject = EXCLUDED.subject, body = EXCLUDED.body, updated_at = now()
             """, logger: context.logger)
         context.logger.info(
-            "mail template updated", metadata: ["tenant.id": .string(scope), "oob.type": .string(type.rawValue)])
+            "mail template updated", metadata: ["tenant.id": .string(scope.key), "oob.type": .string(type.rawValue)])
         return JSONResponse(TemplateWire(requestType: type.rawValue, subject: subject, body: body, custom: true))
     }
 

@@ -42,7 +42,7 @@ struct IdpConfigStore: Sendable {
             responseIdToken: r.6, responseCode: r.7, trustedEmailDomains: r.8)
     }
 
-    static func get(_ connection: PostgresConnection, scope: String, providerId: String, logger: Logger) async throws
+    static func get(_ connection: PostgresConnection, scope: Scope, providerId: String, logger: Logger) async throws
         -> IdpConfig?
     {
         let rows = try await connection.query(
@@ -53,12 +53,12 @@ struct IdpConfigStore: Sendable {
         return nil
     }
 
-    func get(scope: String, providerId: String, logger: Logger) async throws -> IdpConfig? {
+    func get(scope: Scope, providerId: String, logger: Logger) async throws -> IdpConfig? {
         try await client.withConnection { try await Self.get($0, scope: scope, providerId: providerId, logger: logger) }
     }
 
     /// The scope's OIDC (`oidc = true`) or built-in providers, by id, after `after`.
-    func list(scope: String, oidc: Bool, after: String?, limit: Int, logger: Logger) async throws -> [IdpConfig] {
+    func list(scope: Scope, oidc: Bool, after: String?, limit: Int, logger: Logger) async throws -> [IdpConfig] {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns) FROM idp_configs
@@ -70,7 +70,7 @@ struct IdpConfigStore: Sendable {
         return result
     }
 
-    func create(scope: String, _ c: IdpConfig, logger: Logger) async throws {
+    func create(scope: Scope, _ c: IdpConfig, logger: Logger) async throws {
         do {
             try await client.query(
                 """
@@ -86,7 +86,7 @@ struct IdpConfigStore: Sendable {
 
     /// Reads the row under a lock, applies `change`, validates and writes it back; nil if absent.
     func update(
-        scope: String, providerId: String, logger: Logger, _ change: @Sendable (inout IdpConfig) throws -> Void
+        scope: Scope, providerId: String, logger: Logger, _ change: @Sendable (inout IdpConfig) throws -> Void
     ) async throws -> IdpConfig? {
         try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
@@ -109,7 +109,7 @@ struct IdpConfigStore: Sendable {
         }
     }
 
-    func delete(scope: String, providerId: String, logger: Logger) async throws -> Bool {
+    func delete(scope: Scope, providerId: String, logger: Logger) async throws -> Bool {
         let rows = try await client.query(
             """
             DELETE FROM idp_configs WHERE tenant_id = \(scope) AND provider_id = \(providerId) RETURNING provider_id
@@ -180,8 +180,8 @@ struct IdpConfigController<Tenants: TenantRepository> {
         idpMaskPaths
     }
 
-    func wire(_ c: IdpConfig, scope: String, oidc: Bool) -> ConfigWire {
-        let prefix = scope.isEmpty ? "projects/\(projectID)" : "projects/\(projectID)/tenants/\(scope)"
+    func wire(_ c: IdpConfig, scope: Scope, oidc: Bool) -> ConfigWire {
+        let prefix = scope.tenantID.map { "projects/\(projectID)/tenants/\($0)" } ?? "projects/\(projectID)"
         let collection = oidc ? "oauthIdpConfigs" : "defaultSupportedIdpConfigs"
         var wire = ConfigWire(
             name: "\(prefix)/\(collection)/\(c.providerId)", enabled: c.enabled, clientId: c.clientId,
@@ -277,7 +277,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
         try Self.validate(&config, oidc: oidc)
         try await store.create(scope: scope, config, logger: context.logger)
         context.logger.info(
-            "identity provider configured", metadata: ["tenant.id": .string(scope), "provider.id": .string(id)])
+            "identity provider configured", metadata: ["tenant.id": .string(scope.key), "provider.id": .string(id)])
         return JSONResponse(wire(config, scope: scope, oidc: oidc))
     }
 
@@ -336,7 +336,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
                 })
         else { throw FirebaseError.configurationNotFound }
         context.logger.info(
-            "identity provider updated", metadata: ["tenant.id": .string(scope), "provider.id": .string(id)])
+            "identity provider updated", metadata: ["tenant.id": .string(scope.key), "provider.id": .string(id)])
         return JSONResponse(wire(updated, scope: scope, oidc: oidc))
     }
 
@@ -349,7 +349,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
             throw FirebaseError.configurationNotFound
         }
         context.logger.info(
-            "identity provider removed", metadata: ["tenant.id": .string(scope), "provider.id": .string(id)])
+            "identity provider removed", metadata: ["tenant.id": .string(scope.key), "provider.id": .string(id)])
         return JSONResponse(EmptyObject())
     }
 

@@ -249,7 +249,7 @@ enum CustomTokens {
     }
 
     static func verify(
-        _ token: String, scope: String, accounts: ServiceAccountStore, now: Date = Date(), logger: Logger
+        _ token: String, scope: Scope, accounts: ServiceAccountStore, now: Date = Date(), logger: Logger
     ) async throws -> Verified {
         guard let header = try? JWS.header(of: token), let unverified = try? JWS.unverifiedPayload(of: token) else {
             throw invalid("The custom token format is incorrect. Please check the documentation.")
@@ -280,8 +280,8 @@ enum CustomTokens {
             throw invalid("The custom token's lifetime (exp - iat) must not exceed one hour.")
         }
         guard iat <= nowSeconds + clockSkew else { throw invalid("The custom token was issued in the future.") }
-        if (payload.tenant_id ?? "") != scope { throw FirebaseError.invalid("TENANT_ID_MISMATCH") }
-        if let own = account.tenantId, own != scope { throw FirebaseError.invalid("CREDENTIAL_MISMATCH") }
+        if Scope(wire: payload.tenant_id) != scope { throw FirebaseError.invalid("TENANT_ID_MISMATCH") }
+        if let own = account.tenantId, Scope(key: own) != scope { throw FirebaseError.invalid("CREDENTIAL_MISMATCH") }
         guard let uid = payload.uid?.stringValue, !uid.isEmpty else {
             throw FirebaseError.invalid("MISSING_IDENTIFIER")
         }
@@ -305,7 +305,7 @@ extension PostgresAccountRepository {
     public func signInWithCustomToken(_ request: SignInWithCustomTokenRequest, logger: Logger) async throws
         -> SignInWithCustomTokenResponse
     {
-        let scope = scopeKey(request.tenantId)
+        let scope = Scope(wire: request.tenantId)
         _ = try await flags(scope, logger: logger)
         let verified = try await CustomTokens.verify(
             request.token, scope: scope, accounts: ServiceAccountStore(client: client, projectID: ""), logger: logger)

@@ -51,14 +51,14 @@ enum RateLimiter {
     /// stored hashed (they are addresses and emails). Inside a transaction that later fails, the
     /// count is rolled back with it.
     static func hit(
-        _ connection: PostgresConnection, scope: String, bucket: String, key: String?, limit: Int, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, bucket: String, key: String?, limit: Int, logger: Logger
     ) async throws {
         guard applies(limit: limit, key: key), let key else { return }
         let (count, remaining) = try await increment(connection, scope: scope, bucket: bucket, key: key, logger: logger)
         if count > limit {
             logger.notice(
                 "rate limit reached",
-                metadata: ["tenant.id": .string(scope), "rate.bucket": .string(bucket), "rate.limit": "\(limit)"])
+                metadata: ["tenant.id": .string(scope.key), "rate.bucket": .string(bucket), "rate.limit": "\(limit)"])
             throw FirebaseError.tooManyAttempts(retryAfterSeconds: Int(max(1, remaining)))
         }
     }
@@ -66,7 +66,7 @@ enum RateLimiter {
     /// Counts one event of (`scope`, `bucket`, `key`) in the current window; returns the window's count
     /// and the seconds left in it.
     static func increment(
-        _ connection: PostgresConnection, scope: String, bucket: String, key: String, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, bucket: String, key: String, logger: Logger
     ) async throws -> (count: Int, remaining: Int64) {
         let rows = try await connection.query(
             """

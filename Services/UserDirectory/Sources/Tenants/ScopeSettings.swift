@@ -43,13 +43,3 @@ public struct ProjectSettings: Sendable, Equatable {
         self.enableImprovedEmailPrivacy = enableImprovedEmailPrivacy
     }
 }
-
-/// The internal key of a scope from the wire's optional tenant id.
-public func scopeKey(_ tenantId: String?) -> String {
-    tenantId ?? ScopeSettings.defaultScopeID
-}
-
-/// The wire's optional tenant id from a scope key.
-public func wireTenantID(_ scope: String) -> String? {
-    scope.isEmpty ? nil : scope
-}

@@ -9,7 +9,7 @@ struct TenantController<Repository: TenantRepository> {
     let projectID: String
     /// A scope's hash config: the project's in the project Config (project admins only), each
     /// tenant's own in the tenant (its admins may see it: it protects that tenant's hashes only).
-    let hashConfig: @Sendable (_ scope: String, Logger) async throws -> ProjectConfigWire.HashConfigWire
+    let hashConfig: @Sendable (_ scope: Scope, Logger) async throws -> ProjectConfigWire.HashConfigWire
 
     func addRoutes(to group: RouterGroup<DirectoryContext>) {
         group.post("v2/projects/{project}/tenants", use: create)
@@ -56,7 +56,7 @@ struct TenantController<Repository: TenantRepository> {
             throw FirebaseError.invalid("TENANT_NOT_FOUND")
         }
         var tenant = TenantWire(settings, projectID: projectID)
-        tenant.hashConfig = try await hashConfig(tenantId, context.logger)
+        tenant.hashConfig = try await hashConfig(Scope(key: tenantId), context.logger)
         return JSONResponse(tenant)
     }
 
@@ -92,7 +92,7 @@ struct TenantController<Repository: TenantRepository> {
         return JSONResponse(
             ProjectConfigWire(
                 scope: scope, project: project, projectID: projectID,
-                hashConfig: try await hashConfig(ScopeSettings.defaultScopeID, context.logger)))
+                hashConfig: try await hashConfig(.project, context.logger)))
     }
 
     @Sendable func updateConfig(_ request: Request, context: DirectoryContext) async throws
@@ -107,7 +107,7 @@ struct TenantController<Repository: TenantRepository> {
         return JSONResponse(
             ProjectConfigWire(
                 scope: scope, project: project, projectID: projectID,
-                hashConfig: try await hashConfig(ScopeSettings.defaultScopeID, context.logger)))
+                hashConfig: try await hashConfig(.project, context.logger)))
     }
 
     /// The paths to copy: those of `?updateMask=`, or every field (full replace) without a mask.
