@@ -126,6 +126,38 @@ def test_the_public_plane_drops_bearer_credentials(stack, client, make_tenant):
     assert expect_ok(resp)["users"][0]["localId"] == session.local_id
 
 
+def test_a_token_service_with_an_admin_listener_believes_no_bearer_on_its_public_port(stack, client, make_tenant):
+    """Where the ingress cannot drop a header (ingress-nginx without snippets), the token service does it
+    (TESSERA_ADMIN_HTTP_PORT): on its main port an admin bearer is not believed — the privileged lookup is
+    an end-user call that needs the API key, and createSessionCookie has no credential — while the admin
+    port, which only the admin Ingress reaches, serves both."""
+    from test_secrets import free_port, running
+
+    tenant = make_tenant()["tenantId"]
+    session = client.sign_up_anonymous(tenant)
+    owner = {"Authorization": f"Bearer {stack.admin_token}"}
+    admin_port = free_port()
+    with running(stack, "token-service", TESSERA_ADMIN_HTTP_PORT=str(admin_port)) as service:
+        lookup = {"localId": [session.local_id], "tenantId": tenant}
+        resp = requests.post(service.base + "/v1/accounts:lookup", json=lookup, headers=owner, timeout=HTTP_TIMEOUT)
+        assert resp.status_code == 403 and resp.json()["error"]["status"] == "PERMISSION_DENIED", describe(resp)
+        cookie_path = f"/v1/projects/{stack.project_id}/tenants/{tenant}:createSessionCookie"
+        resp = requests.post(service.base + cookie_path, json={"idToken": session.id_token}, headers=owner,
+                             timeout=HTTP_TIMEOUT)
+        assert resp.status_code == 401 and resp.json()["error"]["status"] == "UNAUTHENTICATED", describe(resp)
+        # The end-user form still works on the main port.
+        resp = requests.post(service.base + "/v1/accounts:lookup", params={"key": stack.api_key}, headers=owner,
+                             json={"idToken": session.id_token, "tenantId": tenant}, timeout=HTTP_TIMEOUT)
+        assert expect_ok(resp)["users"][0]["localId"] == session.local_id
+        # The admin port believes the bearer.
+        admin_base = f"http://127.0.0.1:{admin_port}"
+        resp = requests.post(admin_base + "/v1/accounts:lookup", json=lookup, headers=owner, timeout=HTTP_TIMEOUT)
+        assert expect_ok(resp)["users"][0]["localId"] == session.local_id
+        resp = requests.post(admin_base + cookie_path, json={"idToken": session.id_token}, headers=owner,
+                             timeout=HTTP_TIMEOUT)
+        assert expect_ok(resp)["sessionCookie"].count(".") == 2
+
+
 def test_the_admin_api_works_on_the_admin_plane_only(stack, admin):
     path = f"/v2/projects/{stack.project_id}/config"
     expect_ok(admin.request("GET", path))

@@ -53,56 +53,74 @@ public func buildTokenApplication(
         endpoints: configuration.providerEndpoints,
         keys: JWKSCache(http: providerHTTP, refetchInterval: configuration.idpJWKSRefetchInterval), http: providerHTTP)
 
-    let router = Router(context: TokenContext.self)
-    router.addTracingMiddleware()
-    // CORS outside the error middleware: it sees every answer as a response, errors included, and
-    // gives it its headers (inside, it rethrew errors in a wrapper of its own, which became 500s
-    // without CORS headers, so a browser saw a network error instead of EMAIL_EXISTS).
-    router.add(
-        middleware: CORSMiddleware(
-            allowOrigin: .originBased,
-            // Every header a Firebase SDK may send from a browser (A.11; CLIENT-SDKS.md §1.2).
-            allowHeaders: [
-                .contentType, .authorization, .googAPIKey, .requestID, HTTPField.Name("X-Client-Version")!,
-                HTTPField.Name("X-Firebase-gmpid")!, HTTPField.Name("X-Firebase-Client")!,
-                HTTPField.Name("X-Firebase-Locale")!, HTTPField.Name("X-Firebase-AppCheck")!,
-            ],
-            allowMethods: [.get, .post, .options]))
-    router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
+    /// One router per listener, built alike. The public listener of a token service that has an admin
+    /// listener believes no admin bearer (`keepsAuthorization: false`).
+    func makeRouter(keepsAuthorization: Bool) -> Router<TokenContext> {
+        let router = Router(context: TokenContext.self)
+        router.addTracingMiddleware()
+        if !keepsAuthorization { router.add(middleware: DropAuthorizationMiddleware()) }
+        // CORS outside the error middleware: it sees every answer as a response, errors included, and
+        // gives it its headers (inside, it rethrew errors in a wrapper of its own, which became 500s
+        // without CORS headers, so a browser saw a network error instead of EMAIL_EXISTS).
+        router.add(
+            middleware: CORSMiddleware(
+                allowOrigin: .originBased,
+                // Every header a Firebase SDK may send from a browser (A.11; CLIENT-SDKS.md §1.2).
+                allowHeaders: [
+                    .contentType, .authorization, .googAPIKey, .requestID, HTTPField.Name("X-Client-Version")!,
+                    HTTPField.Name("X-Firebase-gmpid")!, HTTPField.Name("X-Firebase-Client")!,
+                    HTTPField.Name("X-Firebase-Locale")!, HTTPField.Name("X-Firebase-AppCheck")!,
+                ],
+                allowMethods: [.get, .post, .options]))
+        router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
 
-    router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
-    metrics.addRoute(to: router)
-    router.get("/readyz") { _, context in
-        _ = try await directory.get(
-            InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)
-        return JSONResponse(HealthStatus())
+        router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
+        metrics.addRoute(to: router)
+        router.get("/readyz") { _, context in
+            _ = try await directory.get(
+                InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)
+            return JSONResponse(HealthStatus())
+        }
+        AccountsController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        FederatedController(tokens: tokens, providers: providers, configuration: configuration).addRoutes(to: router)
+        TokenController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        OobController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        SessionCookieController(tokens: tokens, cookieKeys: cookieKeys, configuration: configuration).addRoutes(
+            to: router)
+        KeysController(keys: keys, cookieKeys: cookieKeys, configuration: configuration).addRoutes(to: router)
+        ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        OutOfScope.addRoutes(to: router)
+        router.addRouteTable(internalSecret: configuration.internalSecret)
+        return router
     }
-    AccountsController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    FederatedController(tokens: tokens, providers: providers, configuration: configuration).addRoutes(to: router)
-    TokenController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    OobController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    SessionCookieController(tokens: tokens, cookieKeys: cookieKeys, configuration: configuration).addRoutes(
-        to: router)
-    KeysController(keys: keys, cookieKeys: cookieKeys, configuration: configuration).addRoutes(to: router)
-    ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-    OutOfScope.addRoutes(to: router)
-    router.addRouteTable(internalSecret: configuration.internalSecret)
 
+    var services: [any Service] = [
+        HTTPClientService(client: httpClient, logger: logger),
+        HTTPClientService(client: providerClient, logger: logger),
+        // Re-reads the key directory so that rotation needs no restart.
+        PeriodicService(every: configuration.keyReloadInterval) {
+            keys.reload(logger: logger)
+            cookieKeys.reload(logger: logger)
+        },
+    ]
+    // The admin plane's listener (API.md A.12): where an ingress that cannot drop a header sends the
+    // admin plane's token-service paths (createSessionCookie, the v3 admin rpcs, the privileged form of
+    // lookup/update/delete/sendOobCode). The public listener then never believes a bearer.
+    if let adminPort = configuration.adminPort {
+        services.append(
+            Application(
+                router: makeRouter(keepsAuthorization: true),
+                configuration: .init(address: .hostname(configuration.hostname, port: adminPort), serverName: nil),
+                logger: logger))
+        logger.info("admin listener", metadata: ["http.admin_port": "\(adminPort)"])
+    }
     return Application(
-        router: router,
+        router: makeRouter(keepsAuthorization: configuration.adminPort == nil),
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        services: [
-            HTTPClientService(client: httpClient, logger: logger),
-            HTTPClientService(client: providerClient, logger: logger),
-            // Re-reads the key directory so that rotation needs no restart.
-            PeriodicService(every: configuration.keyReloadInterval) {
-                keys.reload(logger: logger)
-                cookieKeys.reload(logger: logger)
-            },
-        ],
+        services: services,
         logger: logger)
 }
 
@@ -134,5 +152,20 @@ enum OutOfScope {
             }
         }
         router.addLegacyOutOfScope()
+    }
+}
+
+/// Removes `Authorization` from every request (the public listener of a token service with an admin
+/// listener): an admin bearer sent to the public plane is not believed, as the local ingress drops it.
+struct DropAuthorizationMiddleware: RouterMiddleware {
+    typealias Context = TokenContext
+
+    func handle(_ request: Request, context: TokenContext, next: (Request, TokenContext) async throws -> Response)
+        async throws -> Response
+    {
+        guard request.headers[.authorization] != nil else { return try await next(request, context) }
+        var head = request.head
+        head.headerFields[.authorization] = nil
+        return try await next(Request(head: head, body: request.body), context)
     }
 }

@@ -5,6 +5,9 @@ import TesseraShared
 public struct TokenServiceConfiguration: Sendable {
     public var hostname: String = "127.0.0.1"
     public var port: Int = 8081
+    /// A second listener for the admin plane (`TESSERA_ADMIN_HTTP_PORT`): when set, the main port
+    /// believes no admin bearer, and admin-plane paths must come through this one (Kubernetes).
+    public var adminPort: Int?
     public var projectID: String
     public var projectNumber: String
     public var apiKey: String
@@ -65,6 +68,9 @@ public struct TokenServiceConfiguration: Sendable {
         sessionCookieKeysDirectory = env.string("TESSERA_SESSION_COOKIE_KEYS_DIR", default: sessionCookieKeysDirectory)
         hostname = env.string("TESSERA_HTTP_HOST", default: hostname)
         port = try env.int("TESSERA_HTTP_PORT", default: port)
+        if env.string("TESSERA_ADMIN_HTTP_PORT") != nil {
+            adminPort = try env.int("TESSERA_ADMIN_HTTP_PORT", default: 0)
+        }
         directoryURL = env.string("TESSERA_DIRECTORY_URL", default: directoryURL)
         publicURL = env.string("TESSERA_PUBLIC_URL")
         refreshGrace = try env.duration("TESSERA_REFRESH_GRACE", default: refreshGrace)
