@@ -48,20 +48,20 @@ public enum Credentials {
     /// (issue #23): every path that stores them checks here.
     public static func checkProfile(displayName: String?, photoUrl: String?) throws {
         if let displayName, displayName.count > maximumProfileFieldLength {
-            throw FirebaseError.invalid("INVALID_DISPLAY_NAME", "Display name must be at most 2048 characters")
+            throw FirebaseError.invalid(.invalidDisplayName, "Display name must be at most 2048 characters")
         }
         if let photoUrl, photoUrl.count > maximumProfileFieldLength {
-            throw FirebaseError.invalid("INVALID_PHOTO_URL", "Photo URL must be at most 2048 characters")
+            throw FirebaseError.invalid(.invalidPhotoUrl, "Photo URL must be at most 2048 characters")
         }
     }
 
     /// Throws `WEAK_PASSWORD` for passwords outside 6…4096 characters (A.9).
     public static func checkPassword(_ password: String) throws {
         if password.count < minimumPasswordLength {
-            throw FirebaseError.invalid("WEAK_PASSWORD", "Password should be at least 6 characters")
+            throw FirebaseError.invalid(.weakPassword, "Password should be at least 6 characters")
         }
         if password.count > maximumPasswordLength {
-            throw FirebaseError.invalid("WEAK_PASSWORD", "Password should be at most 4096 characters")
+            throw FirebaseError.invalid(.weakPassword, "Password should be at most 4096 characters")
         }
     }
 }

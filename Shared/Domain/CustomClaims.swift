@@ -14,12 +14,12 @@ public enum CustomClaims {
     /// Returns the claims text to store, or nil for "no claims" (`{}`); throws `CLAIMS_TOO_LARGE`,
     /// `INVALID_CLAIMS` or `FORBIDDEN_CLAIM : <name>`.
     public static func validate(_ text: String) throws -> String? {
-        if text.count > maximumLength { throw FirebaseError.invalid("CLAIMS_TOO_LARGE") }
+        if text.count > maximumLength { throw FirebaseError.invalid(.claimsTooLarge) }
         guard let data = text.data(using: .utf8),
             case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
-        else { throw FirebaseError.invalid("INVALID_CLAIMS") }
+        else { throw FirebaseError.invalid(.invalidClaims) }
         if let forbidden = object.keys.sorted().first(where: reserved.contains) {
-            throw FirebaseError.invalid("FORBIDDEN_CLAIM", forbidden)
+            throw FirebaseError.invalid(.forbiddenClaim, forbidden)
         }
         return object.isEmpty ? nil : text
     }

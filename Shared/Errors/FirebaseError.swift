@@ -31,17 +31,22 @@ public struct FirebaseError: Error, Sendable, Equatable {
         return message
     }
 
-    /// A business/semantic error (HTTP 400, no `status`), e.g. `EMAIL_EXISTS`.
-    public static func invalid(_ code: String, _ detail: String? = nil) -> FirebaseError {
+    /// A business/semantic error (HTTP 400, no `status`), e.g. `EMAIL_EXISTS`: the one place an
+    /// `ErrorCode` becomes the wire's error.
+    public static func invalid(_ code: ErrorCode, _ detail: String? = nil) -> FirebaseError {
         FirebaseError(
-            status: .badRequest, message: detail.map { "\(code) : \($0)" } ?? code, grpcStatus: nil,
-            reason: "invalid")
+            status: .badRequest, message: detail.map { "\(code.rawValue) : \($0)" } ?? code.rawValue,
+            grpcStatus: nil, reason: "invalid")
     }
+
+    /// The business code of this error, when it is one of Tessera's.
+    public var errorCode: ErrorCode? { status == .badRequest && grpcStatus == nil ? ErrorCode(rawValue: code) : nil }
 
     /// A rate limit was reached (issue #7): a business error, with `Retry-After`.
     public static func tooManyAttempts(retryAfterSeconds: Int) -> FirebaseError {
         FirebaseError(
-            status: .badRequest, message: "TOO_MANY_ATTEMPTS_TRY_LATER", grpcStatus: nil, reason: "invalid",
+            status: .badRequest, message: ErrorCode.tooManyAttemptsTryLater.rawValue, grpcStatus: nil,
+            reason: "invalid",
             retryAfterSeconds: retryAfterSeconds)
     }
 

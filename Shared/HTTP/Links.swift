@@ -67,7 +67,7 @@ public struct ActionLinks: Sendable {
     public func requestBase(_ request: Request) throws -> String {
         guard let external = request.external, authorizedDomains.contains(external.authority) else {
             throw FirebaseError.invalid(
-                "UNAUTHORIZED_DOMAIN",
+                .unauthorizedDomain,
                 "The request's host is not an authorized domain; set TESSERA_PUBLIC_URL or TESSERA_ACTION_URL")
         }
         return external.origin
@@ -79,9 +79,9 @@ public struct ActionLinks: Sendable {
     /// what a browser will follow.
     public func checkContinueURL(_ raw: String?) throws -> String? {
         guard let raw, !raw.isEmpty else { return nil }
-        guard let url = WebURL(raw) else { throw FirebaseError.invalid("INVALID_CONTINUE_URI") }
+        guard let url = WebURL(raw) else { throw FirebaseError.invalid(.invalidContinueUri) }
         guard isAuthorized(url) else {
-            throw FirebaseError.invalid("UNAUTHORIZED_DOMAIN", "Domain not allowlisted by project")
+            throw FirebaseError.invalid(.unauthorizedDomain, "Domain not allowlisted by project")
         }
         return url.description
     }

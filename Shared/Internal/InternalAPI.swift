@@ -308,7 +308,7 @@ public enum OobRequestType: String, Codable, Sendable {
         case .int(4)?: name = "VERIFY_EMAIL"
         case .int(6)?: name = "EMAIL_SIGNIN"
         case .int(7)?: name = "VERIFY_AND_CHANGE_EMAIL"
-        case nil, .null?: throw FirebaseError.invalid("MISSING_REQ_TYPE")
+        case nil, .null?: throw FirebaseError.invalid(.missingReqType)
         default: throw FirebaseError.invalidArgument("Invalid value at 'request_type'")
         }
         guard let type = OobRequestType(rawValue: name) else {

@@ -317,7 +317,7 @@ struct EmailLinkPostgresTests {
             #expect(user.email == "new@example.com" && user.emailVerified && !user.hasPassword)
             #expect(user.emailLinkSignin == true && !user.isAnonymous)
             #expect(user.providerUserInfo.map(\.providerId) == ["password"])
-            await #expect(throws: FirebaseError.invalid("INVALID_OOB_CODE")) {
+            await #expect(throws: FirebaseError.invalid(.invalidOobCode)) {
                 _ = try await complete(accounts, "new@example.com", code)
             }
         }
@@ -328,7 +328,7 @@ struct EmailLinkPostgresTests {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             let (tenants, accounts) = base.repositories(client)
             try await base.makeTenant(tenants)
-            await #expect(throws: FirebaseError.invalid("OPERATION_NOT_ALLOWED")) {
+            await #expect(throws: FirebaseError.invalid(.operationNotAllowed)) {
                 _ = try await sendLink(accounts, to: "a@example.com")
             }
             _ = try await tenants.update("t1", logger: logger) { $0.enableEmailLinkSignin = true }
@@ -343,7 +343,7 @@ struct EmailLinkPostgresTests {
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 60,
                 logger: logger)
             let taken = try await sendLink(accounts, to: "taken@example.com")
-            await #expect(throws: FirebaseError.invalid("EMAIL_EXISTS")) {
+            await #expect(throws: FirebaseError.invalid(.emailExists)) {
                 _ = try await complete(accounts, "taken@example.com", taken, linkTo: other.localId)
             }
             // The owner of the address signs in with it, keeping its id; its unproven password goes.

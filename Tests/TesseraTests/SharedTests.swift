@@ -74,7 +74,7 @@ struct SharedTests {
 
     @Test("business errors have no status; other classes carry status and reason")
     func errorShape() throws {
-        let business = FirebaseErrorBody(FirebaseError.invalid("EMAIL_EXISTS"))
+        let business = FirebaseErrorBody(FirebaseError.invalid(.emailExists))
         #expect(business.error.code == 400)
         #expect(business.error.message == "EMAIL_EXISTS")
         #expect(business.error.status == nil)
@@ -82,7 +82,7 @@ struct SharedTests {
         let json = String(decoding: try JSONEncoder().encode(business), as: UTF8.self)
         #expect(!json.contains("status"))
 
-        let detailed = FirebaseError.invalid("WEAK_PASSWORD", "Password should be at least 6 characters")
+        let detailed = FirebaseError.invalid(.weakPassword, "Password should be at least 6 characters")
         #expect(detailed.message == "WEAK_PASSWORD : Password should be at least 6 characters")
         #expect(detailed.code == "WEAK_PASSWORD")
 
@@ -93,7 +93,23 @@ struct SharedTests {
 
         // The internal client reads an error back exactly as it was sent.
         let roundTrip = try JSONDecoder().decode(FirebaseErrorBody.self, from: try JSONEncoder().encode(business))
-        #expect(roundTrip.firebaseError == FirebaseError.invalid("EMAIL_EXISTS"))
+        #expect(roundTrip.firebaseError == FirebaseError.invalid(.emailExists))
+    }
+
+    @Test("every error code is the wire's SCREAMING_SNAKE code, a 400 without status, and reads back as itself")
+    func everyErrorCode() throws {
+        #expect(ErrorCode.allCases.count == Set(ErrorCode.allCases.map(\.rawValue)).count)
+        for code in ErrorCode.allCases {
+            #expect(code.rawValue.allSatisfy { $0.isUppercase || $0 == "_" }, "\(code)")
+            let error = FirebaseError.invalid(code, "some detail")
+            #expect(error.status == .badRequest && error.grpcStatus == nil && error.reason == "invalid")
+            #expect(error.message == code.rawValue + " : some detail")
+            let wire = try JSONEncoder().encode(FirebaseErrorBody(error))
+            let back = try JSONDecoder().decode(FirebaseErrorBody.self, from: wire).firebaseError
+            #expect(back.errorCode == code, "\(code) reads back through the internal client")
+        }
+        #expect(FirebaseError.tooManyAttempts(retryAfterSeconds: 1).errorCode == .tooManyAttemptsTryLater)
+        #expect(FirebaseError.notFound.errorCode == nil, "other classes are not business codes")
     }
 
     @Test("JSON bodies accept snake_case keys and report syntax errors as INVALID_ARGUMENT")

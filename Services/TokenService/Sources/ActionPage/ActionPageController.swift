@@ -123,18 +123,18 @@ struct ActionPageController {
     /// code stays unused (`accounts:resetPassword` without a new password only reads it).
     func check(_ link: Link, context: TokenContext) async throws -> (Mode, OobCodeResponse) {
         guard let rawMode = link.rawMode, !rawMode.isEmpty, let mode = link.mode else {
-            throw FirebaseError.invalid("INVALID_MODE")
+            throw FirebaseError.invalid(.invalidMode)
         }
         guard let apiKey = link.apiKey, Secrets.constantTimeEquals(apiKey, configuration.apiKey) else {
-            throw FirebaseError.invalid("INVALID_API_KEY")
+            throw FirebaseError.invalid(.invalidApiKey)
         }
-        guard let oobCode = link.oobCode else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+        guard let oobCode = link.oobCode else { throw FirebaseError.invalid(.invalidOobCode) }
         let code = try await tokens.directory.call(
             InternalPath.resetPassword,
             ResetPasswordRequest(tenantId: link.tenantId, oobCode: oobCode, newPassword: nil),
             as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
         guard let type = mode.requestType, code.requestType == type else {
-            throw FirebaseError.invalid("INVALID_OOB_CODE")
+            throw FirebaseError.invalid(.invalidOobCode)
         }
         return (mode, code)
     }
@@ -144,7 +144,7 @@ struct ActionPageController {
         _ mode: Mode, code: OobCodeResponse, link: Link, fields: [String: String], request: Request,
         context: TokenContext
     ) async throws -> String {
-        guard let oobCode = link.oobCode else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+        guard let oobCode = link.oobCode else { throw FirebaseError.invalid(.invalidOobCode) }
         switch mode {
         case .verifyEmail, .verifyAndChangeEmail, .recoverEmail:
             let answer = try await tokens.directory.call(

@@ -84,16 +84,15 @@ struct ActionPageHTML {
 
     func error(_ error: FirebaseError) -> Response {
         let message: String
-        switch error.code {
-        case "INVALID_OOB_CODE": message = text.invalidCode
-        case "EXPIRED_OOB_CODE": message = text.expiredCode
-        case "WEAK_PASSWORD": message = text.weakPassword
-        case "INVALID_EMAIL", "MISSING_EMAIL": message = text.emailMismatch
-        case "USER_DISABLED": message = text.userDisabled
-        case "OPERATION_NOT_ALLOWED", "PASSWORD_LOGIN_DISABLED", "ADMIN_ONLY_OPERATION", "PROJECT_DISABLED":
+        switch error.errorCode {
+        case .invalidOobCode?: message = text.invalidCode
+        case .expiredOobCode?: message = text.expiredCode
+        case .weakPassword?: message = text.weakPassword
+        case .invalidEmail?, .missingEmail?: message = text.emailMismatch
+        case .userDisabled?: message = text.userDisabled
+        case .operationNotAllowed?, .passwordLoginDisabled?, .adminOnlyOperation?, .projectDisabled?:
             message = text.notAllowed
-        case "INVALID_MODE", "INVALID_API_KEY", "TENANT_NOT_FOUND": message = text.invalidLink
-        case "UNAVAILABLE": message = text.unavailable
+        case .invalidMode?, .invalidApiKey?, .tenantNotFound?: message = text.invalidLink
         default: message = error.status == .serviceUnavailable ? text.unavailable : text.unknownError
         }
         let code = error.status == .internalServerError ? "INTERNAL" : error.code

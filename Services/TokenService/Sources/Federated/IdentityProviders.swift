@@ -17,10 +17,10 @@ struct ProviderCredential: Sendable {
 
     init(postBody: String) throws {
         guard let fields = FormURLEncoded.parse(postBody) else {
-            throw FirebaseError.invalid("INVALID_IDP_RESPONSE", "postBody is not valid form-encoded text.")
+            throw FirebaseError.invalid(.invalidIdpResponse, "postBody is not valid form-encoded text.")
         }
         guard let providerId = fields["providerId"], !providerId.isEmpty else {
-            throw FirebaseError.invalid("INVALID_IDP_RESPONSE", "postBody must name the providerId.")
+            throw FirebaseError.invalid(.invalidIdpResponse, "postBody must name the providerId.")
         }
         self.providerId = providerId
         let value: (String) -> String? = { fields[$0].flatMap { $0.isEmpty ? nil : $0 } }
@@ -64,7 +64,7 @@ struct IdentityProviders: Sendable {
     }
 
     static func invalid(_ detail: String) -> FirebaseError {
-        FirebaseError.invalid("INVALID_IDP_RESPONSE", detail)
+        FirebaseError.invalid(.invalidIdpResponse, detail)
     }
 
     func verify(_ credential: ProviderCredential, config: IdpConfigResponse, logger: Logger) async throws
@@ -83,7 +83,7 @@ struct IdentityProviders: Sendable {
             }
             return try await fetchUserInfo(accessToken, credential: credential, config: config, logger: logger)
         case nil:
-            throw FirebaseError.invalid("INVALID_PROVIDER_ID")
+            throw FirebaseError.invalid(.invalidProviderId)
         }
     }
 
@@ -120,7 +120,7 @@ struct IdentityProviders: Sendable {
             jwksURL = url
             expectedIssuer = endpoints
         } else {
-            guard let issuer = config.issuer else { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+            guard let issuer = config.issuer else { throw FirebaseError.invalid(.operationNotAllowed) }
             jwksURL = try await keys.jwksURL(issuer: issuer, logger: logger)
             expectedIssuer = ProviderEndpoints(issuer: issuer)
             if issuer.hasSuffix("/") { expectedIssuer.alternateIssuers = [String(issuer.dropLast())] }
@@ -166,12 +166,12 @@ struct IdentityProviders: Sendable {
         if let nonce = credential.nonce {
             let hashed = SHA256.hash(data: Data(nonce.utf8)).map { String(format: "%02x", $0) }.joined()
             guard let tokenNonce = claims.string("nonce"), tokenNonce == nonce || tokenNonce == hashed else {
-                throw FirebaseError.invalid("MISSING_OR_INVALID_NONCE", "The nonce does not match the id_token's.")
+                throw FirebaseError.invalid(.missingOrInvalidNonce, "The nonce does not match the id_token's.")
             }
         } else if claims.string("nonce") != nil {
             // A token bound to a nonce is only good with it: otherwise a token captured from another
             // sign-in flow could be replayed here.
-            throw FirebaseError.invalid("MISSING_OR_INVALID_NONCE", "Nonce is missing in the request.")
+            throw FirebaseError.invalid(.missingOrInvalidNonce, "Nonce is missing in the request.")
         }
         let firstName = claims.string("given_name")
         let lastName = claims.string("family_name")
@@ -197,7 +197,7 @@ struct IdentityProviders: Sendable {
     func checkGitHubToken(_ accessToken: String, config: IdpConfigResponse, logger: Logger) async throws {
         guard let secret = config.clientSecret else {
             throw FirebaseError.invalid(
-                "OPERATION_NOT_ALLOWED", "github.com is configured without its client secret (clientSecret).")
+                .operationNotAllowed, "github.com is configured without its client secret (clientSecret).")
         }
         guard let template = endpoints["github.com"]?.tokenCheckURL else { throw FirebaseError.internal }
         let unreserved = CharacterSet(
@@ -227,7 +227,7 @@ struct IdentityProviders: Sendable {
             // it, a token any other Facebook app obtained from the user would sign in here.
             guard let secret = config.clientSecret else {
                 throw FirebaseError.invalid(
-                    "OPERATION_NOT_ALLOWED", "facebook.com is configured without its app secret (clientSecret).")
+                    .operationNotAllowed, "facebook.com is configured without its app secret (clientSecret).")
             }
             let proof = HMAC<SHA256>.authenticationCode(
                 for: Data(accessToken.utf8), using: SymmetricKey(data: Data(secret.utf8)))
@@ -244,7 +244,7 @@ struct IdentityProviders: Sendable {
             }
             guard let consumerSecret = config.clientSecret else {
                 throw FirebaseError.invalid(
-                    "OPERATION_NOT_ALLOWED", "twitter.com is configured without its consumer secret (clientSecret).")
+                    .operationNotAllowed, "twitter.com is configured without its consumer secret (clientSecret).")
             }
             let query = [("include_email", "true"), ("skip_status", "true")]
             let authorization = OAuth1.authorization(
@@ -254,7 +254,7 @@ struct IdentityProviders: Sendable {
                 base + "?" + query.map { "\($0.0)=\($0.1)" }.joined(separator: "&"),
                 headers: [("Authorization", authorization)], logger: logger)
         default:
-            throw FirebaseError.invalid("INVALID_PROVIDER_ID")
+            throw FirebaseError.invalid(.invalidProviderId)
         }
         if answer.status >= 500 {
             throw FirebaseError.unavailable("The identity provider answered \(answer.status); retry shortly.")

@@ -47,7 +47,7 @@ struct AccountsController {
             throw FirebaseError.notImplemented("Privileged accounts:signUp (use POST /v1/projects/{p}/accounts)")
         }
         let body = try await request.decodeJSON(SignUpRequest.self, context: context)
-        if body.localId != nil { throw FirebaseError.invalid("UNEXPECTED_PARAMETER", "User ID") }
+        if body.localId != nil { throw FirebaseError.invalid(.unexpectedParameter, "User ID") }
         let tenant = Self.tenant(body.tenantId)
         try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
         let issued: SessionTokens.Issued
@@ -57,12 +57,12 @@ struct AccountsController {
                 logger: context.logger)
         } else {
             // `{"email":"","password":""}` is not anonymous: INVALID_EMAIL (B.5.1).
-            guard let rawEmail = body.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+            guard let rawEmail = body.email else { throw FirebaseError.invalid(.missingEmail) }
             guard let email = Credentials.normalizedEmail(rawEmail) else {
-                throw FirebaseError.invalid("INVALID_EMAIL")
+                throw FirebaseError.invalid(.invalidEmail)
             }
             guard let password = body.password, !password.isEmpty else {
-                throw FirebaseError.invalid("MISSING_PASSWORD")
+                throw FirebaseError.invalid(.missingPassword)
             }
             try Credentials.checkPassword(password)
             var localId: String?
@@ -122,9 +122,9 @@ struct AccountsController {
         if body.idToken != nil || body.pendingIdToken != nil {
             throw FirebaseError.notImplemented("signInWithPassword with idToken or pendingIdToken")
         }
-        guard let rawEmail = body.email, !rawEmail.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
-        guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid("INVALID_EMAIL") }
-        guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid("MISSING_PASSWORD") }
+        guard let rawEmail = body.email, !rawEmail.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
+        guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid(.invalidEmail) }
+        guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
         let tenant = Self.tenant(body.tenantId)
         let clientIP = tokens.clientIP(request, context)
         let issued = try await tokens.startSession(
@@ -165,16 +165,16 @@ struct AccountsController {
         let body = try await request.decodeJSON(CreateAuthUriRequest.self, context: context)
         if body.providerId != nil { throw FirebaseError.notImplemented("createAuthUri with providerId") }
         guard let identifier = body.identifier, !identifier.isEmpty else {
-            throw FirebaseError.invalid("MISSING_IDENTIFIER")
+            throw FirebaseError.invalid(.missingIdentifier)
         }
         guard let continueUri = body.continueUri, !continueUri.isEmpty else {
-            throw FirebaseError.invalid("MISSING_CONTINUE_URI")
+            throw FirebaseError.invalid(.missingContinueUri)
         }
         guard let url = URL(string: continueUri), url.scheme != nil else {
-            throw FirebaseError.invalid("INVALID_CONTINUE_URI")
+            throw FirebaseError.invalid(.invalidContinueUri)
         }
         guard let email = Credentials.normalizedEmail(identifier) else {
-            throw FirebaseError.invalid("INVALID_IDENTIFIER")
+            throw FirebaseError.invalid(.invalidIdentifier)
         }
         let answer = try await tokens.directory.call(
             InternalPath.authMethods, AuthMethodsRequest(tenantId: Self.tenant(body.tenantId), email: email),
@@ -221,8 +221,8 @@ struct AccountsController {
 
     func clientUpdate(_ request: Request, context: TokenContext) async throws -> JSONResponse<SetAccountInfoResponse> {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
-        if body.customAttributes != nil { throw FirebaseError.invalid("INSUFFICIENT_PERMISSION") }
-        if body.disableUser != nil || body.emailVerified != nil { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+        if body.customAttributes != nil { throw FirebaseError.invalid(.insufficientPermission) }
+        if body.disableUser != nil || body.emailVerified != nil { throw FirebaseError.invalid(.operationNotAllowed) }
         if body.provider != nil || body.upgradeToFederatedLogin != nil || body.linkProviderUserInfo != nil {
             throw FirebaseError.notImplemented(
                 "accounts:update with provider, upgradeToFederatedLogin or linkProviderUserInfo")
@@ -240,7 +240,7 @@ struct AccountsController {
         var email: String?
         if let raw = body.email {
             guard let normalized = Credentials.normalizedEmail(raw) else {
-                throw FirebaseError.invalid("INVALID_EMAIL")
+                throw FirebaseError.invalid(.invalidEmail)
             }
             email = normalized
         }

@@ -108,7 +108,7 @@ struct LegacyAdminController {
     func forward(_ request: Request, context: TokenContext, verb: String) async throws -> Response {
         guard let authorization = request.bearerToken.map({ "Bearer \($0)" }) else {
             throw FirebaseError.invalid(
-                "INSUFFICIENT_PERMISSION", "Only authenticated requests can specify target_project_id.")
+                .insufficientPermission, "Only authenticated requests can specify target_project_id.")
         }
         var request = request
         let data: Data
@@ -120,7 +120,7 @@ struct LegacyAdminController {
         let target = try JSONBody.decode(Target.self, from: data.isEmpty ? Data("{}".utf8) : data)
         guard let project = target.targetProjectId, !project.isEmpty else {
             throw FirebaseError.invalid(
-                "INSUFFICIENT_PERMISSION", "Only authenticated requests can specify target_project_id.")
+                .insufficientPermission, "Only authenticated requests can specify target_project_id.")
         }
         let tenant = AccountsController.tenant(target.tenantId)
         guard verb == "batchGet" else {

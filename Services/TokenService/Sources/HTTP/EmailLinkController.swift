@@ -49,9 +49,9 @@ struct EmailLinkController {
         email rawEmail: String?, oobCode: String?, idToken: String?, tenant: String?, clientIP: String?,
         requestID: String, logger: Logger
     ) async throws -> (user: UserRecord, isNewUser: Bool, idToken: String, refreshToken: String) {
-        guard let rawEmail, !rawEmail.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
-        guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid("INVALID_EMAIL") }
-        guard let oobCode, !oobCode.isEmpty else { throw FirebaseError.invalid("MISSING_OOB_CODE") }
+        guard let rawEmail, !rawEmail.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
+        guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid(.invalidEmail) }
+        guard let oobCode, !oobCode.isEmpty else { throw FirebaseError.invalid(.missingOobCode) }
         var scope = tenant
         var linkTo: String?
         if let idToken {

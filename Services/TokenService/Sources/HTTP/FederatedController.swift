@@ -81,20 +81,20 @@ struct FederatedController {
             throw FirebaseError.notImplemented("signInWithIdp with pendingIdToken or returnRefreshToken")
         }
         guard let requestUri = body.requestUri, !requestUri.isEmpty else {
-            throw FirebaseError.invalid("MISSING_REQUEST_URI")
+            throw FirebaseError.invalid(.missingRequestUri)
         }
         guard let url = URL(string: requestUri), url.scheme != nil, url.host != nil else {
-            throw FirebaseError.invalid("INVALID_REQUEST_URI")
+            throw FirebaseError.invalid(.invalidRequestUri)
         }
         guard let postBody = body.postBody, !postBody.isEmpty else {
-            throw FirebaseError.invalid("INVALID_IDP_RESPONSE", "postBody is required.")
+            throw FirebaseError.invalid(.invalidIdpResponse, "postBody is required.")
         }
         let credential = try ProviderCredential(postBody: postBody)
         if credential.providerId.hasPrefix("saml.") || credential.samlResponse != nil {
             throw FirebaseError.notImplemented("SAML sign-in")
         }
         guard FederatedProviders.kind(of: credential.providerId) != nil else {
-            throw FirebaseError.invalid("INVALID_PROVIDER_ID")
+            throw FirebaseError.invalid(.invalidProviderId)
         }
         var tenant = AccountsController.tenant(body.tenantId)
         var linkTo: String?
@@ -165,9 +165,9 @@ struct FederatedController {
     {
         try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(CustomTokenRequest.self, context: context)
-        guard let token = body.token, !token.isEmpty else { throw FirebaseError.invalid("MISSING_CUSTOM_TOKEN") }
+        guard let token = body.token, !token.isEmpty else { throw FirebaseError.invalid(.missingCustomToken) }
         guard token.utf8.count <= 16 * 1024 else {
-            throw FirebaseError.invalid("INVALID_CUSTOM_TOKEN", "The custom token is too large.")
+            throw FirebaseError.invalid(.invalidCustomToken, "The custom token is too large.")
         }
         let clientIP = tokens.clientIP(request, context)
         let (issued, answer) = try await tokens.startSession(

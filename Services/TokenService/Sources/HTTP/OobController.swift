@@ -38,7 +38,7 @@ struct OobController {
         }
         let body = try await request.decodeJSON(SendRequest.self, context: context)
         let type = try OobRequestType.parse(body.requestType)
-        if body.returnOobLink == true { throw FirebaseError.invalid("INSUFFICIENT_PERMISSION") }
+        if body.returnOobLink == true { throw FirebaseError.invalid(.insufficientPermission) }
         let continueUrl = try configuration.links.checkContinueURL(body.continueUrl)
         var tenant = AccountsController.tenant(body.tenantId)
         var email: String?
@@ -46,16 +46,16 @@ struct OobController {
         var localId: String?
         switch type {
         case .passwordReset, .emailSignIn:
-            guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
+            guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
             guard let normalized = Credentials.normalizedEmail(raw) else {
-                throw FirebaseError.invalid("INVALID_EMAIL")
+                throw FirebaseError.invalid(.invalidEmail)
             }
             email = normalized
         case .verifyEmail, .verifyAndChangeEmail:
             if type == .verifyAndChangeEmail {
-                guard let raw = body.newEmail, !raw.isEmpty else { throw FirebaseError.invalid("MISSING_NEW_EMAIL") }
+                guard let raw = body.newEmail, !raw.isEmpty else { throw FirebaseError.invalid(.missingNewEmail) }
                 guard let normalized = Credentials.normalizedEmail(raw) else {
-                    throw FirebaseError.invalid("INVALID_EMAIL")
+                    throw FirebaseError.invalid(.invalidEmail)
                 }
                 newEmail = normalized
             }
@@ -99,7 +99,7 @@ struct OobController {
     {
         try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(ResetRequest.self, context: context)
-        guard let code = body.oobCode, !code.isEmpty else { throw FirebaseError.invalid("MISSING_OOB_CODE") }
+        guard let code = body.oobCode, !code.isEmpty else { throw FirebaseError.invalid(.missingOobCode) }
         if let password = body.newPassword { try Credentials.checkPassword(password) }
         let answer = try await tokens.directory.call(
             InternalPath.resetPassword,

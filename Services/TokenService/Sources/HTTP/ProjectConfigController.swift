@@ -99,10 +99,10 @@ struct ProjectConfigController {
         try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(RevokeRequest.self, context: context)
         guard let providerId = body.providerId, !providerId.isEmpty else {
-            throw FirebaseError.invalid("INVALID_PROVIDER_ID")
+            throw FirebaseError.invalid(.invalidProviderId)
         }
         guard let token = body.token, !token.isEmpty else {
-            throw FirebaseError.invalid("MISSING_TOKEN")
+            throw FirebaseError.invalid(.missingToken)
         }
         _ = try await tokens.verify(
             idToken: body.idToken, requestedTenant: AccountsController.tenant(body.tenantId),

@@ -43,18 +43,18 @@ struct SessionCookieController {
             InternalPath.checkAdmin, CheckAdminRequest(authorization: authorization, tenantId: requestedTenant),
             as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
         if let project = context.parameters.get("project"), project != configuration.projectID {
-            throw FirebaseError.invalid("PROJECT_NOT_FOUND")
+            throw FirebaseError.invalid(.projectNotFound)
         }
         let duration: Int64
         switch body.validDuration {
         case nil: duration = Self.maximum
         case .int(let seconds)?: duration = seconds
         case .string(let text)?:
-            guard let seconds = Int64(text) else { throw FirebaseError.invalid("INVALID_DURATION") }
+            guard let seconds = Int64(text) else { throw FirebaseError.invalid(.invalidDuration) }
             duration = seconds
-        default: throw FirebaseError.invalid("INVALID_DURATION")
+        default: throw FirebaseError.invalid(.invalidDuration)
         }
-        guard (Self.minimum...Self.maximum).contains(duration) else { throw FirebaseError.invalid("INVALID_DURATION") }
+        guard (Self.minimum...Self.maximum).contains(duration) else { throw FirebaseError.invalid(.invalidDuration) }
         let (verified, user) = try await tokens.verify(
             idToken: body.idToken, requestedTenant: requestedTenant, requestID: context.requestID,
             logger: context.logger)

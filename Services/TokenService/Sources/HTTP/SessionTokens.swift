@@ -76,14 +76,14 @@ struct SessionTokens: Sendable {
     func requireRecentSignIn(_ verified: IDTokenIssuer.Verified, user: UserRecord) throws {
         let age = Int64(Date().timeIntervalSince1970) - verified.authTime
         if !user.isAnonymous, age > configuration.reauthWindow.wholeSeconds {
-            throw FirebaseError.invalid("CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
+            throw FirebaseError.invalid(.credentialTooOldLoginAgain)
         }
     }
 
     /// Rotates a refresh token (API.md A.2): a current token is exchanged for a new pair; a retry of
     /// the just-rotated token inside the grace window gets the same new pair; anything else fails.
     func refresh(_ token: String, requestID: String, logger: Logger) async throws -> Issued {
-        guard RefreshTokens.isWellFormed(token) else { throw FirebaseError.invalid("INVALID_REFRESH_TOKEN") }
+        guard RefreshTokens.isWellFormed(token) else { throw FirebaseError.invalid(.invalidRefreshToken) }
         let successor = RefreshTokens.generate()
         let answer = try await directory.call(
             InternalPath.rotateRefreshToken,
@@ -111,17 +111,17 @@ struct SessionTokens: Sendable {
     func verify(idToken: String?, requestedTenant: String?, requestID: String, logger: Logger) async throws
         -> (IDTokenIssuer.Verified, UserRecord)
     {
-        guard let idToken, !idToken.isEmpty else { throw FirebaseError.invalid("MISSING_ID_TOKEN") }
+        guard let idToken, !idToken.isEmpty else { throw FirebaseError.invalid(.missingIdToken) }
         let verified = try issuer.verifySignatureAndClaims(idToken)
         if let requestedTenant, !requestedTenant.isEmpty, requestedTenant != verified.tenantId {
-            throw FirebaseError.invalid("TENANT_ID_MISMATCH")
+            throw FirebaseError.invalid(.tenantIdMismatch)
         }
         let user = try await directory.call(
             InternalPath.getAccount, AccountRequest(tenantId: verified.tenantId, localId: verified.localId),
             as: AccountResponse.self, requestID: requestID, logger: logger
         ).user
-        if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
-        if verified.issuedAt < user.validSince { throw FirebaseError.invalid("TOKEN_EXPIRED") }
+        if user.disabled { throw FirebaseError.invalid(.userDisabled) }
+        if verified.issuedAt < user.validSince { throw FirebaseError.invalid(.tokenExpired) }
         return (verified, user)
     }
 }
@@ -137,7 +137,7 @@ extension SessionTokens {
         let segment = CharacterSet.alphanumerics.union(["-", "_", "."])
         guard let projectSegment = project.addingPercentEncoding(withAllowedCharacters: segment),
             let tenantSegment = tenant.map({ $0.addingPercentEncoding(withAllowedCharacters: segment) }) ?? ""
-        else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+        else { throw FirebaseError.invalid(.tenantNotFound) }
         var path = "/v1/projects/\(projectSegment)"
         if tenant != nil { path += "/tenants/\(tenantSegment)" }
         path += "/accounts:\(verb)" + (query.map { "?" + $0 } ?? "")

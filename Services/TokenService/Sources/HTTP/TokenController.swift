@@ -34,11 +34,11 @@ struct TokenController {
         try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let grant = try await Self.decodeGrant(request, context: context)
         guard let grantType = grant.grantType, !grantType.isEmpty else {
-            throw FirebaseError.invalid("MISSING_GRANT_TYPE")
+            throw FirebaseError.invalid(.missingGrantType)
         }
-        guard grantType == "refresh_token" else { throw FirebaseError.invalid("INVALID_GRANT_TYPE") }
+        guard grantType == "refresh_token" else { throw FirebaseError.invalid(.invalidGrantType) }
         guard let refreshToken = grant.refreshToken, !refreshToken.isEmpty else {
-            throw FirebaseError.invalid("MISSING_REFRESH_TOKEN")
+            throw FirebaseError.invalid(.missingRefreshToken)
         }
         let issued = try await tokens.refresh(refreshToken, requestID: context.requestID, logger: context.logger)
         return JSONResponse(

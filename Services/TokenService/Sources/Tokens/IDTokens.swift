@@ -157,19 +157,19 @@ public struct IDTokenIssuer: Sendable {
         do {
             payloadData = try JWS.verifyRS256(token, publicKey: set.publicKey(kid:))
         } catch {
-            throw FirebaseError.invalid("INVALID_ID_TOKEN")
+            throw FirebaseError.invalid(.invalidIdToken)
         }
         guard let payload = try? Payload(jsonBytes: payloadData),
             payload.iss == issuer, payload.aud == projectID,
             let sub = payload.sub, !sub.isEmpty, sub.count <= 128, payload.user_id == nil || payload.user_id == sub,
             let iat = payload.iat, let exp = payload.exp, let authTime = payload.auth_time
-        else { throw FirebaseError.invalid("INVALID_ID_TOKEN") }
+        else { throw FirebaseError.invalid(.invalidIdToken) }
         let nowSeconds = Int64(now.timeIntervalSince1970)
         // A token from the future (beyond a little clock skew) was not issued by this service.
         guard iat <= nowSeconds + 300, exp == iat + Self.lifetime, authTime <= iat + 300 else {
-            throw FirebaseError.invalid("INVALID_ID_TOKEN")
+            throw FirebaseError.invalid(.invalidIdToken)
         }
-        guard exp > nowSeconds else { throw FirebaseError.invalid("TOKEN_EXPIRED") }
+        guard exp > nowSeconds else { throw FirebaseError.invalid(.tokenExpired) }
         return Verified(
             localId: sub, tenantId: payload.firebase?.tenant, issuedAt: iat, authTime: authTime,
             signInProvider: payload.firebase?.sign_in_provider ?? "")

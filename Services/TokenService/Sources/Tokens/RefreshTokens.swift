@@ -30,7 +30,7 @@ public enum RefreshTokens {
         guard let data = Base64URL.decode(sealed),
             let plain = try? AES.GCM.open(AES.GCM.SealedBox(combined: data), using: sealingKey(for: token)),
             let successor = String(data: plain, encoding: .utf8)
-        else { throw FirebaseError.invalid("INVALID_REFRESH_TOKEN") }
+        else { throw FirebaseError.invalid(.invalidRefreshToken) }
         return successor
     }
 }

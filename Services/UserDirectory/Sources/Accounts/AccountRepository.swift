@@ -98,7 +98,7 @@ public struct PostgresAccountRepository: AccountRepository {
         let retentionSeconds = anonymousRetention.timeInterval
         return try await client.transaction(logger: logger) { connection in
             let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
-            if !flags.enableAnonymousUser { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+            if !flags.enableAnonymousUser { throw FirebaseError.invalid(.adminOnlyOperation) }
             try await flags.admitNewAccount(connection, scope: scope, clientIP: clientIP, logger: logger)
             let autodelete = flags.autodeleteAnonymousUsers
 
@@ -179,18 +179,18 @@ public struct PostgresAccountRepository: AccountRepository {
             scopeDisabled = disabled
             users.add(user)
         }
-        guard let scopeDisabled else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
-        if scopeDisabled { throw FirebaseError.invalid("PROJECT_DISABLED") }
-        guard let user = users.byId[localId] else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        guard let scopeDisabled else { throw FirebaseError.invalid(.tenantNotFound) }
+        if scopeDisabled { throw FirebaseError.invalid(.projectDisabled) }
+        guard let user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
         return user
     }
 
     public func deleteByUser(scope: Scope, localId: String, logger: Logger) async throws {
         try await client.transaction(logger: logger) { connection in
             let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
-            if flags.disabledUserDeletion { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+            if flags.disabledUserDeletion { throw FirebaseError.invalid(.adminOnlyOperation) }
             if !(try await Self.deleteUser(connection, scope: scope, localId: localId, logger: logger)) {
-                throw FirebaseError.invalid("USER_NOT_FOUND")
+                throw FirebaseError.invalid(.userNotFound)
             }
         }
     }
@@ -336,15 +336,15 @@ public struct PostgresAccountRepository: AccountRepository {
             switch answer?.0 {
             case "reuse"?:
                 logger.notice("refresh token reuse detected; session revoked")
-                throw FirebaseError.invalid("TOKEN_EXPIRED")
-            case let code? where Self.rotationErrors.contains(code):
-                throw FirebaseError.invalid(code)
+                throw FirebaseError.invalid(.tokenExpired)
+            case let outcome? where Self.rotationErrors.contains(outcome):
+                throw FirebaseError.invalid(ErrorCode(rawValue: outcome)!)
             default:
                 logger.error("unexpected refresh rotation outcome", metadata: ["outcome": "\(answer?.0 ?? "none")"])
                 throw FirebaseError.internal
             }
         }
-        guard let user = users.byId[localId] else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        guard let user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
         let session = SessionInfo(
             familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
             tokenIssuedAt: issuedAt, extraClaims: extraClaims)
@@ -355,10 +355,11 @@ public struct PostgresAccountRepository: AccountRepository {
         return .init(outcome: .rotated, user: user, session: session, sealedSuccessor: nil)
     }
 
-    static let rotationErrors: Set<String> = [
-        "INVALID_REFRESH_TOKEN", "USER_NOT_FOUND", "TOKEN_EXPIRED", "TENANT_NOT_FOUND", "PROJECT_DISABLED",
-        "USER_DISABLED",
-    ]
+    /// The rotation function's outcomes that are the client's error, answered as the code of the same
+    /// name (migration 11's `o_outcome`).
+    static let rotationErrors: Set<String> = Set(
+        [ErrorCode.invalidRefreshToken, .userNotFound, .tokenExpired, .tenantNotFound, .projectDisabled, .userDisabled]
+            .map(\.rawValue))
 }
 
 extension SessionInfo {

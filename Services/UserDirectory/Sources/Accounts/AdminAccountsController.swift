@@ -26,7 +26,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     ) throws -> (email: String?, phoneNumber: String?) {
         var normalized: String?
         if let email {
-            guard let valid = Credentials.normalizedEmail(email) else { throw FirebaseError.invalid("INVALID_EMAIL") }
+            guard let valid = Credentials.normalizedEmail(email) else { throw FirebaseError.invalid(.invalidEmail) }
             normalized = valid
         }
         if let password { try Credentials.checkPassword(password) }
@@ -65,7 +65,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         if body.mfaInfo != nil { throw FirebaseError.notImplemented("Multi-factor enrollment") }
         var user = AdminNewUser()
         if let localId = body.localId {
-            guard !localId.isEmpty, localId.count <= 128 else { throw FirebaseError.invalid("INVALID_LOCAL_ID") }
+            guard !localId.isEmpty, localId.count <= 128 else { throw FirebaseError.invalid(.invalidLocalId) }
             user.localId = localId
         }
         let fields = try Self.checked(
@@ -88,7 +88,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     static func phone(_ raw: String?) throws -> String? {
         guard let raw else { return nil }
         guard Credentials.isPhoneNumber(raw) else {
-            throw FirebaseError.invalid("INVALID_PHONE_NUMBER", "Invalid format.")
+            throw FirebaseError.invalid(.invalidPhoneNumber, "Invalid format.")
         }
         return raw
     }
@@ -120,9 +120,9 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var federated: [(providerId: String, rawId: String)] = []
         for id in body.federatedUserId ?? [] {
             guard let providerId = id.providerId, !providerId.isEmpty else {
-                throw FirebaseError.invalid("MISSING_PROVIDER_ID")
+                throw FirebaseError.invalid(.missingProviderId)
             }
-            guard let rawId = id.rawId, !rawId.isEmpty else { throw FirebaseError.invalid("MISSING_RAW_ID") }
+            guard let rawId = id.rawId, !rawId.isEmpty else { throw FirebaseError.invalid(.missingRawId) }
             federated.append((providerId, rawId))
         }
         let users = try await accounts.adminLookup(
@@ -141,9 +141,9 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<DeleteResponse> {
         let body = try await request.decodeJSON(DeleteRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
-        guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
+        guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid(.missingLocalId) }
         guard try await accounts.delete(scope: scope, localId: localId, logger: context.logger) else {
-            throw FirebaseError.invalid("USER_NOT_FOUND")
+            throw FirebaseError.invalid(.userNotFound)
         }
         context.logger.info(
             "user deleted by admin", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
@@ -171,8 +171,8 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         let body = try await request.decodeJSON(BatchDeleteRequest.self, context: context, limit: 4 << 20)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let ids = body.localIds ?? []
-        guard !ids.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
-        guard ids.count <= 1000 else { throw FirebaseError.invalid("LOCAL_ID_LIST_EXCEEDS_LIMIT") }
+        guard !ids.isEmpty else { throw FirebaseError.invalid(.missingLocalId) }
+        guard ids.count <= 1000 else { throw FirebaseError.invalid(.localIdListExceedsLimit) }
         let refused = try await accounts.batchDelete(
             scope: scope, localIds: ids, force: body.force ?? false, logger: context.logger)
         context.logger.info(
@@ -225,7 +225,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     > {
         let scope = try await tenants.scope(of: context, bodyTenant: request.uri.queryParameters.get("tenantId"))
         let requested = request.uri.queryParameters.get("maxResults", as: Int.self) ?? 20
-        guard requested > 0 else { throw FirebaseError.invalid("INVALID_ARGUMENT", "maxResults must be positive") }
+        guard requested > 0 else { throw FirebaseError.invalid(.invalidArgument, "maxResults must be positive") }
         let limit = min(requested, 1000)
         let after = request.uri.queryParameters.get("nextPageToken").flatMap { $0.isEmpty ? nil : $0 }
         let page = try await accounts.batchGet(scope: scope, after: after, limit: limit, logger: context.logger)
@@ -259,7 +259,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     > {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
-        guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid("MISSING_LOCAL_ID") }
+        guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid(.missingLocalId) }
         var change = AdminUserChange()
         change.disabled = body.disableUser
         change.emailVerified = body.emailVerified
@@ -301,7 +301,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         guard
             let user = try await accounts.adminUpdate(
                 scope: scope, localId: localId, change: change, logger: context.logger)
-        else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        else { throw FirebaseError.invalid(.userNotFound) }
         context.logger.info(
             "user updated by admin", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
         return JSONResponse(SetAccountInfoResponse(user: user))

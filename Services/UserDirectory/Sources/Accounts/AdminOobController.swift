@@ -36,12 +36,12 @@ struct AdminOobController<Tenants: TenantRepository> {
         let body = try await request.decodeJSON(SendRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let type = try OobRequestType.parse(body.requestType)
-        guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid("MISSING_EMAIL") }
-        guard let email = Credentials.normalizedEmail(raw) else { throw FirebaseError.invalid("INVALID_EMAIL") }
+        guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
+        guard let email = Credentials.normalizedEmail(raw) else { throw FirebaseError.invalid(.invalidEmail) }
         var newEmail: String?
         if type == .verifyAndChangeEmail {
             guard let rawNew = body.newEmail, let normalized = Credentials.normalizedEmail(rawNew) else {
-                throw FirebaseError.invalid("MISSING_NEW_EMAIL")
+                throw FirebaseError.invalid(.missingNewEmail)
             }
             newEmail = normalized
         }

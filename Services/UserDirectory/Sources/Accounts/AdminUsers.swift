@@ -50,9 +50,9 @@ extension PostgresAccountRepository {
     static func uniqueViolation(_ error: PSQLError) -> FirebaseError? {
         guard error.sqlState == "23505" else { return nil }
         switch error.serverInfo?[.constraintName] {
-        case "users_pkey": return .invalid("DUPLICATE_LOCAL_ID")
-        case "users_email_key": return .invalid("EMAIL_EXISTS")
-        case "users_phone_key": return .invalid("PHONE_NUMBER_EXISTS")
+        case "users_pkey": return .invalid(.duplicateLocalId)
+        case "users_email_key": return .invalid(.emailExists)
+        case "users_phone_key": return .invalid(.phoneNumberExists)
         default: return nil
         }
     }

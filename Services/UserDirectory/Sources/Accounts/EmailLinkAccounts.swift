@@ -12,16 +12,16 @@ extension PostgresAccountRepository {
     {
         let scope = Scope(wire: request.tenantId)
         let flags = try await flags(scope, logger: logger)
-        guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+        guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid(.operationNotAllowed) }
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)
-        guard code.type == .emailSignIn else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+        guard code.type == .emailSignIn else { throw FirebaseError.invalid(.invalidOobCode) }
         guard code.email == request.email else {
-            throw FirebaseError.invalid("INVALID_EMAIL", "The email provided does not match the sign-in email address.")
+            throw FirebaseError.invalid(.invalidEmail, "The email provided does not match the sign-in email address.")
         }
         do {
             return try await client.transaction(logger: logger) { connection in
                 let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
-                guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+                guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid(.operationNotAllowed) }
                 // One use only, even when two tabs complete the same link at once.
                 try await Self.consumeCode(connection, hash: code.hash, logger: logger)
                 let now = Self.nowMillis()
@@ -30,12 +30,12 @@ extension PostgresAccountRepository {
                 var isNewUser = false
                 if let linkTo = request.linkTo {
                     // The signed-in user takes the address; no other account may have it.
-                    if let owner, owner != linkTo { throw FirebaseError.invalid("EMAIL_EXISTS") }
+                    if let owner, owner != linkTo { throw FirebaseError.invalid(.emailExists) }
                     guard try await Self.lockUser(connection, scope: scope, localId: linkTo, logger: logger),
                         let user = try await Self.fetchUsers(
                             connection, scope: scope, localIds: [linkTo], logger: logger
                         ).first
-                    else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+                    else { throw FirebaseError.invalid(.userNotFound) }
                     if let previous = user.email, previous != request.email {
                         // A changed sign-in email ends the older sessions, as every email change does (A.2).
                         try await connection.query(
@@ -50,8 +50,8 @@ extension PostgresAccountRepository {
                         let user = try await Self.fetchUsers(
                             connection, scope: scope, localIds: [owner], logger: logger
                         ).first
-                    else { throw FirebaseError.invalid("USER_NOT_FOUND") }
-                    if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+                    else { throw FirebaseError.invalid(.userNotFound) }
+                    if user.disabled { throw FirebaseError.invalid(.userDisabled) }
                     // The mailbox's owner proves an address nobody had proved: whoever set the
                     // password or linked untrusted providers may not own it (A.4's takeover row).
                     if !user.emailVerified {
@@ -85,7 +85,7 @@ extension PostgresAccountRepository {
             }
         } catch let error as PSQLError where error.sqlState == "23505" {
             // Another account took the address between the read and the write.
-            throw FirebaseError.invalid("EMAIL_EXISTS")
+            throw FirebaseError.invalid(.emailExists)
         }
     }
 }

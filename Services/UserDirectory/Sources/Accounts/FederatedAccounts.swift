@@ -10,7 +10,7 @@ extension PostgresAccountRepository {
     /// `INVALID_PROVIDER_ID`, ones the scope has not enabled `OPERATION_NOT_ALLOWED`.
     public func idpConfig(_ request: IdpConfigRequest, logger: Logger) async throws -> IdpConfigResponse {
         guard FederatedProviders.kind(of: request.providerId) != nil else {
-            throw FirebaseError.invalid("INVALID_PROVIDER_ID")
+            throw FirebaseError.invalid(.invalidProviderId)
         }
         let scope = Scope(wire: request.tenantId)
         return try await client.withConnection { connection in
@@ -21,7 +21,7 @@ extension PostgresAccountRepository {
                 config.enabled
             else {
                 throw FirebaseError.invalid(
-                    "OPERATION_NOT_ALLOWED", "The identity provider \(request.providerId) is not enabled.")
+                    .operationNotAllowed, "The identity provider \(request.providerId) is not enabled.")
             }
             return IdpConfigResponse(
                 providerId: config.providerId, clientId: config.clientId, clientSecret: config.clientSecret,
@@ -44,7 +44,7 @@ extension PostgresAccountRepository {
                 logger.debug("federated sign-in raced another; retrying")
             } catch let error as PSQLError where error.sqlState == "23505" {
                 _ = error
-                throw FirebaseError.invalid("EMAIL_EXISTS")
+                throw FirebaseError.invalid(.emailExists)
             }
         }
     }
@@ -58,7 +58,7 @@ extension PostgresAccountRepository {
             let config = try await IdpConfigStore.get(
                 connection, scope: scope, providerId: identity.providerId, logger: logger),
             config.enabled
-        else { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
+        else { throw FirebaseError.invalid(.operationNotAllowed) }
         let oneAccountPerEmail = !(try await allowDuplicateEmails(connection, logger: logger))
         let trusted =
             identity.email.map {
@@ -79,14 +79,14 @@ extension PostgresAccountRepository {
 
         // The user links a provider to its own account (B.5.3).
         if let localId = request.linkTo {
-            if linkedTo != nil { throw FirebaseError.invalid("FEDERATED_USER_ID_ALREADY_LINKED") }
+            if linkedTo != nil { throw FirebaseError.invalid(.federatedUserIdAlreadyLinked) }
             guard try await lockUser(connection, scope: scope, localId: localId, logger: logger),
                 let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
-            else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+            else { throw FirebaseError.invalid(.userNotFound) }
             if oneAccountPerEmail, let email = identity.email, email != user.email,
                 try await emailOwner(connection, scope: scope, email: email, logger: logger) != nil
             {
-                throw FirebaseError.invalid("EMAIL_EXISTS")
+                throw FirebaseError.invalid(.emailExists)
             }
             let recycled = try await link(
                 connection, scope: scope, localId: localId, identity: identity, logger: logger)
@@ -109,7 +109,7 @@ extension PostgresAccountRepository {
             guard try await lockUser(connection, scope: scope, localId: localId, logger: logger),
                 let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
             else { throw FirebaseError.internal }
-            if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+            if user.disabled { throw FirebaseError.invalid(.userDisabled) }
             try await connection.query(
                 """
                 UPDATE provider_links SET email = \(identity.email), display_name = \(identity.displayName),
@@ -140,7 +140,7 @@ extension PostgresAccountRepository {
                         $0 != "password" && $0 != "phone"
                     })
             }
-            if user.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+            if user.disabled { throw FirebaseError.invalid(.userDisabled) }
             if !user.emailVerified {
                 try await takeOver(
                     connection, scope: scope, localId: localId, nowMillis: now, by: identity.providerId, logger: logger)
@@ -156,7 +156,7 @@ extension PostgresAccountRepository {
         // A new user, its profile from the provider (A.3). With duplicate emails allowed the email
         // stays on the provider entry only (B.5.4).
         // A re-authentication proves who a signed-in user is; it never makes a new one.
-        if request.autoCreate == false { throw FirebaseError.invalid("USER_NOT_FOUND") }
+        if request.autoCreate == false { throw FirebaseError.invalid(.userNotFound) }
         try await flags.admitNewAccount(connection, scope: scope, clientIP: request.clientIP, logger: logger)
         let localId = Secrets.randomAlphanumeric(28)
         let email = oneAccountPerEmail ? identity.email : nil

@@ -243,13 +243,13 @@ struct ImportController<Tenants: TenantRepository> {
         switch algorithm {
         case "SCRYPT":
             guard let key = standardBase64(body.signerKey), !key.isEmpty else {
-                throw FirebaseError.invalid("MISSING_SIGNER_KEY")
+                throw FirebaseError.invalid(.missingSignerKey)
             }
             guard let rounds = body.rounds, (1...8).contains(rounds) else {
-                throw FirebaseError.invalid("INVALID_HASH_ROUNDS")
+                throw FirebaseError.invalid(.invalidHashRounds)
             }
             guard let memCost = body.memoryCost, (1...14).contains(memCost) else {
-                throw FirebaseError.invalid("INVALID_HASH_MEMORY_COST")
+                throw FirebaseError.invalid(.invalidHashMemoryCost)
             }
             let params = ScryptParams(
                 rounds: rounds, memCost: memCost, signerKey: key,
@@ -272,7 +272,7 @@ struct ImportController<Tenants: TenantRepository> {
             throw FirebaseError.notImplemented("Importing \(algorithm) password hashes")
         default:
             // Not an algorithm Firebase knows: bad input, not a missing feature.
-            throw FirebaseError.invalid("INVALID_HASH_ALGORITHM")
+            throw FirebaseError.invalid(.invalidHashAlgorithm)
         }
         // The bounds a verification is held to (ImportedHash.Limits), refused for the whole request.
         if let error = ImportedHash.Limits.paramsError(algorithm: algorithm, params: imported) {
@@ -287,18 +287,18 @@ struct ImportController<Tenants: TenantRepository> {
         let body = try await request.decodeJSON(Request_.self, context: context, limit: 32 << 20)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let users = body.users ?? []
-        guard !users.isEmpty else { throw FirebaseError.invalid("MISSING_USER_ACCOUNT") }
-        guard users.count <= 1000 else { throw FirebaseError.invalid("MAXIMUM_USER_COUNT_EXCEEDED") }
+        guard !users.isEmpty else { throw FirebaseError.invalid(.missingUserAccount) }
+        guard users.count <= 1000 else { throw FirebaseError.invalid(.maximumUserCountExceeded) }
         if body.allowOverwrite == true { throw FirebaseError.notImplemented("batchCreate with allowOverwrite") }
         let hash = try Self.hashSettings(body)
         var seenIds = Set<String>()
         var seenEmails = Set<String>()
         for user in users {
             if let id = user.localId, !seenIds.insert(id).inserted {
-                throw FirebaseError.invalid("DUPLICATE_LOCAL_ID", id)
+                throw FirebaseError.invalid(.duplicateLocalId, id)
             }
             if body.sanityCheck == true, let email = user.email?.lowercased(), !seenEmails.insert(email).inserted {
-                throw FirebaseError.invalid("DUPLICATE_EMAIL", email)
+                throw FirebaseError.invalid(.duplicateEmail, email)
             }
         }
         let key = try await accounts.hashKey.get(accounts.client, scope: scope, logger: context.logger).own
@@ -325,9 +325,9 @@ struct ImportController<Tenants: TenantRepository> {
                 do {
                     user.customAttributes = try CustomClaims.validate(claims)
                 } catch let error as FirebaseError {
-                    switch error.code {
-                    case "CLAIMS_TOO_LARGE": fail("Custom claims provided are too large.")
-                    case "FORBIDDEN_CLAIM": fail("Custom claims provided include a reserved claim.")
+                    switch error.errorCode {
+                    case .claimsTooLarge?: fail("Custom claims provided are too large.")
+                    case .forbiddenClaim?: fail("Custom claims provided include a reserved claim.")
                     default: fail("Invalid custom claims provided.")
                     }
                     continue
@@ -350,7 +350,7 @@ struct ImportController<Tenants: TenantRepository> {
                 }
                 user.password = try await accounts.hasher.hash(raw, key: key)
             } else if let passwordHash = wire.passwordHash {
-                guard let hash else { throw FirebaseError.invalid("MISSING_HASH_ALGORITHM") }
+                guard let hash else { throw FirebaseError.invalid(.missingHashAlgorithm) }
                 // A hash that is not base64, is empty, or costs more than import allows fails this
                 // user, instead of importing it without a password (or with one any password opens).
                 guard let bytes = Base64URL.decode(passwordHash) else { fail("passwordHash is invalid"); continue }

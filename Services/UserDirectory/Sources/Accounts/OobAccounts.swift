@@ -10,7 +10,7 @@ extension PostgresAccountRepository {
         let scope = Scope(wire: request.tenantId)
         let flags = try await flags(scope, logger: logger)
         if request.requestType == .emailSignIn, !flags.enableEmailLinkSignin {
-            throw FirebaseError.invalid("OPERATION_NOT_ALLOWED")
+            throw FirebaseError.invalid(.operationNotAllowed)
         }
         let limit = flags.rateLimits.oobEmailsPerAccountPerHour
         // An end user's request by address counts against the address, whether an account has it or
@@ -63,7 +63,7 @@ extension PostgresAccountRepository {
             // A user is named by a verified ID token (`localId`) or, for resets, sign-in links and
             // admins, by email. A sign-in link may go to an address no account has: it signs up.
             if request.localId == nil {
-                guard let email = request.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+                guard let email = request.email else { throw FirebaseError.invalid(.missingEmail) }
                 if let id = try await Self.userID(connection, scope: scope, email: email, logger: logger) {
                     localId = id
                 } else if signIn {
@@ -72,13 +72,13 @@ extension PostgresAccountRepository {
                     // Under protection an unknown address is not revealed: same answer, no mail (B.5.9).
                     // Only a client's reset may hide an unknown address; admins are told (B.2.3).
                     if request.returnLink || request.requestType != .passwordReset {
-                        throw FirebaseError.invalid("USER_NOT_FOUND")
+                        throw FirebaseError.invalid(.userNotFound)
                     }
                     if flags.emailPrivacy { return SendOobCodeResponse(email: request.email) }
-                    throw FirebaseError.invalid("EMAIL_NOT_FOUND")
+                    throw FirebaseError.invalid(.emailNotFound)
                 }
             } else {
-                guard let id = request.localId else { throw FirebaseError.invalid("MISSING_ID_TOKEN") }
+                guard let id = request.localId else { throw FirebaseError.invalid(.missingIdToken) }
                 localId = id
             }
             var user: UserRecord?
@@ -86,7 +86,7 @@ extension PostgresAccountRepository {
                 guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger),
                     let found = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                         .first
-                else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+                else { throw FirebaseError.invalid(.userNotFound) }
                 user = found
                 // Mails per account are limited for end users; an admin asking for the link is not.
                 if !request.returnLink && !byAddress {
@@ -97,17 +97,17 @@ extension PostgresAccountRepository {
             let recipient: String
             switch request.requestType {
             case .emailSignIn:
-                guard let email = request.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+                guard let email = request.email else { throw FirebaseError.invalid(.missingEmail) }
                 recipient = email
             case .passwordReset, .verifyEmail:
-                guard let email = user?.email else { throw FirebaseError.invalid("MISSING_EMAIL") }
+                guard let email = user?.email else { throw FirebaseError.invalid(.missingEmail) }
                 recipient = email
             case .verifyAndChangeEmail:
-                guard let newEmail = request.newEmail else { throw FirebaseError.invalid("MISSING_NEW_EMAIL") }
+                guard let newEmail = request.newEmail else { throw FirebaseError.invalid(.missingNewEmail) }
                 if newEmail != user?.email,
                     try await Self.userID(connection, scope: scope, email: newEmail, logger: logger) != nil
                 {
-                    throw FirebaseError.invalid("EMAIL_EXISTS")
+                    throw FirebaseError.invalid(.emailExists)
                 }
                 recipient = newEmail
             }
@@ -162,9 +162,9 @@ extension PostgresAccountRepository {
         guard let newPassword = request.newPassword else {
             return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: nil)
         }
-        if !flags.allowPasswordSignup { throw FirebaseError.invalid("PASSWORD_LOGIN_DISABLED") }
+        if !flags.allowPasswordSignup { throw FirebaseError.invalid(.passwordLoginDisabled) }
         guard code.type == .passwordReset, let localId = code.localId else {
-            throw FirebaseError.invalid("INVALID_OOB_CODE")
+            throw FirebaseError.invalid(.invalidOobCode)
         }
         let stored = try await hasher.hash(
             newPassword, key: try await hashKey.get(client, scope: scope, logger: logger).own)
@@ -186,7 +186,7 @@ extension PostgresAccountRepository {
             var wasVerified: Bool?
             for try await verified in updated.decode(Bool.self) { wasVerified = verified }
             // The account is gone or its email changed since the code was sent.
-            guard let wasVerified else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+            guard let wasVerified else { throw FirebaseError.invalid(.invalidOobCode) }
             if !wasVerified {
                 // The mailbox's owner proves the address for the first time: providers linked while
                 // nobody had (by whoever created the account, perhaps, to keep a way in) are
@@ -208,7 +208,7 @@ extension PostgresAccountRepository {
         _ = try await flags(scope, logger: logger)
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)
         guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail, let localId = code.localId else {
-            throw FirebaseError.invalid("INVALID_OOB_CODE")
+            throw FirebaseError.invalid(.invalidOobCode)
         }
         do {
             return try await client.transaction(logger: logger) { connection in
@@ -224,7 +224,7 @@ extension PostgresAccountRepository {
                     """, logger: logger)
                 var found = false
                 for try await _ in updated.decode(String.self) { found = true }
-                guard found else { throw FirebaseError.invalid("INVALID_OOB_CODE") }
+                guard found else { throw FirebaseError.invalid(.invalidOobCode) }
                 if changing {
                     try await Self.revokeSessions(
                         connection, scope: scope, localId: localId, reason: "credential_change", logger: logger)
@@ -237,7 +237,7 @@ extension PostgresAccountRepository {
                 return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: user)
             }
         } catch let error as PSQLError where error.sqlState == "23505" {
-            throw FirebaseError.invalid("EMAIL_EXISTS")
+            throw FirebaseError.invalid(.emailExists)
         }
     }
 
@@ -269,11 +269,11 @@ extension PostgresAccountRepository {
             (String?, String, String, String?, Bool, Bool).self)
         {
             if used { break }
-            if expired { throw FirebaseError.invalid("EXPIRED_OOB_CODE") }
+            if expired { throw FirebaseError.invalid(.expiredOobCode) }
             guard let type = OobRequestType(rawValue: type) else { break }
             return StoredCode(hash: hash, localId: localId, type: type, email: email, newEmail: newEmail)
         }
-        throw FirebaseError.invalid("INVALID_OOB_CODE")
+        throw FirebaseError.invalid(.invalidOobCode)
     }
 
     /// Marks a code used, if its user's credentials are still those it was sent for; only one of
@@ -298,7 +298,7 @@ extension PostgresAccountRepository {
                 """, logger: logger)
             return
         }
-        throw FirebaseError.invalid("INVALID_OOB_CODE")
+        throw FirebaseError.invalid(.invalidOobCode)
     }
 
     static func userID(_ connection: PostgresConnection, scope: Scope, email: String, logger: Logger) async throws

@@ -27,7 +27,7 @@ final class HashKeyStore: Sendable {
             WHERE tenant_id = \(scope) AND hash_signer_key IS NULL
             """, logger: logger)
         guard let own = try await tenantKey(client, scope: scope, logger: logger) else {
-            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+            throw FirebaseError.invalid(.tenantNotFound)
         }
         return ScopeHashKeys(own: own, project: project)
     }
@@ -41,7 +41,7 @@ final class HashKeyStore: Sendable {
             guard let signer, let separator else { return nil }
             return try Self.key(signer, separator)
         }
-        if !found { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+        if !found { throw FirebaseError.invalid(.tenantNotFound) }
         return nil
     }
 
@@ -90,14 +90,14 @@ struct ScopeFlags {
             ? try await connection.execute(ScopeFlagsLocked(scope: scope), logger: logger)
             : try await connection.execute(ScopeFlagsRead(scope: scope), logger: logger)
         for try await row in rows { return try ScopeFlags(row) }
-        throw FirebaseError.invalid("TENANT_NOT_FOUND")
+        throw FirebaseError.invalid(.tenantNotFound)
     }
 }
 
 extension ScopeFlags {
     /// The switches from a row of `ScopeFlagsRead.columns`.
     init(_ row: ScopeFlagsRead.Row) throws {
-        if row.0 { throw FirebaseError.invalid("PROJECT_DISABLED") }
+        if row.0 { throw FirebaseError.invalid(.projectDisabled) }
         self.init(
             allowPasswordSignup: row.1, disabledUserSignup: row.2, enableAnonymousUser: row.3,
             disabledUserDeletion: row.4, autodeleteAnonymousUsers: row.5, emailPrivacy: row.6,
@@ -111,7 +111,7 @@ extension ScopeFlags {
     func admitNewAccount(_ connection: PostgresConnection, scope: Scope, clientIP: String?, logger: Logger)
         async throws
     {
-        if disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+        if disabledUserSignup { throw FirebaseError.invalid(.adminOnlyOperation) }
         try await RateLimiter.hit(
             connection, scope: scope, bucket: "sign_up", key: clientIP, limit: rateLimits.signUpsPerIpPerHour,
             logger: logger)
@@ -130,10 +130,10 @@ extension PostgresAccountRepository {
     ) {
         let scope = Scope(wire: request.tenantId)
         let flags = try await flags(scope, logger: logger)
-        if !flags.allowPasswordSignup { throw FirebaseError.invalid("OPERATION_NOT_ALLOWED") }
-        if request.localId == nil, flags.disabledUserSignup { throw FirebaseError.invalid("ADMIN_ONLY_OPERATION") }
+        if !flags.allowPasswordSignup { throw FirebaseError.invalid(.operationNotAllowed) }
+        if request.localId == nil, flags.disabledUserSignup { throw FirebaseError.invalid(.adminOnlyOperation) }
         if try await emailTaken(scope: scope, email: request.email, logger: logger) {
-            throw FirebaseError.invalid("EMAIL_EXISTS")
+            throw FirebaseError.invalid(.emailExists)
         }
         let keys = try await hashKey.get(client, scope: scope, logger: logger)
         let stored = try await hasher.hash(request.password, key: keys.own)
@@ -144,7 +144,7 @@ extension PostgresAccountRepository {
                 let localId: String
                 if let existing = request.localId {
                     guard try await Self.lockUser(connection, scope: scope, localId: existing, logger: logger) else {
-                        throw FirebaseError.invalid("USER_NOT_FOUND")
+                        throw FirebaseError.invalid(.userNotFound)
                     }
                     localId = existing
                     try await connection.query(
@@ -175,7 +175,7 @@ extension PostgresAccountRepository {
                     session: request.session, logger: logger)
             }
         } catch let error as PSQLError where error.sqlState == "23505" {
-            throw FirebaseError.invalid("EMAIL_EXISTS")
+            throw FirebaseError.invalid(.emailExists)
         }
     }
 
@@ -192,9 +192,9 @@ extension PostgresAccountRepository {
         {
             candidate = row
         }
-        guard let r = candidate else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+        guard let r = candidate else { throw FirebaseError.invalid(.tenantNotFound) }
         let flags = try ScopeFlags((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8))
-        if !flags.allowPasswordSignup { throw FirebaseError.invalid("PASSWORD_LOGIN_DISABLED") }
+        if !flags.allowPasswordSignup { throw FirebaseError.invalid(.passwordLoginDisabled) }
         // Attempts are counted before any hashing, per account and per address, so guessing costs
         // the guesser, not the hashing threads.
         let perAccount = flags.rateLimits.passwordSignInsPerAccountPerHour
@@ -214,18 +214,17 @@ extension PostgresAccountRepository {
         if request.password.count > Credentials.maximumPasswordLength {
             // No password that long is ever set (A.9): wrong without hashing it (issue #23).
             throw FirebaseError.invalid(
-                flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : (r.9 == nil ? "EMAIL_NOT_FOUND" : "INVALID_PASSWORD")
-            )
+                flags.emailPrivacy ? .invalidLoginCredentials : (r.9 == nil ? .emailNotFound : .invalidPassword))
         }
         let keys = try await hashKey.get(client, scope: scope, logger: logger)
         guard let localId = r.9, let disabled = r.10 else {
             try await hasher.burn(request.password, key: keys.own)
-            throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "EMAIL_NOT_FOUND")
+            throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .emailNotFound)
         }
-        if disabled { throw FirebaseError.invalid("USER_DISABLED") }
+        if disabled { throw FirebaseError.invalid(.userDisabled) }
         guard let algorithm = r.11, let params = r.12, let salt = r.13, let hash = r.14 else {
             try await hasher.burn(request.password, key: keys.own)
-            throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
+            throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
         let stored = StoredPassword(algorithm: algorithm, params: params, salt: salt, hash: hash)
         guard try await hasher.verify(request.password, stored: stored, keys: keys) else {
@@ -239,7 +238,7 @@ extension PostgresAccountRepository {
             }
             logger.notice(
                 "password sign-in refused", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
-            throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
+            throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
         // Re-hash with the current parameters on a successful sign-in (A.9).
         let current = hasher.isOutdated(stored) ? try await hasher.hash(request.password, key: keys.own) : stored
@@ -257,7 +256,7 @@ extension PostgresAccountRepository {
             users.add(row)
         }
         guard let user = users.byId[localId] else {
-            throw FirebaseError.invalid(flags.emailPrivacy ? "INVALID_LOGIN_CREDENTIALS" : "INVALID_PASSWORD")
+            throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
         return (user, SessionInfo(newFamily: familyId, provider: "password", authTime: now / 1000, extraClaims: nil))
     }
@@ -308,7 +307,7 @@ extension PostgresAccountRepository {
                     let before = try await Self.fetchUsers(
                         connection, scope: scope, localIds: [request.localId], logger: logger
                     ).first
-                else { throw FirebaseError.invalid("USER_NOT_FOUND") }
+                else { throw FirebaseError.invalid(.userNotFound) }
                 let now = Self.nowMillis()
                 var displayName = request.displayName ?? before.displayName
                 var photoUrl = request.photoUrl ?? before.photoUrl
@@ -387,13 +386,13 @@ extension PostgresAccountRepository {
                 // A user never removes its last way to sign in; deleting the account is the way out.
                 if !before.isAnonymous, user.isAnonymous {
                     throw FirebaseError.invalid(
-                        "OPERATION_NOT_ALLOWED",
+                        .operationNotAllowed,
                         "This would remove the account's last sign-in method; delete the account instead.")
                 }
                 return UpdateAccountResponse(user: user, session: session)
             }
         } catch let error as PSQLError where error.sqlState == "23505" {
-            throw FirebaseError.invalid("EMAIL_EXISTS")
+            throw FirebaseError.invalid(.emailExists)
         }
     }
 

@@ -187,7 +187,7 @@ struct AdminCredentialController<Tenants: TenantRepository> {
         let id = try context.parameters.require("credential")
         guard try await store.revoke(id: id, tenant: try await tenants.tenantID(of: context), logger: context.logger)
         else {
-            throw FirebaseError.invalid("CREDENTIAL_NOT_FOUND")
+            throw FirebaseError.invalid(.credentialNotFound)
         }
         context.logger.info("admin credential revoked", metadata: ["credential.id": .string(id)])
         return JSONResponse(EmptyObject())

@@ -361,7 +361,7 @@ struct CleanupStore: Sendable {
                     lastSweepTime: row.1.map(RFC3339.seconds), lastSweepDeleted: lastDeleted, totalDeleted: row.5,
                     scheduled: row.6)
             }
-            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+            throw FirebaseError.invalid(.tenantNotFound)
         }
     }
 }

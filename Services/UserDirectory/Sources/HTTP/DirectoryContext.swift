@@ -43,13 +43,13 @@ extension TenantRepository {
     func scope(of context: DirectoryContext, bodyTenant: String? = nil) async throws -> Scope {
         let pathTenant = context.parameters.get("tenant")
         if let pathTenant, let bodyTenant, !bodyTenant.isEmpty, pathTenant != bodyTenant {
-            throw FirebaseError.invalid("TENANT_ID_MISMATCH")
+            throw FirebaseError.invalid(.tenantIdMismatch)
         }
         guard let tenant = pathTenant ?? bodyTenant.flatMap({ $0.isEmpty ? nil : $0 }) else {
             return .project
         }
         guard !tenant.isEmpty, try await get(tenant, logger: context.logger) != nil else {
-            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+            throw FirebaseError.invalid(.tenantNotFound)
         }
         return Scope(key: tenant)
     }
@@ -83,7 +83,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
             throw FirebaseError.invalidCredentials
         }
         if let project = context.parameters.get("project"), project != projectID {
-            throw FirebaseError.invalid("PROJECT_NOT_FOUND")
+            throw FirebaseError.invalid(.projectNotFound)
         }
         let pathTenant = context.parameters.get("tenant")
         let template = context.endpointPath ?? request.uri.path

@@ -16,15 +16,15 @@ enum ImportedHash {
         /// STANDARD_SCRYPT: working memory 128·r·N of at most 128 MiB, and N·r·p at most 2^22 (32
         /// times Firebase's own hash); r ≤ 16 and p ≤ 16; N a power of two below 2^(16·r), as
         /// BoringSSL requires; a derived key of 1–256 bytes.
-        static func standardScryptError(n: Int?, r: Int?, p: Int?, dkLen: Int?) -> String? {
-            guard let n, n > 1, n <= 1 << 20, n & (n - 1) == 0 else { return "INVALID_HASH_MEMORY_COST" }
+        static func standardScryptError(n: Int?, r: Int?, p: Int?, dkLen: Int?) -> ErrorCode? {
+            guard let n, n > 1, n <= 1 << 20, n & (n - 1) == 0 else { return .invalidHashMemoryCost }
             // (Past 63 bits a shift gives 0 in Swift; every N allowed here is below 2^(16·r) then.)
             guard let r, (1...16).contains(r), 16 * r >= 63 || n < 1 << (16 * r) else {
-                return "INVALID_HASH_BLOCK_SIZE"
+                return .invalidHashBlockSize
             }
-            guard let p, (1...16).contains(p) else { return "INVALID_HASH_PARALLELIZATION" }
-            guard r * n <= 1 << 20, n * r * p <= 1 << 22 else { return "INVALID_HASH_MEMORY_COST" }
-            guard let dkLen, (1...256).contains(dkLen) else { return "INVALID_HASH_DERIVED_KEY_LENGTH" }
+            guard let p, (1...16).contains(p) else { return .invalidHashParallelization }
+            guard r * n <= 1 << 20, n * r * p <= 1 << 22 else { return .invalidHashMemoryCost }
+            guard let dkLen, (1...256).contains(dkLen) else { return .invalidHashDerivedKeyLength }
             return nil
         }
         /// PBKDF2_SHA256 iterations (OWASP's 2023 advice is 600,000).
@@ -47,16 +47,16 @@ enum ImportedHash {
         }
 
         /// Why an algorithm's parameters cannot be imported (a request-wide error code), or nil.
-        static func paramsError(algorithm: String, params: ImportedParams) -> String? {
+        static func paramsError(algorithm: String, params: ImportedParams) -> ErrorCode? {
             switch algorithm {
             case "STANDARD_SCRYPT":
                 return standardScryptError(
                     n: params.cpuMemCost, r: params.blockSize, p: params.parallelization, dkLen: params.dkLen)
             case "PBKDF2_SHA256":
-                return pbkdf2Rounds.contains(params.rounds ?? 0) ? nil : "INVALID_HASH_ROUNDS"
+                return pbkdf2Rounds.contains(params.rounds ?? 0) ? nil : .invalidHashRounds
             case "HMAC_SHA256":
                 let key = params.signerKey.flatMap { Data(base64Encoded: $0) } ?? Data()
-                return key.isEmpty ? "MISSING_SIGNER_KEY" : nil
+                return key.isEmpty ? .missingSignerKey : nil
             default:
                 return nil
             }

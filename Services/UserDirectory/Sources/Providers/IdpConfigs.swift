@@ -231,25 +231,25 @@ struct IdpConfigController<Tenants: TenantRepository> {
     static func validate(_ c: inout IdpConfig, oidc: Bool) throws {
         c.clientId = c.clientId.trimmingCharacters(in: .whitespaces)
         guard !c.clientId.isEmpty, c.clientId.count <= 1024 else {
-            throw FirebaseError.invalid("INVALID_CONFIG", "clientId is required.")
+            throw FirebaseError.invalid(.invalidConfig, "clientId is required.")
         }
         guard oidc else { return }
         guard let issuer = c.issuer, let url = URL(string: issuer), let host = url.host, !host.isEmpty,
             url.scheme == "https" || (url.scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(host))
         else {
             throw FirebaseError.invalid(
-                "INVALID_CONFIG", "issuer must be an https URL (http only on a loopback host).")
+                .invalidConfig, "issuer must be an https URL (http only on a loopback host).")
         }
         guard c.responseIdToken || c.responseCode else {
-            throw FirebaseError.invalid("INVALID_CONFIG", "responseType needs idToken or code.")
+            throw FirebaseError.invalid(.invalidConfig, "responseType needs idToken or code.")
         }
         if c.responseCode, c.clientSecret == nil {
-            throw FirebaseError.invalid("INVALID_CONFIG", "the code flow needs a clientSecret.")
+            throw FirebaseError.invalid(.invalidConfig, "the code flow needs a clientSecret.")
         }
         c.trustedEmailDomains = try c.trustedEmailDomains.map { raw in
             let domain = raw.trimmingCharacters(in: .whitespaces).lowercased()
             guard !domain.isEmpty, !domain.contains("@"), domain.count <= 253 else {
-                throw FirebaseError.invalid("INVALID_CONFIG", "trustedEmailDomains holds an invalid domain: \(raw)")
+                throw FirebaseError.invalid(.invalidConfig, "trustedEmailDomains holds an invalid domain: \(raw)")
             }
             return domain
         }
@@ -257,9 +257,9 @@ struct IdpConfigController<Tenants: TenantRepository> {
 
     /// The provider id of a path or query, checked against the collection.
     static func checkProviderID(_ id: String?, oidc: Bool) throws -> String {
-        guard let id, !id.isEmpty else { throw FirebaseError.invalid("INVALID_PROVIDER_ID") }
+        guard let id, !id.isEmpty else { throw FirebaseError.invalid(.invalidProviderId) }
         if oidc ? !FederatedProviders.isOIDCProviderID(id) : !FederatedProviders.isBuiltIn(id) {
-            throw FirebaseError.invalid("INVALID_PROVIDER_ID")
+            throw FirebaseError.invalid(.invalidProviderId)
         }
         return id
     }

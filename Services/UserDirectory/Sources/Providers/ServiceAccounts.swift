@@ -161,7 +161,7 @@ struct ServiceAccountController<Tenants: TenantRepository> {
         if let pem = body.publicKeyPem {
             guard let key = try? _RSA.Signing.PublicKey(pemRepresentation: pem) else {
                 throw FirebaseError.invalid(
-                    "INVALID_CONFIG", "publicKeyPem must be a PEM RSA public key of at least 2048 bits.")
+                    .invalidConfig, "publicKeyPem must be a PEM RSA public key of at least 2048 bits.")
             }
             publicKeyPem = key.pemRepresentation
         } else {
@@ -245,7 +245,7 @@ enum CustomTokens {
     }
 
     static func invalid(_ detail: String) -> FirebaseError {
-        FirebaseError.invalid("INVALID_CUSTOM_TOKEN", detail)
+        FirebaseError.invalid(.invalidCustomToken, detail)
     }
 
     static func verify(
@@ -280,10 +280,10 @@ enum CustomTokens {
             throw invalid("The custom token's lifetime (exp - iat) must not exceed one hour.")
         }
         guard iat <= nowSeconds + clockSkew else { throw invalid("The custom token was issued in the future.") }
-        if Scope(wire: payload.tenant_id) != scope { throw FirebaseError.invalid("TENANT_ID_MISMATCH") }
-        if let own = account.tenantId, Scope(key: own) != scope { throw FirebaseError.invalid("CREDENTIAL_MISMATCH") }
+        if Scope(wire: payload.tenant_id) != scope { throw FirebaseError.invalid(.tenantIdMismatch) }
+        if let own = account.tenantId, Scope(key: own) != scope { throw FirebaseError.invalid(.credentialMismatch) }
         guard let uid = payload.uid?.stringValue, !uid.isEmpty else {
-            throw FirebaseError.invalid("MISSING_IDENTIFIER")
+            throw FirebaseError.invalid(.missingIdentifier)
         }
         guard uid.count <= 128 else { throw invalid("uid must be at most 128 characters.") }
         var claims: String?
@@ -293,7 +293,7 @@ enum CustomTokens {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             claims = try CustomClaims.validate(String(decoding: try encoder.encode(payload.claims), as: UTF8.self))
-        default: throw FirebaseError.invalid("INVALID_CLAIMS")
+        default: throw FirebaseError.invalid(.invalidClaims)
         }
         return Verified(uid: uid, claims: claims)
     }
@@ -330,7 +330,7 @@ extension PostgresAccountRepository {
                     connection, scope: scope, localIds: [verified.uid], logger: logger
                 ).first
             else { throw FirebaseError.internal }
-            if before.disabled { throw FirebaseError.invalid("USER_DISABLED") }
+            if before.disabled { throw FirebaseError.invalid(.userDisabled) }
             if !isNewUser {
                 try await connection.query(
                     """

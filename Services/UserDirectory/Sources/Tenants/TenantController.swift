@@ -53,7 +53,7 @@ struct TenantController<Repository: TenantRepository> {
     @Sendable func get(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {
         let tenantId = try context.parameters.require("tenant")
         guard !tenantId.isEmpty, let settings = try await repository.get(tenantId, logger: context.logger) else {
-            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+            throw FirebaseError.invalid(.tenantNotFound)
         }
         var tenant = TenantWire(settings, projectID: projectID)
         tenant.hashConfig = try await hashConfig(Scope(key: tenantId), context.logger)
@@ -71,7 +71,7 @@ struct TenantController<Repository: TenantRepository> {
                 { settings in
                     for path in paths { TenantWire.fields[path]?(&settings, input) }
                 })
-        else { throw FirebaseError.invalid("TENANT_NOT_FOUND") }
+        else { throw FirebaseError.invalid(.tenantNotFound) }
         context.logger.info("tenant updated", metadata: ["tenant.id": .string(tenantId)])
         return JSONResponse(TenantWire(updated, projectID: projectID))
     }
@@ -79,7 +79,7 @@ struct TenantController<Repository: TenantRepository> {
     @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
         let tenantId = try context.parameters.require("tenant")
         guard try await repository.delete(tenantId, logger: context.logger) else {
-            throw FirebaseError.invalid("TENANT_NOT_FOUND")
+            throw FirebaseError.invalid(.tenantNotFound)
         }
         context.logger.info("tenant deleted", metadata: ["tenant.id": .string(tenantId)])
         return JSONResponse(EmptyObject())
@@ -125,7 +125,7 @@ struct TenantController<Repository: TenantRepository> {
             && name.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" }
         if !valid {
             throw FirebaseError.invalid(
-                "INVALID_ARGUMENT",
+                .invalidArgument,
                 "Display name must be 4-20 characters, start with a letter and contain only letters, digits and hyphens."
             )
         }

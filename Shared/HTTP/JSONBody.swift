@@ -1,0 +1,70 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+extension Request {
+    /// The token of `Authorization: Bearer <token>` (scheme case-insensitive). Other schemes count
+    /// as no credential at all (API.md B.0).
+    public var bearerToken: String? {
+        guard let header = headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
+    /// Reads the body (at most `limit` bytes) and decodes it as JSON. Snake-case keys are accepted as
+    /// their camelCase twins; an empty body decodes as `{}`.
+    public func decodeJSON<T: Decodable>(
+        _ type: T.Type, context: some RequestContext, limit: Int = 1 << 20
+    ) async throws -> T {
+        var request = self
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: limit)
+        } catch {
+            throw FirebaseError.payloadTooLarge
+        }
+        let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
+        return try JSONBody.decode(type, from: data)
+    }
+}
+
+public enum JSONBody {
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        if let direct = type as? any DirectJSONDecodable.Type {
+            // The internal requests of the hot paths (camelCase only: the token service writes them).
+            do {
+                if let value = try direct.init(jsonBytes: data) as? T { return value }
+            } catch {
+                throw FirebaseError.invalidJSON()
+            }
+        }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        do {
+            return try decoder.decode(type, from: data)
+        } catch let error as DecodingError {
+            throw FirebaseError.invalidJSON(describe(error))
+        } catch {
+            throw FirebaseError.invalidJSON()
+        }
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "Invalid value at '\(path(context.codingPath))'."
+        case .keyNotFound(let key, let context):
+            return "Missing field '\(path(context.codingPath + [key]))'."
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "Syntax error." : "Invalid value at '\(path(context.codingPath))'."
+        @unknown default:
+            return ""
+        }
+    }
+}
