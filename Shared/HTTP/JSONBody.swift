@@ -6,9 +6,12 @@ import NIOCore
 extension Request {
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive). Other schemes count
     /// as no credential at all (API.md B.0).
-    public var bearerToken: String? {
-        guard let header = headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
+    public var bearerToken: String? { headers[.authorization].flatMap(Self.bearerToken(in:)) }
+
+    /// The token of an `Authorization: Bearer <token>` value (the scheme in any case); nil for any
+    /// other scheme or an empty token. Also for authorizations relayed in a body (`admin:check`).
+    public static func bearerToken(in authorization: String) -> String? {
+        let parts = authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         return token.isEmpty ? nil : token

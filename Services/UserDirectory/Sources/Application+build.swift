@@ -158,9 +158,8 @@ public func buildDirectoryApplication(
     }
     internalGroup.post(RouterPath(InternalPath.checkAdmin)) { request, context in
         let body = try await request.decodeJSON(CheckAdminRequest.self, context: context)
-        let parts = body.authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw FirebaseError.missingCredentials }
-        guard let principal = try await credentials.authenticate(String(parts[1]), logger: context.logger) else {
+        guard let bearer = Request.bearerToken(in: body.authorization) else { throw FirebaseError.missingCredentials }
+        guard let principal = try await credentials.authenticate(bearer, logger: context.logger) else {
             throw FirebaseError.invalidCredentials
         }
         if let own = principal.tenantId, own != body.tenantId { throw FirebaseError.insufficientPermission }
