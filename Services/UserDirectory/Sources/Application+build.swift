@@ -167,12 +167,14 @@ public func buildDirectoryApplication(
     }
 
     for prefix in identityToolkitPrefixes {
+        // Authenticated once, then every handler gets an AdminContext; writes are audited on the way out.
         let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
             middleware: AdminAuthMiddleware(
                 credentials: credentials, projectID: configuration.projectID,
                 failures: AdminAuthFailures(
                     client: client, clientAddress: configuration.clientAddress,
-                    limit: configuration.adminAuthFailuresPerHour)))
+                    limit: configuration.adminAuthFailuresPerHour))
+        ).group(context: AdminContext.self).add(middleware: AdminAuditMiddleware(credentials: credentials))
         AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)
         TenantController(repository: tenants, projectID: configuration.projectID) { scope, logger in

@@ -8,7 +8,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     let accounts: Accounts
     let tenants: Tenants
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
             group.post("\(scope)/accounts", use: create)
             group.post("\(scope)/accounts:lookup", use: lookup)
@@ -59,7 +59,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
 
     /// `POST …/accounts`: a privileged sign-up (Admin `create_user`); the self-service switches do
     /// not apply (B.2.3).
-    @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<CreateResponse> {
+    @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<CreateResponse> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         if body.mfaInfo != nil { throw FirebaseError.notImplemented("Multi-factor enrollment") }
@@ -109,7 +109,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var tenantId: String?
     }
 
-    @Sendable func lookup(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<LookupResponse> {
+    @Sendable func lookup(_ request: Request, context: AdminContext) async throws -> JSONResponse<LookupResponse> {
         let body = try await request.decodeJSON(LookupRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         if body.initialEmail != nil { throw FirebaseError.notImplemented("Lookup by initialEmail") }
@@ -138,7 +138,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var tenantId: String?
     }
 
-    @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<DeleteResponse> {
+    @Sendable func delete(_ request: Request, context: AdminContext) async throws -> JSONResponse<DeleteResponse> {
         let body = try await request.decodeJSON(DeleteRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid(.missingLocalId) }
@@ -165,7 +165,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var errors: [Failure]?
     }
 
-    @Sendable func batchDelete(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func batchDelete(_ request: Request, context: AdminContext) async throws
         -> JSONResponse<BatchDeleteResponse>
     {
         let body = try await request.decodeJSON(BatchDeleteRequest.self, context: context, limit: 4 << 20)
@@ -220,7 +220,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
     /// `GET …/accounts:batchGet?maxResults=&nextPageToken=` (B.2.3): ordered by localId, default 20,
     /// at most 1000; a full page always carries a token (the last localId). Password hashes and salts
     /// are exported in the B.7.1 form, so the project's hash config re-imports them anywhere.
-    @Sendable func batchGet(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
+    @Sendable func batchGet(_ request: Request, context: AdminContext) async throws -> JSONResponse<
         BatchGetResponse
     > {
         let scope = try await tenants.scope(of: context, bodyTenant: request.uri.queryParameters.get("tenantId"))
@@ -254,7 +254,7 @@ struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepos
         var deleteProvider: [String]?
     }
 
-    @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
+    @Sendable func update(_ request: Request, context: AdminContext) async throws -> JSONResponse<
         SetAccountInfoResponse
     > {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)

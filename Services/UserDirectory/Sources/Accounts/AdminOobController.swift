@@ -10,7 +10,7 @@ struct AdminOobController<Tenants: TenantRepository> {
     let tenants: Tenants
     let links: ActionLinks
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
             group.post("\(scope)/accounts:sendOobCode", use: send)
         }
@@ -32,7 +32,7 @@ struct AdminOobController<Tenants: TenantRepository> {
         var oobLink: String?
     }
 
-    @Sendable func send(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<SendResponse> {
+    @Sendable func send(_ request: Request, context: AdminContext) async throws -> JSONResponse<SendResponse> {
         let body = try await request.decodeJSON(SendRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let type = try OobRequestType.parse(body.requestType)

@@ -145,7 +145,7 @@ struct ImportController<Tenants: TenantRepository> {
     let accounts: PostgresAccountRepository
     let tenants: Tenants
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
             group.post("\(scope)/accounts:batchCreate", use: batchCreate)
         }
@@ -283,7 +283,7 @@ struct ImportController<Tenants: TenantRepository> {
             imported: imported)
     }
 
-    @Sendable func batchCreate(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<Response> {
+    @Sendable func batchCreate(_ request: Request, context: AdminContext) async throws -> JSONResponse<Response> {
         let body = try await request.decodeJSON(Request_.self, context: context, limit: 32 << 20)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let users = body.users ?? []

@@ -10,7 +10,7 @@ struct QueryController<Tenants: TenantRepository> {
     let accounts: PostgresAccountRepository
     let tenants: Tenants
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
             group.post("\(scope)/accounts:query", use: query)
         }
@@ -46,7 +46,7 @@ struct QueryController<Tenants: TenantRepository> {
         ]
     }
 
-    @Sendable func query(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<QueryResponse> {
+    @Sendable func query(_ request: Request, context: AdminContext) async throws -> JSONResponse<QueryResponse> {
         let body = try await request.decodeJSON(QueryRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         let limit = body.limit?.intValue ?? 500

@@ -127,7 +127,7 @@ struct AdminCredentialController<Tenants: TenantRepository> {
     let tenants: Tenants
     let projectID: String
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
             group.post("\(scope)/adminCredentials", use: create)
             group.get("\(scope)/adminCredentials", use: list)
@@ -157,7 +157,7 @@ struct AdminCredentialController<Tenants: TenantRepository> {
         var displayName: String?
     }
 
-    @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<CredentialWire> {
+    @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<CredentialWire> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let (credential, secret) = try await store.create(
             tenant: try await tenants.tenantID(of: context), displayName: body.displayName ?? "", logger: context.logger
@@ -172,7 +172,7 @@ struct AdminCredentialController<Tenants: TenantRepository> {
     }
 
     /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page), A.10.
-    @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
+    @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<ListResponse> {
         let size = request.adminPageSize
         let page = Page(
             fetched: try await store.list(
@@ -183,7 +183,7 @@ struct AdminCredentialController<Tenants: TenantRepository> {
             ListResponse(adminCredentials: page.rows.map { wire($0) }, nextPageToken: page.nextToken(\.credentialId)))
     }
 
-    @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
+    @Sendable func revoke(_ request: Request, context: AdminContext) async throws -> JSONResponse<EmptyObject> {
         let id = try context.parameters.require("credential")
         guard try await store.revoke(id: id, tenant: try await tenants.tenantID(of: context), logger: context.logger)
         else {
@@ -198,7 +198,7 @@ struct AdminCredentialController<Tenants: TenantRepository> {
         var nextPageToken: String?
     }
 
-    @Sendable func auditLog(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<AuditPage> {
+    @Sendable func auditLog(_ request: Request, context: AdminContext) async throws -> JSONResponse<AuditPage> {
         let scope = try await tenants.tenantID(of: context) ?? ""
         let size = request.adminPageSize
         let page = Page(

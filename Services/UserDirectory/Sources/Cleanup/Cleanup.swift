@@ -371,7 +371,7 @@ struct CleanupController<Tenants: TenantRepository> {
     let store: CleanupStore
     let tenants: Tenants
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
             group.get("\(scope)/anonymousCleanup") { _, context in
                 JSONResponse(

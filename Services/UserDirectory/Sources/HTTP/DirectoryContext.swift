@@ -32,26 +32,49 @@ public struct DirectoryContext: TesseraContext {
     }
 }
 
+/// The context of every admin-plane handler (issue #24): built once per request, after
+/// `AdminAuthMiddleware` authenticated the caller, so the principal is never optional here, and the
+/// scope a tenant-scoped credential is confined to is at hand.
+public struct AdminContext: ChildRequestContext, TesseraContext {
+    public var coreContext: CoreRequestContextStorage
+    public var requestID: String
+    public let principal: AdminPrincipal
+    public var remoteAddress: String?
+
+    public init(context: DirectoryContext) throws {
+        guard let principal = context.admin else { throw FirebaseError.missingCredentials }
+        self.coreContext = context.coreContext
+        self.requestID = context.requestID
+        self.principal = principal
+        self.remoteAddress = context.remoteAddress
+    }
+
+    /// The one scope a tenant-scoped credential may act in; nil for a project admin.
+    public var confinedTo: Scope? { principal.tenantId.map { Scope(key: $0) } }
+}
+
 extension TenantRepository {
     /// The scope of an admin call as a wire tenant id: nil for the project's default scope.
-    func tenantID(of context: DirectoryContext) async throws -> String? {
+    func tenantID(of context: AdminContext) async throws -> String? {
         try await scope(of: context).tenantID
     }
 
     /// The scope an admin call acts in: the path's `/tenants/{t}` or, on project paths, the body's
     /// `tenantId` ("" for the project's default scope). They must agree, and the tenant must exist.
-    func scope(of context: DirectoryContext, bodyTenant: String? = nil) async throws -> Scope {
+    func scope(of context: AdminContext, bodyTenant: String? = nil) async throws -> Scope {
         let pathTenant = context.parameters.get("tenant")
         if let pathTenant, let bodyTenant, !bodyTenant.isEmpty, pathTenant != bodyTenant {
             throw FirebaseError.invalid(.tenantIdMismatch)
         }
-        guard let tenant = pathTenant ?? bodyTenant.flatMap({ $0.isEmpty ? nil : $0 }) else {
-            return .project
-        }
-        guard !tenant.isEmpty, try await get(tenant, logger: context.logger) != nil else {
+        let scope = (pathTenant ?? bodyTenant).map { Scope(wire: $0) } ?? .project
+        // A tenant-scoped credential acts in its tenant only (the auth middleware checked the path;
+        // this holds for whatever the body names too).
+        if let confined = context.confinedTo, confined != scope { throw FirebaseError.insufficientPermission }
+        guard let tenant = scope.tenantID else { return .project }
+        guard try await get(tenant, logger: context.logger) != nil else {
             throw FirebaseError.invalid(.tenantNotFound)
         }
-        return Scope(key: tenant)
+        return scope
     }
 }
 
@@ -62,8 +85,8 @@ extension FirebaseError {
 }
 
 /// Authenticates admin calls (`Authorization: Bearer <secret>`; other schemes count as absent,
-/// B.0), keeps a tenant-scoped credential to its own tenant's users and settings, checks the path's
-/// project id, and appends every successful write to the audit log.
+/// B.0), keeps a tenant-scoped credential to its own tenant's users and settings, and checks the
+/// path's project id. The handlers behind it get an `AdminContext` built from what it found.
 struct AdminAuthMiddleware: RouterMiddleware {
     typealias Context = DirectoryContext
     let credentials: AdminCredentialStore
@@ -85,41 +108,59 @@ struct AdminAuthMiddleware: RouterMiddleware {
         if let project = context.parameters.get("project"), project != projectID {
             throw FirebaseError.invalid(.projectNotFound)
         }
-        let pathTenant = context.parameters.get("tenant")
-        let template = context.endpointPath ?? request.uri.path
-        let deletesTenant = request.method == .delete && template.hasSuffix("{tenant}")
         if let own = principal.tenantId {
             // Its tenant's users and self-service settings, nothing else (issue #4).
-            let projectResource = template.contains("adminCredentials") || deletesTenant
-            guard pathTenant == own, !projectResource else { throw FirebaseError.insufficientPermission }
+            let template = context.endpointPath ?? request.uri.path
+            let projectResource =
+                template.contains("adminCredentials") || AdminAuditMiddleware.deletesTenant(request, template)
+            guard context.parameters.get("tenant") == own, !projectResource else {
+                throw FirebaseError.insufficientPermission
+            }
         }
         var context = context
         context.admin = principal
-        guard request.method != .get else { return try await next(request, context) }
+        return try await next(request, context)
+    }
+}
 
+/// Appends every successful admin write to the audit log (A.10): who (the principal), what (method
+/// and route template), on what (the user, the batch, or the path) and in which scope.
+struct AdminAuditMiddleware: RouterMiddleware {
+    typealias Context = AdminContext
+    let credentials: AdminCredentialStore
+
+    static func deletesTenant(_ request: Request, _ template: String) -> Bool {
+        request.method == .delete && template.hasSuffix("{tenant}")
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        guard request.method != .get else { return try await next(request, context) }
         var request = request
         let body = try await request.collectBody(upTo: 32 << 20)
         let response = try await next(request, context)
-        if (200..<300).contains(response.status.code) {
-            let fields =
-                (try? JSONDecoder().decode([String: JSONValue].self, from: Data(body.readableBytesView))) ?? [:]
-            let target: String
-            if let id = fields["localId"]?.stringValue {
-                target = "user:\(id)"
-            } else if case .array(let ids)? = fields["localIds"] ?? fields["users"] {
-                target = "users:\(ids.count)"
-            } else {
-                target = request.uri.path
-            }
-            // A tenant's deletion is the project's entry: the tenant's own log goes with the tenant.
-            let tenant = deletesTenant ? "" : pathTenant ?? fields["tenantId"]?.stringValue ?? ""
-            do {
-                try await credentials.audit(
-                    tenant: tenant, actor: principal.credentialId, action: "\(request.method.rawValue) \(template)",
-                    target: target, requestID: context.requestID, logger: context.logger)
-            } catch {
-                context.logger.error("audit log write failed", metadata: ["error": "\(String(reflecting: error))"])
-            }
+        guard (200..<300).contains(response.status.code) else { return response }
+        let template = context.endpointPath ?? request.uri.path
+        let fields = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(body.readableBytesView))) ?? [:]
+        let target: String
+        if let id = fields["localId"]?.stringValue {
+            target = "user:\(id)"
+        } else if case .array(let ids)? = fields["localIds"] ?? fields["users"] {
+            target = "users:\(ids.count)"
+        } else {
+            target = request.uri.path
+        }
+        // A tenant's deletion is the project's entry: the tenant's own log goes with the tenant.
+        let pathTenant = context.parameters.get("tenant")
+        let tenant = Self.deletesTenant(request, template) ? "" : pathTenant ?? fields["tenantId"]?.stringValue ?? ""
+        do {
+            try await credentials.audit(
+                tenant: tenant, actor: context.principal.credentialId,
+                action: "\(request.method.rawValue) \(template)", target: target, requestID: context.requestID,
+                logger: context.logger)
+        } catch {
+            context.logger.error("audit log write failed", metadata: ["error": "\(String(reflecting: error))"])
         }
         return response
     }

@@ -28,7 +28,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
     let client: PostgresClient
     let tenants: Tenants
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
             group.get("\(scope)/mailTemplates", use: list)
             group.patch("\(scope)/mailTemplates/{requestType}", use: update)
@@ -50,7 +50,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
 
     static var types: [OobRequestType] { [.verifyEmail, .passwordReset, .verifyAndChangeEmail, .emailSignIn] }
 
-    static func type(_ context: DirectoryContext) throws -> OobRequestType {
+    static func type(_ context: AdminContext) throws -> OobRequestType {
         guard let type = OobRequestType(rawValue: try context.parameters.require("requestType")) else {
             throw FirebaseError.invalidArgument(
                 "INVALID_ARGUMENT : requestType must be VERIFY_EMAIL, PASSWORD_RESET, VERIFY_AND_CHANGE_EMAIL or EMAIL_SIGNIN"
@@ -59,7 +59,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
         return type
     }
 
-    @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateList> {
+    @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateList> {
         let scope = try await tenants.scope(of: context)
         let templates = try await client.withConnection { connection in
             var result: [TemplateWire] = []
@@ -77,7 +77,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
         return JSONResponse(TemplateList(templates: templates))
     }
 
-    @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateWire> {
+    @Sendable func update(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateWire> {
         let scope = try await tenants.scope(of: context)
         let type = try Self.type(context)
         let input = try await request.decodeJSON(TemplateWire.self, context: context)
@@ -104,7 +104,7 @@ struct MailTemplateController<Tenants: TenantRepository> {
         return JSONResponse(TemplateWire(requestType: type.rawValue, subject: subject, body: body, custom: true))
     }
 
-    @Sendable func reset(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TemplateWire> {
+    @Sendable func reset(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateWire> {
         let scope = try await tenants.scope(of: context)
         let type = try Self.type(context)
         try await client.query(

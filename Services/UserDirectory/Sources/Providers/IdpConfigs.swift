@@ -135,7 +135,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
     let tenants: Tenants
     let projectID: String
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         group.get("v2/defaultSupportedIdps", use: supportedIdps)
         for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
             for collection in ["defaultSupportedIdpConfigs", "oauthIdpConfigs"] {
@@ -147,7 +147,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
                 group.delete("\(scope)/\(collection)/{idp}") { try await delete($0, $1, oidc: oidc) }
             }
             // SAML providers are out of scope for now (A.1): their configs answer 501, not 404.
-            let saml: @Sendable (Request, DirectoryContext) async throws -> Response = { _, _ in
+            let saml: @Sendable (Request, AdminContext) async throws -> Response = { _, _ in
                 throw FirebaseError.notImplemented("SAML identity providers")
             }
             group.post("\(scope)/inboundSamlConfigs", use: saml)
@@ -264,7 +264,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
         return id
     }
 
-    @Sendable func create(_ request: Request, _ context: DirectoryContext, oidc: Bool) async throws
+    @Sendable func create(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<ConfigWire>
     {
         let scope = try await tenants.scope(of: context)
@@ -287,7 +287,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
         var nextPageToken: String?
     }
 
-    @Sendable func list(_ request: Request, _ context: DirectoryContext, oidc: Bool) async throws
+    @Sendable func list(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<ListResponse>
     {
         let scope = try await tenants.scope(of: context)
@@ -304,7 +304,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
         return JSONResponse(answer)
     }
 
-    @Sendable func get(_ request: Request, _ context: DirectoryContext, oidc: Bool) async throws
+    @Sendable func get(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<ConfigWire>
     {
         let scope = try await tenants.scope(of: context)
@@ -315,7 +315,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
         return JSONResponse(wire(config, scope: scope, oidc: oidc))
     }
 
-    @Sendable func update(_ request: Request, _ context: DirectoryContext, oidc: Bool) async throws
+    @Sendable func update(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<ConfigWire>
     {
         let scope = try await tenants.scope(of: context)
@@ -340,7 +340,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
         return JSONResponse(wire(updated, scope: scope, oidc: oidc))
     }
 
-    @Sendable func delete(_ request: Request, _ context: DirectoryContext, oidc: Bool) async throws
+    @Sendable func delete(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<EmptyObject>
     {
         let scope = try await tenants.scope(of: context)
@@ -363,7 +363,7 @@ struct IdpConfigController<Tenants: TenantRepository> {
         var defaultSupportedIdps: [SupportedIdp]
     }
 
-    @Sendable func supportedIdps(_ request: Request, _ context: DirectoryContext) async throws
+    @Sendable func supportedIdps(_ request: Request, _ context: AdminContext) async throws
         -> JSONResponse<SupportedIdps>
     {
         JSONResponse(

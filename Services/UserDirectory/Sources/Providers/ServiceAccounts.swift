@@ -105,7 +105,7 @@ struct ServiceAccountController<Tenants: TenantRepository> {
     let tenants: Tenants
     let projectID: String
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
             group.post("\(scope)/serviceAccounts", use: create)
             group.get("\(scope)/serviceAccounts", use: list)
@@ -153,7 +153,7 @@ struct ServiceAccountController<Tenants: TenantRepository> {
         var publicKeyPem: String?
     }
 
-    @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<AccountWire> {
+    @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<AccountWire> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let tenant = try await tenants.tenantID(of: context)
         let publicKeyPem: String
@@ -190,7 +190,7 @@ struct ServiceAccountController<Tenants: TenantRepository> {
     }
 
     /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page), A.10.
-    @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<ListResponse> {
+    @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<ListResponse> {
         let size = request.adminPageSize
         let page = Page(
             fetched: try await store.list(
@@ -208,7 +208,7 @@ struct ServiceAccountController<Tenants: TenantRepository> {
                 }, nextPageToken: page.nextToken(\.accountId)))
     }
 
-    @Sendable func revoke(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
+    @Sendable func revoke(_ request: Request, context: AdminContext) async throws -> JSONResponse<EmptyObject> {
         let id = try context.parameters.require("account")
         guard
             try await store.revoke(

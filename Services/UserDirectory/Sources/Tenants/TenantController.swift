@@ -11,7 +11,7 @@ struct TenantController<Repository: TenantRepository> {
     /// tenant's own in the tenant (its admins may see it: it protects that tenant's hashes only).
     let hashConfig: @Sendable (_ scope: Scope, Logger) async throws -> ProjectConfigWire.HashConfigWire
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<AdminContext>) {
         group.post("v2/projects/{project}/tenants", use: create)
         group.get("v2/projects/{project}/tenants", use: list)
         group.get("v2/projects/{project}/tenants/{tenant}", use: get)
@@ -26,7 +26,7 @@ struct TenantController<Repository: TenantRepository> {
         var nextPageToken: String?
     }
 
-    @Sendable func create(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {
+    @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
         let input = try await request.decodeJSON(TenantWire.self, context: context)
         let displayName = input.displayName ?? "tenant"
         try Self.validateDisplayName(displayName)
@@ -38,7 +38,7 @@ struct TenantController<Repository: TenantRepository> {
         return JSONResponse(TenantWire(created, projectID: projectID))
     }
 
-    @Sendable func list(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantList> {
+    @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantList> {
         let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 0
         let pageSize = requested == 0 ? 20 : (requested < 0 ? 100_000 : min(requested, 1000))
         let page = Page(
@@ -50,7 +50,7 @@ struct TenantController<Repository: TenantRepository> {
                 nextPageToken: page.nextToken(\.tenantId)))
     }
 
-    @Sendable func get(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {
+    @Sendable func get(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
         let tenantId = try context.parameters.require("tenant")
         guard !tenantId.isEmpty, let settings = try await repository.get(tenantId, logger: context.logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
@@ -60,7 +60,7 @@ struct TenantController<Repository: TenantRepository> {
         return JSONResponse(tenant)
     }
 
-    @Sendable func update(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<TenantWire> {
+    @Sendable func update(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
         let tenantId = try context.parameters.require("tenant")
         let input = try await request.decodeJSON(TenantWire.self, context: context)
         if let displayName = input.displayName { try Self.validateDisplayName(displayName) }
@@ -76,7 +76,7 @@ struct TenantController<Repository: TenantRepository> {
         return JSONResponse(TenantWire(updated, projectID: projectID))
     }
 
-    @Sendable func delete(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<EmptyObject> {
+    @Sendable func delete(_ request: Request, context: AdminContext) async throws -> JSONResponse<EmptyObject> {
         let tenantId = try context.parameters.require("tenant")
         guard try await repository.delete(tenantId, logger: context.logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
@@ -85,7 +85,7 @@ struct TenantController<Repository: TenantRepository> {
         return JSONResponse(EmptyObject())
     }
 
-    @Sendable func getConfig(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func getConfig(_ request: Request, context: AdminContext) async throws
         -> JSONResponse<ProjectConfigWire>
     {
         let (scope, project) = try await repository.projectConfig(logger: context.logger)
@@ -95,7 +95,7 @@ struct TenantController<Repository: TenantRepository> {
                 hashConfig: try await hashConfig(.project, context.logger)))
     }
 
-    @Sendable func updateConfig(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func updateConfig(_ request: Request, context: AdminContext) async throws
         -> JSONResponse<ProjectConfigWire>
     {
         let input = try await request.decodeJSON(ProjectConfigWire.self, context: context)
