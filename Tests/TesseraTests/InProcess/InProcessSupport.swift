@@ -20,6 +20,7 @@ enum InProcess {
     static let adminToken = "inproc-admin-" + Secrets.randomAlphanumeric(24)
     static let internalSecret = "inproc-internal-" + Secrets.randomAlphanumeric(24)
     static let apiKey = "AIzaInProc" + Secrets.randomAlphanumeric(29)
+    static let publicURL = "http://localhost:8080"
     static let logger: Logger = {
         var logger = Logger(label: "inproc")
         // Errors only: a 500 is logged as one (FirebaseErrorMiddleware), and each is a bug to see.
@@ -66,6 +67,10 @@ enum InProcess {
         configuration.passwordHashMemCost = 8
         configuration.hashThreads = 1
         configuration.heapTrimInterval = .zero
+        // Links admins ask for point where the stack's do (it sets TESSERA_PUBLIC_URL).
+        configuration.links = ActionLinks(
+            actionURL: nil, publicURL: publicURL, apiKey: apiKey,
+            authorizedDomains: ActionLinks.defaultAuthorizedDomains)
         return configuration
     }
 
@@ -97,6 +102,7 @@ enum InProcess {
                     signingKeysDirectory: keys.signing)
                 configuration.sessionCookieKeysDirectory = keys.sessionCookies
                 configuration.directoryURL = "http://localhost:\(port)"
+                configuration.publicURL = publicURL
                 configuration.keyReloadInterval = .zero
                 configure(&configuration)
                 let tokenApp = try buildTokenApplication(configuration: configuration, logger: logger)
