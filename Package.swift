@@ -6,6 +6,29 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// A product of a dependency, `"Name"` or `"Name@package"` when the package's name differs.
+func products(_ names: String...) -> [Target.Dependency] {
+    names.map { entry in
+        let parts = entry.split(separator: "@").map(String.init)
+        return .product(name: parts[0], package: parts.count > 1 ? parts[1] : parts[0].lowercased())
+    }
+}
+
+/// A service (issue #24): its library at `Services/<name>/Sources`, which the tests link, and its
+/// executable `<name>Main` at `Services/<name>/Main`, which adds only the command line.
+func service(_ name: String, dependencies: [Target.Dependency], resources: [Resource]? = nil) -> [Target] {
+    [
+        .target(
+            name: name, dependencies: ["TesseraShared"] + dependencies, path: "Services/\(name)/Sources",
+            resources: resources, swiftSettings: swiftSettings),
+        .executableTarget(
+            name: name + "Main",
+            dependencies: [.target(name: name), "TesseraShared", "ServiceCommand"]
+                + products("ArgumentParser@swift-argument-parser"),
+            path: "Services/\(name)/Main", swiftSettings: swiftSettings),
+    ]
+}
+
 let package = Package(
     name: "tessera",
     platforms: [.macOS(.v15)],
@@ -71,134 +94,72 @@ let package = Package(
             path: "Shared",
             swiftSettings: swiftSettings
         ),
-        .target(
-            name: "UserDirectory",
-            dependencies: [
-                "TesseraShared",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-            ],
-            path: "Services/UserDirectory/Sources",
-            swiftSettings: swiftSettings
-        ),
         // What the three executables share: `serve` and its options (ArgumentParser stays out of the libraries).
         .target(
             name: "ServiceCommand",
-            dependencies: [
-                "TesseraShared",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["TesseraShared"]
+                + products("ArgumentParser@swift-argument-parser", "Hummingbird", "Logging@swift-log"),
             path: "Services/Command",
             swiftSettings: swiftSettings
         ),
-        .executableTarget(
-            name: "UserDirectoryMain",
-            dependencies: [
-                "UserDirectory", "TesseraShared", "ServiceCommand",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Services/UserDirectory/Main",
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "TokenService",
-            dependencies: [
-                "TesseraShared",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-            ],
-            path: "Services/TokenService/Sources",
-            resources: [.copy("Resources/openapi.yaml")],
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "TokenServiceMain",
-            dependencies: [
-                "TokenService", "TesseraShared", "ServiceCommand",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Services/TokenService/Main",
-            swiftSettings: swiftSettings
-        ),
-        .target(
-            name: "CleanupWorker",
-            dependencies: [
-                "TesseraShared",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ],
-            path: "Services/CleanupWorker/Sources",
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "CleanupWorkerMain",
-            dependencies: [
-                "CleanupWorker", "TesseraShared", "ServiceCommand",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Services/CleanupWorker/Main",
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "BenchTool",
-            dependencies: [
-                "UserDirectory", "TesseraShared",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            path: "Benchmarks/Tool",
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "BenchFloor",
-            dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ],
-            path: "Benchmarks/Floor",
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "TesseraTests",
-            dependencies: [
-                "TesseraShared", "UserDirectory", "TokenService", "CleanupWorker",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            path: "Tests/TesseraTests",
-            swiftSettings: swiftSettings
-        ),
     ]
+        + service(
+            "UserDirectory",
+            dependencies: products(
+                "Hummingbird", "PostgresNIO@postgres-nio", "Crypto@swift-crypto", "_CryptoExtras@swift-crypto",
+                "ServiceLifecycle@swift-service-lifecycle", "Logging@swift-log", "HTTPTypes@swift-http-types",
+                "NIOCore@swift-nio", "NIOPosix@swift-nio", "NIOSSL@swift-nio-ssl", "HummingbirdBcrypt@hummingbird-auth",
+                "Prometheus@swift-prometheus"))
+        + service(
+            "TokenService",
+            dependencies: products(
+                "Hummingbird", "Crypto@swift-crypto", "_CryptoExtras@swift-crypto", "X509@swift-certificates",
+                "SwiftASN1@swift-asn1", "AsyncHTTPClient@async-http-client", "ServiceLifecycle@swift-service-lifecycle",
+                "Logging@swift-log", "HTTPTypes@swift-http-types"),
+            resources: [.copy("Resources/openapi.yaml")])
+        + service(
+            "CleanupWorker",
+            dependencies: products(
+                "Hummingbird", "AsyncHTTPClient@async-http-client", "ServiceLifecycle@swift-service-lifecycle",
+                "Logging@swift-log", "Prometheus@swift-prometheus", "NIOCore@swift-nio"))
+        + [
+            .executableTarget(
+                name: "BenchTool",
+                dependencies: [
+                    "UserDirectory", "TesseraShared",
+                    .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                    .product(name: "Crypto", package: "swift-crypto"),
+                    .product(name: "_CryptoExtras", package: "swift-crypto"),
+                ],
+                path: "Benchmarks/Tool",
+                swiftSettings: swiftSettings
+            ),
+            .executableTarget(
+                name: "BenchFloor",
+                dependencies: [
+                    .product(name: "Hummingbird", package: "hummingbird"),
+                    .product(name: "PostgresNIO", package: "postgres-nio"),
+                    .product(name: "Crypto", package: "swift-crypto"),
+                    .product(name: "_CryptoExtras", package: "swift-crypto"),
+                    .product(name: "Logging", package: "swift-log"),
+                    .product(name: "NIOPosix", package: "swift-nio"),
+                ],
+                path: "Benchmarks/Floor",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "TesseraTests",
+                dependencies: [
+                    "TesseraShared", "UserDirectory", "TokenService", "CleanupWorker",
+                    .product(name: "HummingbirdTesting", package: "hummingbird"),
+                    .product(name: "JWTKit", package: "jwt-kit"),
+                    .product(name: "PostgresNIO", package: "postgres-nio"),
+                    .product(name: "HTTPTypes", package: "swift-http-types"),
+                    .product(name: "Crypto", package: "swift-crypto"),
+                    .product(name: "_CryptoExtras", package: "swift-crypto"),
+                ],
+                path: "Tests/TesseraTests",
+                swiftSettings: swiftSettings
+            ),
+        ]
 )
