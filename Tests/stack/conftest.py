@@ -685,6 +685,16 @@ def run_stack(stack: Stack, *args: str, timeout: float = 240) -> subprocess.Comp
     return proc
 
 
+def psql(stack: Stack, sql: str) -> str:
+    """Runs one statement on the stack's database (its DATABASE_URL) with psql; returns its rows."""
+    assert stack.database_url, f"DATABASE_URL missing from {stack.env_file}"
+    binary = next((p for p in ("/usr/lib/postgresql/15/bin/psql", "/usr/bin/psql") if os.path.exists(p)), "psql")
+    done = subprocess.run([binary, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql, stack.database_url],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout
     while True:

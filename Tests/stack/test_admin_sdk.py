@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import random
 import time
 import uuid
 
@@ -363,7 +364,9 @@ def test_import_refuses_hash_settings_whose_verification_would_trap_or_stall(adm
 def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_tenant):
     """Import 1,000 users with Firebase-scrypt hashes made with the source tenant's own hash config,
     export them, re-import into a second tenant with that hash config (as a Firebase export is
-    imported): every user signs in there with the original password."""
+    imported). The export gives back every user's hash and salt byte for byte; 100 users chosen at
+    random sign in there with the original password (the re-import treats every user alike, so a
+    sample proves it; signing in all 1,000 took 25 s of the suite)."""
     source_id = make_tenant(allowPasswordSignup=True)["tenantId"]
     config = hash_config(admin, source_id)
     key, separator = base64.b64decode(config["signerKey"]), base64.b64decode(config["saltSeparator"])
@@ -374,13 +377,14 @@ def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_t
     target = tenant_mgt.auth_for_tenant(target_id, app=app)
     hash_alg = auth.UserImportHash.scrypt(key=key, rounds=rounds, memory_cost=mem_cost, salt_separator=separator)
 
-    passwords, records = {}, []
+    passwords, records, originals = {}, [], {}
     for i in range(1000):
         email, password, salt = f"bulk-{i}-{uuid.uuid4().hex[:6]}@example.com", f"pw-{i}-{uuid.uuid4().hex[:6]}", os.urandom(10)
         passwords[email] = password
+        password_hash = firebase_scrypt(password, salt, key, separator, rounds, mem_cost)
+        originals[email] = (password_hash, salt)
         records.append(auth.ImportUserRecord(
-            uid=f"bulk-{i:04d}-{uuid.uuid4().hex[:6]}", email=email,
-            password_hash=firebase_scrypt(password, salt, key, separator, rounds, mem_cost), password_salt=salt))
+            uid=f"bulk-{i:04d}-{uuid.uuid4().hex[:6]}", email=email, password_hash=password_hash, password_salt=salt))
     started = time.monotonic()
     result = source.import_users(records, hash_alg=hash_alg)
     import_seconds = time.monotonic() - started
@@ -388,6 +392,9 @@ def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_t
 
     exported = list(source.list_users(max_results=1000).iterate_all())
     assert len(exported) == 1000 and all(u.password_hash and u.password_salt for u in exported)
+    changed = [u.email for u in exported
+               if (base64.b64decode(u.password_hash), base64.b64decode(u.password_salt)) != originals[u.email]]
+    assert not changed, f"{len(changed)} exported hashes or salts differ from those imported, e.g. {changed[:3]}"
     reimport = [auth.ImportUserRecord(uid=u.uid, email=u.email, password_hash=base64.b64decode(u.password_hash),
                                       password_salt=base64.b64decode(u.password_salt)) for u in exported]
     result = target.import_users(reimport, hash_alg=hash_alg)
@@ -396,9 +403,10 @@ def test_export_and_reimport_round_trip_of_1000_users(app, admin, client, make_t
     def check(email):
         return sign_in(client, target_id, email, passwords[email]).status_code
 
+    sample = random.sample(sorted(passwords), 100)
     with ThreadPoolExecutor(max_workers=8) as pool:
-        statuses = list(pool.map(check, passwords))
-    assert statuses.count(200) == 1000, {s: statuses.count(s) for s in set(statuses)}
+        statuses = list(pool.map(check, sample))
+    assert statuses.count(200) == 100, {s: statuses.count(s) for s in set(statuses)}
     print(f"\nimported 1000 pre-hashed users in {import_seconds:.2f}s")
 
 

@@ -9,7 +9,6 @@ import base64
 import hashlib
 import os
 import re
-import subprocess
 import time
 import unicodedata
 import uuid
@@ -18,7 +17,7 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from conftest import describe, expect_error, expect_ok, oob_link, scrape, value
+from conftest import describe, expect_error, expect_ok, oob_link, psql, scrape, value
 
 PASSWORD = "correct horse 1"
 MAX_FIELD = 2048  # Firebase's bound on displayName and photoUrl
@@ -73,15 +72,6 @@ def project_hash_config(admin) -> dict:
 def admin_create(admin, tenant_id, **fields):
     """Admin `accounts` (create a user) in a tenant."""
     return admin.request("POST", f"/v1/projects/{admin.stack.project_id}/tenants/{tenant_id}/accounts", json=fields)
-
-
-def psql(stack, sql: str) -> str:
-    assert stack.database_url, f"DATABASE_URL missing from {stack.env_file}"
-    binary = next((p for p in ("/usr/lib/postgresql/15/bin/psql", "/usr/bin/psql") if os.path.exists(p)), "psql")
-    done = subprocess.run([binary, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql, stack.database_url],
-                          capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 def sign_up(client, tenant_id, email, password=PASSWORD, **extra):
