@@ -376,16 +376,23 @@ extension SessionInfo {
 struct UserRows {
     private(set) var byId: [String: UserRecord] = [:]
 
-    mutating func add(_ r: PostgresAccountRepository.UserRow) {
-        guard let scope = r.0, let localId = r.1, let emailVerified = r.3, let disabled = r.6,
-            let validSince = r.8, let createdAt = r.9, let customAuth = r.14, let emailLinkSignin = r.15
+    mutating func add(_ row: PostgresAccountRepository.UserRow) {
+        // Named in the order of `UsersByID.columns`.
+        let (
+            scope, localId, email, emailVerified, displayName, photoUrl, disabled, customAttributes, validSince,
+            createdAt, lastLoginAt, lastRefreshAt, passwordUpdatedAt, phoneNumber, customAuth, emailLinkSignin,
+            linkProviderId, linkRawId, linkFederatedId, linkEmail, linkDisplayName, linkPhotoUrl, linkScreenName
+        ) = row
+        guard let scope, let localId, let emailVerified, let disabled, let validSince, let createdAt, let customAuth,
+            let emailLinkSignin
         else { return }
         if byId[localId] == nil {
             var user = UserRecord(
-                tenantId: Scope(key: scope).tenantID, localId: localId, email: r.2, emailVerified: emailVerified,
-                displayName: r.4, photoUrl: r.5, disabled: disabled, customAttributes: r.7, validSince: validSince,
-                createdAt: createdAt, lastLoginAt: r.10, lastRefreshAt: r.11, passwordUpdatedAt: r.12)
-            user.phoneNumber = r.13
+                tenantId: Scope(key: scope).tenantID, localId: localId, email: email, emailVerified: emailVerified,
+                displayName: displayName, photoUrl: photoUrl, disabled: disabled, customAttributes: customAttributes,
+                validSince: validSince, createdAt: createdAt, lastLoginAt: lastLoginAt, lastRefreshAt: lastRefreshAt,
+                passwordUpdatedAt: passwordUpdatedAt)
+            user.phoneNumber = phoneNumber
             user.customAuth = customAuth ? true : nil
             user.emailLinkSignin = emailLinkSignin ? true : nil
             // The password provider entry is derived, never stored: present iff an email and a password
@@ -398,13 +405,13 @@ struct UserRows {
             }
             byId[localId] = user
         }
-        if let providerId = r.16, let rawId = r.17 {
+        if let linkProviderId, let linkRawId {
             // Every entry has a federatedId (A.11: the Apple SDK reads it as the entry's uid); an
             // imported link may have come without one, and then it is the raw id, as Firebase answers.
             byId[localId]?.providerUserInfo.append(
                 ProviderUserInfo(
-                    providerId: providerId, rawId: rawId, federatedId: r.18 ?? rawId, email: r.19, displayName: r.20,
-                    photoUrl: r.21, screenName: r.22))
+                    providerId: linkProviderId, rawId: linkRawId, federatedId: linkFederatedId ?? linkRawId,
+                    email: linkEmail, displayName: linkDisplayName, photoUrl: linkPhotoUrl, screenName: linkScreenName))
         }
     }
 }

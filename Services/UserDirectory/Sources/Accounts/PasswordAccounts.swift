@@ -97,11 +97,17 @@ struct ScopeFlags {
 extension ScopeFlags {
     /// The switches from a row of `ScopeFlagsRead.columns`.
     init(_ row: ScopeFlagsRead.Row) throws {
-        if row.0 { throw FirebaseError.invalid(.projectDisabled) }
+        // Named in the order of `ScopeFlagsRead.columns`.
+        let (
+            disableAuth, allowPasswordSignup, disabledUserSignup, enableAnonymousUser, disabledUserDeletion,
+            autodeleteAnonymousUsers, emailPrivacy, rateLimits, enableEmailLinkSignin
+        ) = row
+        if disableAuth { throw FirebaseError.invalid(.projectDisabled) }
         self.init(
-            allowPasswordSignup: row.1, disabledUserSignup: row.2, enableAnonymousUser: row.3,
-            disabledUserDeletion: row.4, autodeleteAnonymousUsers: row.5, emailPrivacy: row.6,
-            rateLimits: RateLimitSettings.decode(row.7), enableEmailLinkSignin: row.8)
+            allowPasswordSignup: allowPasswordSignup, disabledUserSignup: disabledUserSignup,
+            enableAnonymousUser: enableAnonymousUser, disabledUserDeletion: disabledUserDeletion,
+            autodeleteAnonymousUsers: autodeleteAnonymousUsers, emailPrivacy: emailPrivacy,
+            rateLimits: RateLimitSettings.decode(rateLimits), enableEmailLinkSignin: enableEmailLinkSignin)
     }
 }
 
@@ -194,6 +200,10 @@ extension PostgresAccountRepository {
         }
         guard let r = candidate else { throw FirebaseError.invalid(.tenantNotFound) }
         let flags = try ScopeFlags((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8))
+        // The account's columns, named in the order of `PasswordSignInCandidate.sql` (nil: no account).
+        let (accountId, accountDisabled, algorithmColumn, paramsColumn, saltColumn, hashColumn) = (
+            r.9, r.10, r.11, r.12, r.13, r.14
+        )
         if !flags.allowPasswordSignup { throw FirebaseError.invalid(.passwordLoginDisabled) }
         // Attempts are counted before any hashing, per account and per address, so guessing costs
         // the guesser, not the hashing threads.
@@ -214,15 +224,16 @@ extension PostgresAccountRepository {
         if request.password.count > Credentials.maximumPasswordLength {
             // No password that long is ever set (A.9): wrong without hashing it (issue #23).
             throw FirebaseError.invalid(
-                flags.emailPrivacy ? .invalidLoginCredentials : (r.9 == nil ? .emailNotFound : .invalidPassword))
+                flags.emailPrivacy ? .invalidLoginCredentials : (accountId == nil ? .emailNotFound : .invalidPassword))
         }
         let keys = try await hashKey.get(client, scope: scope, logger: logger)
-        guard let localId = r.9, let disabled = r.10 else {
+        guard let localId = accountId, let disabled = accountDisabled else {
             try await hasher.burn(request.password, key: keys.own)
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .emailNotFound)
         }
         if disabled { throw FirebaseError.invalid(.userDisabled) }
-        guard let algorithm = r.11, let params = r.12, let salt = r.13, let hash = r.14 else {
+        guard let algorithm = algorithmColumn, let params = paramsColumn, let salt = saltColumn, let hash = hashColumn
+        else {
             try await hasher.burn(request.password, key: keys.own)
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
