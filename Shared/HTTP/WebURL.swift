@@ -73,6 +73,15 @@ public struct WebURL: Sendable, Equatable, CustomStringConvertible {
     /// The port connected to.
     public var effectivePort: Int { port ?? (scheme == "https" ? 443 : 80) }
 
+    /// Whether the host names this machine by itself: `localhost`, 127.0.0.0/8 or `::1`.
+    public var isLoopback: Bool {
+        switch host {
+        case .domain(let name): return name == "localhost"
+        case .ipv4(let bytes): return bytes.first == 127
+        case .ipv6(let bytes): return bytes == [UInt8](repeating: 0, count: 15) + [1]
+        }
+    }
+
     /// `scheme://host[:port]`.
     public var origin: String { scheme + "://" + authority }
 

@@ -269,6 +269,18 @@ struct WebURLTests {
         }
     }
 
+    @Test("loopback hosts in any spelling")
+    func loopback() {
+        for url in [
+            "http://localhost:8080/", "http://127.1/", "http://2130706433/", "http://[::1]/", "http://LOCALHOST/",
+        ] {
+            #expect(WebURL(url)?.isLoopback == true, "\(url)")
+        }
+        for url in ["http://localhost.evil.example/", "http://128.0.0.1/", "http://[::2]/", "http://10.0.0.1/"] {
+            #expect(WebURL(url)?.isLoopback == false, "\(url)")
+        }
+    }
+
     @Test("a Host header is a plain name or [IPv6] with an optional port")
     func hostHeaders() {
         #expect(WebURL.authority(ofHostHeader: "127.0.0.1:19099")?.authority == "127.0.0.1:19099")

@@ -234,9 +234,8 @@ struct IdpConfigController<Tenants: TenantRepository> {
             throw FirebaseError.invalid(.invalidConfig, "clientId is required.")
         }
         guard oidc else { return }
-        guard let issuer = c.issuer, let url = URL(string: issuer), let host = url.host, !host.isEmpty,
-            url.scheme == "https" || (url.scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(host))
-        else {
+        // Read as the token service will fetch it (WebURL); where it may connect is decided there, after DNS.
+        guard let issuer = c.issuer, let url = WebURL(issuer), url.scheme == "https" || url.isLoopback else {
             throw FirebaseError.invalid(
                 .invalidConfig, "issuer must be an https URL (http only on a loopback host).")
         }
