@@ -73,6 +73,7 @@ public func buildTokenApplication(
                 ],
                 allowMethods: [.get, .post, .options]))
         router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
+        router.add(middleware: CallerMiddleware(apiKey: configuration.apiKey))
 
         router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
         metrics.addRoute(to: router)

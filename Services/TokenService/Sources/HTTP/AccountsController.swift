@@ -42,8 +42,10 @@ struct AccountsController {
 
     /// Anonymous sign-up without credentials (B.5.1); email/password sign-up, or with `idToken` the
     /// link of email/password to that user, which keeps its id (B.5.2).
-    @Sendable func signUp(_ request: Request, context: TokenContext) async throws -> JSONResponse<SignUpResponse> {
-        guard case .client = try Caller.identify(request, apiKey: configuration.apiKey) else {
+    @Sendable func signUp(_ request: Request, context: ClientOrAdminContext) async throws -> JSONResponse<
+        SignUpResponse
+    > {
+        guard case .client = context.caller else {
             throw FirebaseError.notImplemented("Privileged accounts:signUp (use POST /v1/projects/{p}/accounts)")
         }
         let body = try await request.decodeJSON(SignUpRequest.self, context: context)
@@ -112,10 +114,9 @@ struct AccountsController {
         var expiresIn = String(IDTokenIssuer.lifetime)
     }
 
-    @Sendable func signInWithPassword(_ request: Request, context: TokenContext) async throws
+    @Sendable func signInWithPassword(_ request: Request, context: ClientContext) async throws
         -> JSONResponse<PasswordSignInResponse>
     {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(PasswordSignInRequest.self, context: context)
         // reCAPTCHA is never enforced (recaptchaConfig says OFF), so a `captchaResponse` an SDK sends is
         // ignored like any other field it may send (A.11).
@@ -158,10 +159,9 @@ struct AccountsController {
 
     /// `accounts:createAuthUri` for an email (B.2.1); under email enumeration protection only
     /// `kind` and `sessionId` (B.5.9).
-    @Sendable func createAuthUri(_ request: Request, context: TokenContext) async throws
+    @Sendable func createAuthUri(_ request: Request, context: ClientContext) async throws
         -> JSONResponse<CreateAuthUriResponse>
     {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(CreateAuthUriRequest.self, context: context)
         if body.providerId != nil { throw FirebaseError.notImplemented("createAuthUri with providerId") }
         guard let identifier = body.identifier, !identifier.isEmpty else {
@@ -212,14 +212,16 @@ struct AccountsController {
     static let deletableAttributes: Set<String> = ["DISPLAY_NAME", "PHOTO_URL", "EMAIL", "PASSWORD"]
 
     /// An end user's `accounts:update` with its ID token (B.2.1, B.5.2, B.5.11, B.5.12).
-    @Sendable func update(_ request: Request, context: TokenContext) async throws -> Response {
-        if case .privileged(let authorization) = try Caller.identify(request, apiKey: configuration.apiKey) {
+    @Sendable func update(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
+        if case .privileged(let authorization) = context.caller {
             return try await forwardPrivileged(request, context: context, authorization: authorization, verb: "update")
         }
         return try await clientUpdate(request, context: context).response(from: request, context: context)
     }
 
-    func clientUpdate(_ request: Request, context: TokenContext) async throws -> JSONResponse<SetAccountInfoResponse> {
+    func clientUpdate(_ request: Request, context: ClientOrAdminContext) async throws -> JSONResponse<
+        SetAccountInfoResponse
+    > {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
         if body.customAttributes != nil { throw FirebaseError.invalid(.insufficientPermission) }
         if body.disableUser != nil || body.emailVerified != nil { throw FirebaseError.invalid(.operationNotAllowed) }
@@ -280,8 +282,8 @@ struct AccountsController {
         var tenantId: String?
     }
 
-    @Sendable func lookup(_ request: Request, context: TokenContext) async throws -> Response {
-        if case .privileged(let authorization) = try Caller.identify(request, apiKey: configuration.apiKey) {
+    @Sendable func lookup(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
+        if case .privileged(let authorization) = context.caller {
             return try await forwardPrivileged(request, context: context, authorization: authorization, verb: "lookup")
         }
         let body = try await request.decodeJSON(IDTokenRequest.self, context: context)
@@ -291,8 +293,8 @@ struct AccountsController {
         return try JSONResponse(LookupResponse(users: [user])).response(from: request, context: context)
     }
 
-    @Sendable func delete(_ request: Request, context: TokenContext) async throws -> Response {
-        if case .privileged(let authorization) = try Caller.identify(request, apiKey: configuration.apiKey) {
+    @Sendable func delete(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
+        if case .privileged(let authorization) = context.caller {
             return try await forwardPrivileged(request, context: context, authorization: authorization, verb: "delete")
         }
         let body = try await request.decodeJSON(IDTokenRequest.self, context: context)
@@ -308,7 +310,7 @@ struct AccountsController {
     }
 
     /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code (B.5.10).
-    func applyOobCode(_ code: String, tenant: String?, context: TokenContext) async throws -> JSONResponse<
+    func applyOobCode(_ code: String, tenant: String?, context: some TokenRequestContext) async throws -> JSONResponse<
         SetAccountInfoResponse
     > {
         let answer = try await tokens.directory.call(
@@ -319,7 +321,8 @@ struct AccountsController {
     }
 
     /// Sends a privileged call to the directory's admin path for the body's tenant.
-    func forwardPrivileged(_ request: Request, context: TokenContext, authorization: String, verb: String) async throws
+    func forwardPrivileged(_ request: Request, context: some TokenRequestContext, authorization: String, verb: String)
+        async throws
         -> Response
     {
         var request = request

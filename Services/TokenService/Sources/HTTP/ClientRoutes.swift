@@ -45,12 +45,38 @@ enum LegacyV3 {
 }
 
 extension Router<TokenContext> {
-    /// Registers a client operation (`v1/accounts:signUp`, `v2/passwordPolicy`, …) under every path
-    /// that stands for it: bare and with the identitytoolkit host prefix (A.1), and the v3 rpcs the
-    /// legacy table maps to it, with and without their host prefix. One handler for all of them.
+    /// An end-user operation: its handler gets a `ClientContext` (the API key was checked).
+    func client<Output: ResponseGenerator>(
+        _ method: HTTPRequest.Method, _ operation: String,
+        use handler: @escaping @Sendable (Request, ClientContext) async throws -> Output
+    ) {
+        group(context: ClientContext.self).register(method, operation, use: handler)
+    }
+
+    /// An operation end users and admins share: its handler gets a `ClientOrAdminContext`.
+    func client<Output: ResponseGenerator>(
+        _ method: HTTPRequest.Method, _ operation: String,
+        use handler: @escaping @Sendable (Request, ClientOrAdminContext) async throws -> Output
+    ) {
+        group(context: ClientOrAdminContext.self).register(method, operation, use: handler)
+    }
+
+    /// An operation that checks its caller itself (an admin bearer, or none): a `TokenContext`.
     func client<Output: ResponseGenerator>(
         _ method: HTTPRequest.Method, _ operation: String,
         use handler: @escaping @Sendable (Request, TokenContext) async throws -> Output
+    ) {
+        register(method, operation, use: handler)
+    }
+}
+
+extension RouterMethods {
+    /// Registers a client operation (`v1/accounts:signUp`, `v2/passwordPolicy`, …) under every path
+    /// that stands for it: bare and with the identitytoolkit host prefix (A.1), and the v3 rpcs the
+    /// legacy table maps to it, with and without their host prefix. One handler for all of them.
+    func register<Output: ResponseGenerator>(
+        _ method: HTTPRequest.Method, _ operation: String,
+        use handler: @escaping @Sendable (Request, Context) async throws -> Output
     ) {
         if !operation.hasPrefix("v3:") {
             for prefix in identityToolkitPrefixes {

@@ -31,8 +31,7 @@ struct EmailLinkController {
         var expiresIn = String(IDTokenIssuer.lifetime)
     }
 
-    @Sendable func signIn(_ request: Request, context: TokenContext) async throws -> JSONResponse<SignInResponse> {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+    @Sendable func signIn(_ request: Request, context: ClientContext) async throws -> JSONResponse<SignInResponse> {
         let body = try await request.decodeJSON(SignInRequest.self, context: context)
         let issued = try await complete(
             email: body.email, oobCode: body.oobCode, idToken: body.idToken,

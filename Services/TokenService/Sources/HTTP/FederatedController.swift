@@ -72,10 +72,9 @@ struct FederatedController {
             oauthAccessToken: credential.accessToken, oauthTokenSecret: credential.tokenSecret, tenantId: tenant)
     }
 
-    @Sendable func signInWithIdp(_ request: Request, context: TokenContext) async throws
+    @Sendable func signInWithIdp(_ request: Request, context: ClientContext) async throws
         -> JSONResponse<VerifyAssertionResponse>
     {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(IdpRequest.self, context: context)
         if body.pendingIdToken != nil || body.returnRefreshToken == true {
             throw FirebaseError.notImplemented("signInWithIdp with pendingIdToken or returnRefreshToken")
@@ -160,10 +159,9 @@ struct FederatedController {
         var expiresIn = String(IDTokenIssuer.lifetime)
     }
 
-    @Sendable func signInWithCustomToken(_ request: Request, context: TokenContext) async throws
+    @Sendable func signInWithCustomToken(_ request: Request, context: ClientContext) async throws
         -> JSONResponse<CustomTokenResponse>
     {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(CustomTokenRequest.self, context: context)
         guard let token = body.token, !token.isEmpty else { throw FirebaseError.invalid(.missingCustomToken) }
         guard token.utf8.count <= 16 * 1024 else {

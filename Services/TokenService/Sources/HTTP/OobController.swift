@@ -31,8 +31,8 @@ struct OobController {
         var email: String?
     }
 
-    @Sendable func sendOobCode(_ request: Request, context: TokenContext) async throws -> Response {
-        if case .privileged(let authorization) = try Caller.identify(request, apiKey: configuration.apiKey) {
+    @Sendable func sendOobCode(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
+        if case .privileged(let authorization) = context.caller {
             return try await AccountsController(tokens: tokens, configuration: configuration).forwardPrivileged(
                 request, context: context, authorization: authorization, verb: "sendOobCode")
         }
@@ -95,9 +95,8 @@ struct OobController {
         var requestType: String
     }
 
-    @Sendable func resetPassword(_ request: Request, context: TokenContext) async throws -> JSONResponse<ResetResponse>
+    @Sendable func resetPassword(_ request: Request, context: ClientContext) async throws -> JSONResponse<ResetResponse>
     {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         let body = try await request.decodeJSON(ResetRequest.self, context: context)
         guard let code = body.oobCode, !code.isEmpty else { throw FirebaseError.invalid(.missingOobCode) }
         if let password = body.newPassword { try Credentials.checkPassword(password) }

@@ -25,9 +25,8 @@ struct ProjectConfigController {
         var authorizedDomains: [String]
     }
 
-    @Sendable func projectConfig(_ request: Request, context: TokenContext) async throws -> JSONResponse<ProjectConfig>
+    @Sendable func projectConfig(_ request: Request, context: ClientContext) async throws -> JSONResponse<ProjectConfig>
     {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         return JSONResponse(
             ProjectConfig(
                 projectId: configuration.projectNumber, authorizedDomains: configuration.links.authorizedDomains))
@@ -52,10 +51,9 @@ struct ProjectConfigController {
 
     /// reCAPTCHA is not enforced for any provider (A.1: reCAPTCHA is out of scope), so the SDKs send
     /// their requests without a reCAPTCHA token.
-    @Sendable func recaptchaConfig(_ request: Request, context: TokenContext) async throws -> JSONResponse<
+    @Sendable func recaptchaConfig(_ request: Request, context: ClientContext) async throws -> JSONResponse<
         RecaptchaConfig
     > {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         return JSONResponse(
             RecaptchaConfig(recaptchaKey: "projects/\(configuration.projectID)/keys/recaptcha-disabled"))
     }
@@ -76,10 +74,9 @@ struct ProjectConfigController {
 
     /// No custom policy is enforced; the lengths are Tessera's own rule (A.9: 6–4096 characters), so a
     /// client-side `validatePassword()` agrees with the server.
-    @Sendable func passwordPolicy(_ request: Request, context: TokenContext) async throws -> JSONResponse<
+    @Sendable func passwordPolicy(_ request: Request, context: ClientContext) async throws -> JSONResponse<
         PasswordPolicy
     > {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
         return JSONResponse(PasswordPolicy())
     }
 
@@ -95,8 +92,7 @@ struct ProjectConfigController {
     /// asks that the provider's token be revoked at the provider. Tessera never redeems provider
     /// authorization codes nor keeps provider tokens, so there is nothing it holds to revoke; the
     /// caller's ID token is checked like every ID-token call, and the answer is the empty success.
-    @Sendable func revokeToken(_ request: Request, context: TokenContext) async throws -> JSONResponse<EmptyObject> {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+    @Sendable func revokeToken(_ request: Request, context: ClientContext) async throws -> JSONResponse<EmptyObject> {
         let body = try await request.decodeJSON(RevokeRequest.self, context: context)
         guard let providerId = body.providerId, !providerId.isEmpty else {
             throw FirebaseError.invalid(.invalidProviderId)

@@ -17,7 +17,7 @@ struct SessionTokens: Sendable {
     }
 
     /// The end user's address: the peer, or what trusted proxies say it is.
-    func clientIP(_ request: Request, _ context: TokenContext) -> String? {
+    func clientIP(_ request: Request, _ context: some TokenRequestContext) -> String? {
         configuration.clientAddress.resolve(
             peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor].joined(separator: ","))
     }
@@ -132,7 +132,7 @@ extension SessionTokens {
     /// answer as it came. A POST carries `body`; a GET, the `query`.
     func relayAdminCall(
         method: HTTPRequest.Method = .post, project: String, tenant: String?, verb: String, query: String? = nil,
-        authorization: String, body: Data?, context: TokenContext
+        authorization: String, body: Data?, context: some TesseraContext
     ) async throws -> Response {
         let segment = CharacterSet.alphanumerics.union(["-", "_", "."])
         guard let projectSegment = project.addingPercentEncoding(withAllowedCharacters: segment),

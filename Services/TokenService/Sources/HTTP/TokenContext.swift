@@ -3,22 +3,88 @@ import HTTPTypes
 import Hummingbird
 import TesseraShared
 
-typealias TokenContext = TesseraRequestContext
+/// What the token service's contexts share: the request id and the peer's address.
+protocol TokenRequestContext: TesseraContext {
+    /// The peer's address (the ingress, behind one); see `ClientAddress` for the end user's.
+    var remoteAddress: String? { get }
+}
+
+/// The token service's request context. `CallerMiddleware` reads what the request presents once —
+/// its API key, checked, and its bearer — and the routes build their context from it (issue #24).
+struct TokenContext: TokenRequestContext {
+    var coreContext: CoreRequestContextStorage
+    var requestID: String
+    var remoteAddress: String?
+    /// The API key's verdict (nil before `CallerMiddleware`).
+    var apiKey: Result<Void, FirebaseError>?
+    /// The token of `Authorization: Bearer` (nil: none, or another scheme).
+    var bearer: String?
+
+    init(source: Source) {
+        coreContext = .init(source: source)
+        requestID = ""
+        remoteAddress = source.channel.remoteAddress?.ipAddress
+    }
+}
+
+/// Reads who is calling, once per request, for the client contexts.
+struct CallerMiddleware: RouterMiddleware {
+    typealias Context = TokenContext
+    let apiKey: String
+
+    func handle(_ request: Request, context: TokenContext, next: (Request, TokenContext) async throws -> Response)
+        async throws -> Response
+    {
+        var context = context
+        context.apiKey = Result { try Caller.checkAPIKey(request, apiKey: apiKey) }.mapError {
+            $0 as? FirebaseError ?? .internal
+        }
+        context.bearer = request.bearerToken
+        return try await next(request, context)
+    }
+}
+
+/// An end-user operation's context (API.md B.0): only built when the API key was valid, so a handler
+/// that takes one never checks it.
+struct ClientContext: ChildRequestContext, TokenRequestContext {
+    var coreContext: CoreRequestContextStorage
+    var requestID: String
+    var remoteAddress: String?
+
+    init(context: TokenContext) throws {
+        try (context.apiKey ?? .failure(.missingAPIKey)).get()
+        coreContext = context.coreContext
+        requestID = context.requestID
+        remoteAddress = context.remoteAddress
+    }
+}
+
+/// The context of an operation that an end user (API key) or an admin (a bearer, which the
+/// directory authenticates) may call (B.0): `caller` says which.
+struct ClientOrAdminContext: ChildRequestContext, TokenRequestContext {
+    var coreContext: CoreRequestContextStorage
+    var requestID: String
+    var remoteAddress: String?
+    let caller: Caller
+
+    init(context: TokenContext) throws {
+        if let bearer = context.bearer {
+            caller = .privileged(authorization: "Bearer \(bearer)")
+        } else {
+            try (context.apiKey ?? .failure(.missingAPIKey)).get()
+            caller = .client
+        }
+        coreContext = context.coreContext
+        requestID = context.requestID
+        remoteAddress = context.remoteAddress
+    }
+}
 
 /// Who is calling a client endpoint: an end user's app (API key) or an admin (`Authorization:
 /// Bearer`), whose call the directory authenticates (API.md B.0: either is accepted).
-enum Caller {
+enum Caller: Sendable {
     case client
     case privileged(authorization: String)
-
-    /// Admin bearer if present (other schemes count as absent), else the API key must be valid.
-    static func identify(_ request: Request, apiKey: String) throws -> Caller {
-        if let token = request.bearerToken {
-            return .privileged(authorization: "Bearer \(token)")
-        }
-        try checkAPIKey(request, apiKey: apiKey)
-        return .client
-    }
 
     static func checkAPIKey(_ request: Request, apiKey: String) throws {
         let presented = request.uri.queryParameters.get("key") ?? request.headers[.googAPIKey]

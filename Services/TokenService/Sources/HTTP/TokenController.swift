@@ -10,8 +10,9 @@ struct TokenController {
     let configuration: TokenServiceConfiguration
 
     func addRoutes(to router: Router<TokenContext>) {
+        let clients = router.group(context: ClientContext.self)
         for prefix in secureTokenPrefixes {
-            router.post("\(prefix)/v1/token", use: token)
+            clients.post("\(prefix)/v1/token", use: token)
         }
     }
 
@@ -30,8 +31,7 @@ struct TokenController {
         var project_id: String
     }
 
-    @Sendable func token(_ request: Request, context: TokenContext) async throws -> JSONResponse<GrantResponse> {
-        try Caller.checkAPIKey(request, apiKey: configuration.apiKey)
+    @Sendable func token(_ request: Request, context: ClientContext) async throws -> JSONResponse<GrantResponse> {
         let grant = try await Self.decodeGrant(request, context: context)
         guard let grantType = grant.grantType, !grantType.isEmpty else {
             throw FirebaseError.invalid(.missingGrantType)
@@ -49,7 +49,7 @@ struct TokenController {
     }
 
     /// `application/x-www-form-urlencoded` or JSON, snake_case or camelCase.
-    static func decodeGrant(_ request: Request, context: TokenContext) async throws -> GrantRequest {
+    static func decodeGrant(_ request: Request, context: some TesseraContext) async throws -> GrantRequest {
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
             return try await request.decodeJSON(GrantRequest.self, context: context)
