@@ -125,6 +125,13 @@ struct EgressPolicyTests {
         #expect(await policy.allowsPlainHTTP(try #require(WebURL("http://127.0.0.1:8080/jwks"))))
         #expect(!(await policy.allowsPlainHTTP(try #require(WebURL("http://169.254.169.254/jwks")))))
         #expect(throws: ConfigError.self) { try EgressPolicy(parsing: "localhost:8080") }
+        // A name that does not resolve is a provider that cannot be reached (503), not a refusal.
+        do {
+            _ = try await policy.address(for: try #require(WebURL("https://no-such-host.invalid/")), logger: logger)
+            Issue.record("an unresolvable name was given an address")
+        } catch let error as FirebaseError {
+            #expect(error.code == "UNAVAILABLE", "\(error)")
+        }
     }
 }
 

@@ -74,6 +74,11 @@ struct EgressPolicy: Sendable {
     /// `INVALID_IDP_RESPONSE` — the same answer whether anything listens there or not.
     func address(for url: WebURL, logger: Logger) async throws -> String {
         let addresses = try await Self.addresses(of: url)
+        guard !addresses.isEmpty else {
+            // A name that does not resolve (now): a provider that cannot be reached, as before the check.
+            logger.warning("identity provider name does not resolve", metadata: ["idp.host": .string(url.hostString)])
+            throw FirebaseError.unavailable("The identity provider could not be reached; retry shortly.")
+        }
         guard let first = addresses.first,
             addresses.allSatisfy({ permits($0, port: url.effectivePort) })
         else {
