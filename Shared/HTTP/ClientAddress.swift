@@ -76,8 +76,7 @@ public struct CIDR: Sendable, Equatable {
         var v6 = in6_addr()
         guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
         let raw = withUnsafeBytes(of: &v6) { Array($0) }
-        if raw.prefix(10).allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF { return Array(raw.suffix(4)) }
-        return raw
+        return unmapped(raw)
     }
 }
 
@@ -86,6 +85,13 @@ extension CIDR {
     public static func addressBytes(_ text: String) -> [UInt8]? { bytes(text) }
 
     public func contains(address bytes: [UInt8]) -> Bool { contains(bytes) }
+
+    /// An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) as the 4 bytes of the IPv4 address it is;
+    /// any other address as it is.
+    public static func unmapped(_ raw: [UInt8]) -> [UInt8] {
+        raw.count == 16 && raw.prefix(10).allSatisfy { $0 == 0 } && raw[10] == 0xFF && raw[11] == 0xFF
+            ? Array(raw.suffix(4)) : raw
+    }
 
     /// Blocks no request to an outside party (an identity provider a tenant configures) may reach
     /// (issue #23): this host, private networks, link-local (cloud metadata at 169.254.169.254 and

@@ -1,6 +1,6 @@
-"""Email/password accounts through the stack: sign-up, sign-in, createAuthUri, email enumeration
-protection, anonymous upgrade, accounts:update, re-authentication and revocation (API.md A.3, A.9,
-B.2.1, B.5.2, B.5.9, B.5.11, B.5.12)."""
+"""Email enumeration protection through the stack (API.md B.5.9), and the password helpers other stack
+tests share. Sign-up, sign-in, updates, re-authentication and revocation are in the in-process Swift
+tests (Tests/TesseraTests/InProcess/InProcessPasswordTests.swift, InProcessAccountUpdateTests.swift)."""
 
 from __future__ import annotations
 
@@ -34,10 +34,6 @@ def sign_in(client, tenant_id, address, password=PASSWORD):
                        {"tenantId": tenant_id, "email": address, "password": password, "returnSecureToken": True})
 
 
-def update(client, tenant_id, id_token, **fields):
-    return client.post("/v1/accounts:update", {"tenantId": tenant_id, "idToken": id_token, **fields})
-
-
 def test_email_enumeration_protection_is_on_by_default(client, admin, password_tenant):
     address = email()
     expect_ok(sign_up(client, password_tenant, address))
@@ -57,8 +53,3 @@ def test_email_enumeration_protection_is_on_by_default(client, admin, password_t
     known = statistics.median(timed(address, "wrong password") for _ in range(7))
     unknown = statistics.median(timed(email(), "wrong password") for _ in range(7))
     assert unknown > 0.5 * known and known > 0.5 * unknown, f"known {known:.4f}s vs unknown {unknown:.4f}s"
-
-
-def admin_update(admin, tenant_id, **body):
-    return admin.request("POST", admin.accounts_path(tenant_id, "update"), json=body)
-

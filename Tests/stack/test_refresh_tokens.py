@@ -1,4 +1,6 @@
-"""Secure Token API: refresh-token exchange, rotation, the grace window, reuse detection."""
+"""Secure Token API through the ingress: concurrent refreshes of one token agree on one successor.
+The rest of /v1/token (rotation, the grace window, reuse detection, request errors) is in the
+in-process Swift tests (Tests/TesseraTests/InProcess/InProcessRefreshTests.swift)."""
 
 from __future__ import annotations
 
@@ -9,29 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 import requests
 
 from conftest import Client, describe, expect_ok
-
-
-def past_grace(stack) -> float:
-    """A wait comfortably past the stack's refresh grace window (2 s in the test stack)."""
-    grace = stack.refresh_grace
-    assert grace <= 10, f"TESSERA_REFRESH_GRACE={grace}s is too long for the stack tests"
-    return grace + 0.6
-
-
-def check_token_response(data: dict, stack, verifier, local_id: str, tenant_id: str | None,
-                         previous_refresh_token: str) -> dict:
-    assert data["access_token"] == data["id_token"], data
-    assert data["expires_in"] == "3600", data
-    assert data["token_type"] == "Bearer", data
-    assert data["user_id"] == local_id, data
-    assert isinstance(data.get("project_id"), str) and data["project_id"], data
-    assert data["refresh_token"] != previous_refresh_token, "refresh token was not rotated"
-    claims = verifier.verify(data["id_token"])
-    assert claims["sub"] == local_id and claims["user_id"] == local_id, claims
-    assert claims["exp"] == claims["iat"] + 3600, claims
-    assert claims["firebase"]["sign_in_provider"] == "anonymous", claims
-    assert claims["firebase"].get("tenant") == tenant_id, claims
-    return claims
 
 
 def test_concurrent_refreshes_of_one_token_agree_on_one_successor(stack, tenant_id):

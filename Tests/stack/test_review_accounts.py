@@ -18,8 +18,8 @@ import requests
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from conftest import describe, expect_error, expect_ok, oob_link, psql, scrape, value
+from test_passwords import PASSWORD, sign_in, sign_up
 
-PASSWORD = "correct horse 1"
 MAX_FIELD = 2048  # Firebase's bound on displayName and photoUrl
 
 
@@ -72,16 +72,6 @@ def project_hash_config(admin) -> dict:
 def admin_create(admin, tenant_id, **fields):
     """Admin `accounts` (create a user) in a tenant."""
     return admin.request("POST", f"/v1/projects/{admin.stack.project_id}/tenants/{tenant_id}/accounts", json=fields)
-
-
-def sign_up(client, tenant_id, email, password=PASSWORD, **extra):
-    return client.post("/v1/accounts:signUp", {"tenantId": tenant_id, "email": email, "password": password,
-                                              "returnSecureToken": True, **extra})
-
-
-def sign_in(client, tenant_id, email, password=PASSWORD):
-    return client.post("/v1/accounts:signInWithPassword",
-                       {"tenantId": tenant_id, "email": email, "password": password, "returnSecureToken": True})
 
 
 def send(client, tenant_id, **body):

@@ -73,7 +73,8 @@ public func buildTokenApplication(
                 ],
                 allowMethods: [.get, .post, .options]))
         router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
-        router.add(middleware: CallerMiddleware(apiKey: configuration.apiKey))
+        // The routes whose context says who called; keys, health and the hosted pages skip the reading.
+        let clients = router.group().add(middleware: CallerMiddleware(apiKey: configuration.apiKey))
 
         router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
         metrics.addRoute(to: router)
@@ -82,16 +83,16 @@ public func buildTokenApplication(
                 InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)
             return JSONResponse(HealthStatus())
         }
-        AccountsController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-        FederatedController(tokens: tokens, providers: providers, configuration: configuration).addRoutes(to: router)
-        TokenController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-        OobController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        AccountsController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
+        FederatedController(tokens: tokens, providers: providers, configuration: configuration).addRoutes(to: clients)
+        TokenController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
+        OobController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
         SessionCookieController(tokens: tokens, cookieKeys: cookieKeys, configuration: configuration).addRoutes(
             to: router)
         KeysController(keys: keys, cookieKeys: cookieKeys, configuration: configuration).addRoutes(to: router)
-        ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
         LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-        EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
         ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
         OutOfScope.addRoutes(to: router)
         router.addRouteTable(internalSecret: configuration.internalSecret)

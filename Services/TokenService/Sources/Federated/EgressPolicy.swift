@@ -60,14 +60,9 @@ struct EgressPolicy: Sendable {
     static func addresses(of url: WebURL) async throws -> [[UInt8]] {
         switch url.host {
         case .ipv4(let bytes): return [bytes]
-        case .ipv6(let bytes): return [unmapped(bytes)]
+        case .ipv6(let bytes): return [CIDR.unmapped(bytes)]
         case .domain(let name): return try await resolve(name)
         }
-    }
-
-    static func unmapped(_ raw: [UInt8]) -> [UInt8] {
-        raw.count == 16 && raw.prefix(10).allSatisfy { $0 == 0 } && raw[10] == 0xFF && raw[11] == 0xFF
-            ? Array(raw.suffix(4)) : raw
     }
 
     /// The address to connect to for `url`, after checking every address its host has; throws
@@ -108,7 +103,7 @@ struct EgressPolicy: Sendable {
                         found.append(withUnsafeBytes(of: &v4) { Array($0) })
                     case AF_INET6:
                         var v6 = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
-                        found.append(unmapped(withUnsafeBytes(of: &v6) { Array($0) }))
+                        found.append(CIDR.unmapped(withUnsafeBytes(of: &v6) { Array($0) }))
                     default: break
                     }
                 }

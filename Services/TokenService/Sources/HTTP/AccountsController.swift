@@ -10,13 +10,13 @@ struct AccountsController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration
 
-    func addRoutes(to router: Router<TokenContext>) {
-        router.client(.post, "v1/accounts:signUp", use: signUp)
-        router.client(.post, "v1/accounts:lookup", use: lookup)
-        router.client(.post, "v1/accounts:delete", use: delete)
-        router.client(.post, "v1/accounts:signInWithPassword", use: signInWithPassword)
-        router.client(.post, "v1/accounts:createAuthUri", use: createAuthUri)
-        router.client(.post, "v1/accounts:update", use: update)
+    func addRoutes(to clients: RouterGroup<TokenContext>) {
+        clients.client(.post, "v1/accounts:signUp", use: signUp)
+        clients.client(.post, "v1/accounts:lookup", use: lookup)
+        clients.client(.post, "v1/accounts:delete", use: delete)
+        clients.client(.post, "v1/accounts:signInWithPassword", use: signInWithPassword)
+        clients.client(.post, "v1/accounts:createAuthUri", use: createAuthUri)
+        clients.client(.post, "v1/accounts:update", use: update)
     }
 
     struct SignUpRequest: Decodable {
@@ -334,10 +334,7 @@ struct AccountsController {
             body: data, context: context)
     }
 
-    static func tenant(_ raw: String?) -> String? {
-        guard let raw, !raw.isEmpty else { return nil }
-        return raw
-    }
+    static func tenant(_ raw: String?) -> String? { Scope(wire: raw).tenantID }
 }
 
 /// Written by hand: the answer of every password sign-in (the same members as `JSONEncoder` writes).

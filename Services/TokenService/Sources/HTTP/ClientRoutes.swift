@@ -44,8 +44,9 @@ enum LegacyV3 {
     }
 }
 
-extension Router<TokenContext> {
-    /// An end-user operation: its handler gets a `ClientContext` (the API key was checked).
+extension RouterGroup<TokenContext> {
+    /// An end-user operation: its handler gets a `ClientContext` (the API key was checked). Called on
+    /// the group that reads the caller (`CallerMiddleware`), which only client routes pay for.
     func client<Output: ResponseGenerator>(
         _ method: HTTPRequest.Method, _ operation: String,
         use handler: @escaping @Sendable (Request, ClientContext) async throws -> Output
@@ -59,14 +60,6 @@ extension Router<TokenContext> {
         use handler: @escaping @Sendable (Request, ClientOrAdminContext) async throws -> Output
     ) {
         group(context: ClientOrAdminContext.self).register(method, operation, use: handler)
-    }
-
-    /// An operation that checks its caller itself (an admin bearer, or none): a `TokenContext`.
-    func client<Output: ResponseGenerator>(
-        _ method: HTTPRequest.Method, _ operation: String,
-        use handler: @escaping @Sendable (Request, TokenContext) async throws -> Output
-    ) {
-        register(method, operation, use: handler)
     }
 }
 
@@ -112,8 +105,8 @@ struct LegacyAdminController {
     let configuration: TokenServiceConfiguration
 
     func addRoutes(to router: Router<TokenContext>) {
-        router.client(.post, "v3:downloadAccount", use: download)
-        router.client(.post, "v3:uploadAccount", use: upload)
+        router.register(.post, "v3:downloadAccount", use: download)
+        router.register(.post, "v3:uploadAccount", use: upload)
     }
 
     struct Target: Decodable {

@@ -10,8 +10,8 @@ struct EmailLinkController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration
 
-    func addRoutes(to router: Router<TokenContext>) {
-        router.client(.post, "v1/accounts:signInWithEmailLink", use: signIn)
+    func addRoutes(to clients: RouterGroup<TokenContext>) {
+        clients.client(.post, "v1/accounts:signInWithEmailLink", use: signIn)
     }
 
     struct SignInRequest: Decodable {

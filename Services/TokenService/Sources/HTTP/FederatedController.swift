@@ -10,9 +10,9 @@ struct FederatedController {
     let providers: IdentityProviders
     let configuration: TokenServiceConfiguration
 
-    func addRoutes(to router: Router<TokenContext>) {
-        router.client(.post, "v1/accounts:signInWithIdp", use: signInWithIdp)
-        router.client(.post, "v1/accounts:signInWithCustomToken", use: signInWithCustomToken)
+    func addRoutes(to clients: RouterGroup<TokenContext>) {
+        clients.client(.post, "v1/accounts:signInWithIdp", use: signInWithIdp)
+        clients.client(.post, "v1/accounts:signInWithCustomToken", use: signInWithCustomToken)
     }
 
     struct IdpRequest: Decodable {

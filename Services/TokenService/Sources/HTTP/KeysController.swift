@@ -31,7 +31,7 @@ struct KeysController {
         for prefix in identityToolkitPrefixes {
             router.get("\(prefix)/v1/sessionCookiePublicKeys", use: cookieJWKS)
         }
-        router.client(.get, "v3:publicKeys", use: cookieX509)
+        router.register(.get, "v3:publicKeys", use: cookieX509)
         router.get("/.well-known/openid-configuration", use: discovery)
         // The API description (OpenAPI 3.1), as checked in at Services/TokenService/Sources/Resources.
         let description = Self.apiDescription

@@ -11,9 +11,9 @@ struct OobController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration
 
-    func addRoutes(to router: Router<TokenContext>) {
-        router.client(.post, "v1/accounts:sendOobCode", use: sendOobCode)
-        router.client(.post, "v1/accounts:resetPassword", use: resetPassword)
+    func addRoutes(to clients: RouterGroup<TokenContext>) {
+        clients.client(.post, "v1/accounts:sendOobCode", use: sendOobCode)
+        clients.client(.post, "v1/accounts:resetPassword", use: resetPassword)
     }
 
     struct SendRequest: Decodable {

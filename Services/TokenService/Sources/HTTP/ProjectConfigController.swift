@@ -10,13 +10,13 @@ struct ProjectConfigController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration
 
-    func addRoutes(to router: Router<TokenContext>) {
+    func addRoutes(to clients: RouterGroup<TokenContext>) {
         // Apple sends getProjectConfig as a GET (no body); the emulator's rewrite keeps any method.
-        router.client(.get, "v1/projects", use: projectConfig)
-        router.client(.post, "v1/projects", use: projectConfig)
-        router.client(.get, "v2/recaptchaConfig", use: recaptchaConfig)
-        router.client(.get, "v2/passwordPolicy", use: passwordPolicy)
-        router.client(.post, "v2/accounts:revokeToken", use: revokeToken)
+        clients.client(.get, "v1/projects", use: projectConfig)
+        clients.client(.post, "v1/projects", use: projectConfig)
+        clients.client(.get, "v2/recaptchaConfig", use: recaptchaConfig)
+        clients.client(.get, "v2/passwordPolicy", use: passwordPolicy)
+        clients.client(.post, "v2/accounts:revokeToken", use: revokeToken)
     }
 
     struct ProjectConfig: Encodable, Sendable {

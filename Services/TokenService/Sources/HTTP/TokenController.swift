@@ -9,10 +9,10 @@ struct TokenController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration
 
-    func addRoutes(to router: Router<TokenContext>) {
-        let clients = router.group(context: ClientContext.self)
+    func addRoutes(to clients: RouterGroup<TokenContext>) {
+        let endUsers = clients.group(context: ClientContext.self)
         for prefix in secureTokenPrefixes {
-            clients.post("\(prefix)/v1/token", use: token)
+            endUsers.post("\(prefix)/v1/token", use: token)
         }
     }
 
