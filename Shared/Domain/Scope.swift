@@ -29,3 +29,31 @@ public struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public static func < (lhs: Scope, rhs: Scope) -> Bool { lhs.key < rhs.key }
 }
+
+/// On the wire a scope is its `tenantId`: a string, absent (or `""`) for the default scope. The
+/// container overloads below are what the synthesized `Codable` of a type with a `Scope` property
+/// calls, so a DTO's `scope` is written as `tenantId` when it is a tenant and left out otherwise, and
+/// read back from an absent, null or `""` member as the default scope.
+extension Scope: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        self.init(wire: container.decodeNil() ? nil : try container.decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(key)
+    }
+}
+
+extension KeyedDecodingContainer {
+    public func decode(_ type: Scope.Type, forKey key: Key) throws -> Scope {
+        Scope(wire: try decodeIfPresent(String.self, forKey: key))
+    }
+}
+
+extension KeyedEncodingContainer {
+    public mutating func encode(_ value: Scope, forKey key: Key) throws {
+        try encodeIfPresent(value.tenantID, forKey: key)
+    }
+}

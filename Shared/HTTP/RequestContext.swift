@@ -11,9 +11,10 @@ public protocol TesseraContext: RequestContext {
 }
 
 /// The request context of the services that need nothing more than the request id.
-public struct TesseraRequestContext: TesseraContext {
+public struct TesseraRequestContext: InternalCallerContext {
     public var coreContext: CoreRequestContextStorage
     public var requestID: String
+    public var isInternalCaller = false
     /// The peer's address (the ingress, behind one); see `ClientAddress` for the end user's.
     public var remoteAddress: String?
 

@@ -6,7 +6,7 @@
 extension AccountRequest: DirectJSONEncodable, DirectJSONDecodable {
     public func writeJSON(to writer: inout JSONWriter) {
         writer.object { object in
-            object.member("tenantId", tenantId)
+            object.member("tenantId", scope.tenantID)
             object.member("localId", localId)
         }
     }
@@ -21,7 +21,7 @@ extension AccountRequest: DirectJSONEncodable, DirectJSONDecodable {
             default: try reader.skipValue()
             }
         }
-        self.init(tenantId: tenantId, localId: try requiredJSONMember(localId, "localId"))
+        self.init(scope: Scope(wire: tenantId), localId: try requiredJSONMember(localId, "localId"))
     }
 }
 
@@ -65,7 +65,7 @@ extension SignUpAnonymousRequest: DirectJSONEncodable, DirectJSONDecodable {
     public func writeJSON(to writer: inout JSONWriter) {
         writer.object { object in
             object.member("clientIP", clientIP)
-            object.member("tenantId", tenantId)
+            object.member("tenantId", scope.tenantID)
             object.member("refreshTokenHash", refreshTokenHash)
             object.member("sessionExpiresAt", sessionExpiresAt)
         }
@@ -86,7 +86,8 @@ extension SignUpAnonymousRequest: DirectJSONEncodable, DirectJSONDecodable {
             }
         }
         self.init(
-            tenantId: tenantId, refreshTokenHash: try requiredJSONMember(refreshTokenHash, "refreshTokenHash"),
+            scope: Scope(wire: tenantId),
+            refreshTokenHash: try requiredJSONMember(refreshTokenHash, "refreshTokenHash"),
             sessionExpiresAt: try requiredJSONMember(sessionExpiresAt, "sessionExpiresAt"))
         self.clientIP = clientIP
     }
@@ -120,7 +121,7 @@ extension SignInWithPasswordRequest: DirectJSONEncodable, DirectJSONDecodable {
     public func writeJSON(to writer: inout JSONWriter) {
         writer.object { object in
             object.member("clientIP", clientIP)
-            object.member("tenantId", tenantId)
+            object.member("tenantId", scope.tenantID)
             object.member("email", email)
             object.member("password", password)
             object.member("session", session)
@@ -144,7 +145,7 @@ extension SignInWithPasswordRequest: DirectJSONEncodable, DirectJSONDecodable {
             }
         }
         self.init(
-            tenantId: tenantId, email: try requiredJSONMember(email, "email"),
+            scope: Scope(wire: tenantId), email: try requiredJSONMember(email, "email"),
             password: try requiredJSONMember(password, "password"),
             session: try requiredJSONMember(session, "session"))
         self.clientIP = clientIP

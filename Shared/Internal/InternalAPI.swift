@@ -150,12 +150,16 @@ public struct CleanupFinishRequest: Codable, Sendable {
 
 /// The configuration of one identity provider in one scope, for verifying its credentials.
 public struct IdpConfigRequest: Codable, Sendable {
-    public var tenantId: String?
+    public var scope: Scope
     public var providerId: String
 
-    public init(tenantId: String?, providerId: String) {
-        self.tenantId = tenantId
+    public init(scope: Scope, providerId: String) {
+        self.scope = scope
         self.providerId = providerId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope = "tenantId", providerId
     }
 }
 
@@ -180,18 +184,22 @@ public struct IdpConfigResponse: Codable, Sendable {
 public struct SignInWithIdpRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
-    public var tenantId: String?
+    public var scope: Scope
     public var identity: FederatedIdentity
     public var linkTo: String?
     public var session: NewSession
     /// false: a re-authentication (`autoCreate: false`), which must never create a user.
     public var autoCreate: Bool?
 
-    public init(tenantId: String?, identity: FederatedIdentity, linkTo: String?, session: NewSession) {
-        self.tenantId = tenantId
+    public init(scope: Scope, identity: FederatedIdentity, linkTo: String?, session: NewSession) {
+        self.scope = scope
         self.identity = identity
         self.linkTo = linkTo
         self.session = session
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", identity, linkTo, session, autoCreate
     }
 }
 
@@ -229,14 +237,18 @@ public struct SignInWithIdpResponse: Codable, Sendable {
 public struct SignInWithCustomTokenRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
-    public var tenantId: String?
+    public var scope: Scope
     public var token: String
     public var session: NewSession
 
-    public init(tenantId: String?, token: String, session: NewSession) {
-        self.tenantId = tenantId
+    public init(scope: Scope, token: String, session: NewSession) {
+        self.scope = scope
         self.token = token
         self.session = session
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", token, session
     }
 }
 
@@ -261,19 +273,23 @@ public typealias SignInWithCustomTokenResponse = SignedInResponse
 public struct SignInWithEmailLinkRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
-    public var tenantId: String?
+    public var scope: Scope
     /// Normalised (lower-case).
     public var email: String
     public var oobCode: String
     public var linkTo: String?
     public var session: NewSession
 
-    public init(tenantId: String?, email: String, oobCode: String, linkTo: String?, session: NewSession) {
-        self.tenantId = tenantId
+    public init(scope: Scope, email: String, oobCode: String, linkTo: String?, session: NewSession) {
+        self.scope = scope
         self.email = email
         self.oobCode = oobCode
         self.linkTo = linkTo
         self.session = session
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", email, oobCode, linkTo, session
     }
 }
 
@@ -283,11 +299,15 @@ public typealias SignInWithEmailLinkResponse = SignedInResponse
 public struct CheckAdminRequest: Codable, Sendable {
     public var authorization: String
     /// The tenant the call acts in (nil: project level); a tenant-scoped credential must match it.
-    public var tenantId: String?
+    public var scope: Scope
 
-    public init(authorization: String, tenantId: String?) {
+    public init(authorization: String, scope: Scope) {
         self.authorization = authorization
-        self.tenantId = tenantId
+        self.scope = scope
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case authorization, scope = "tenantId"
     }
 }
 
@@ -333,7 +353,7 @@ public enum OobRequestType: String, Codable, Sendable {
 public struct SendOobCodeRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
-    public var tenantId: String?
+    public var scope: Scope
     public var requestType: OobRequestType
     public var email: String?
     public var localId: String?
@@ -345,17 +365,21 @@ public struct SendOobCodeRequest: Codable, Sendable {
     public var returnLink: Bool = false
 
     public init(
-        tenantId: String?, requestType: OobRequestType, email: String?, localId: String?, newEmail: String?,
+        scope: Scope, requestType: OobRequestType, email: String?, localId: String?, newEmail: String?,
         linkPrefix: String, continueUrl: String?, returnLink: Bool = false
     ) {
         self.returnLink = returnLink
-        self.tenantId = tenantId
+        self.scope = scope
         self.requestType = requestType
         self.email = email
         self.localId = localId
         self.newEmail = newEmail
         self.linkPrefix = linkPrefix
         self.continueUrl = continueUrl
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", requestType, email, localId, newEmail, linkPrefix, continueUrl, returnLink
     }
 }
 
@@ -374,15 +398,19 @@ public struct SendOobCodeResponse: Codable, Sendable {
 }
 
 public struct ResetPasswordRequest: Codable, Sendable {
-    public var tenantId: String?
+    public var scope: Scope
     public var oobCode: String
     /// Without a new password the code's purpose is reported and the code is not consumed.
     public var newPassword: String?
 
-    public init(tenantId: String?, oobCode: String, newPassword: String?) {
-        self.tenantId = tenantId
+    public init(scope: Scope, oobCode: String, newPassword: String?) {
+        self.scope = scope
         self.oobCode = oobCode
         self.newPassword = newPassword
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope = "tenantId", oobCode, newPassword
     }
 }
 
@@ -401,12 +429,16 @@ public struct OobCodeResponse: Codable, Sendable {
 }
 
 public struct ApplyOobCodeRequest: Codable, Sendable {
-    public var tenantId: String?
+    public var scope: Scope
     public var oobCode: String
 
-    public init(tenantId: String?, oobCode: String) {
-        self.tenantId = tenantId
+    public init(scope: Scope, oobCode: String) {
+        self.scope = scope
         self.oobCode = oobCode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope = "tenantId", oobCode
     }
 }
 
@@ -427,7 +459,7 @@ public struct NewSession: Codable, Sendable {
 public struct SignUpPasswordRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
-    public var tenantId: String?
+    public var scope: Scope
     /// Normalised (lower-case).
     public var email: String
     public var password: String
@@ -436,40 +468,52 @@ public struct SignUpPasswordRequest: Codable, Sendable {
     public var session: NewSession
 
     public init(
-        tenantId: String?, email: String, password: String, displayName: String?, localId: String?, session: NewSession
+        scope: Scope, email: String, password: String, displayName: String?, localId: String?, session: NewSession
     ) {
-        self.tenantId = tenantId
+        self.scope = scope
         self.email = email
         self.password = password
         self.displayName = displayName
         self.localId = localId
         self.session = session
     }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", email, password, displayName, localId, session
+    }
 }
 
 public struct SignInWithPasswordRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
-    public var tenantId: String?
+    public var scope: Scope
     public var email: String
     public var password: String
     public var session: NewSession
 
-    public init(tenantId: String?, email: String, password: String, session: NewSession) {
-        self.tenantId = tenantId
+    public init(scope: Scope, email: String, password: String, session: NewSession) {
+        self.scope = scope
         self.email = email
         self.password = password
         self.session = session
     }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", email, password, session
+    }
 }
 
 public struct AuthMethodsRequest: Codable, Sendable {
-    public var tenantId: String?
+    public var scope: Scope
     public var email: String
 
-    public init(tenantId: String?, email: String) {
-        self.tenantId = tenantId
+    public init(scope: Scope, email: String) {
+        self.scope = scope
         self.email = email
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope = "tenantId", email
     }
 }
 
@@ -491,7 +535,7 @@ public struct AuthMethodsResponse: Codable, Sendable {
 /// An end user's change to its own account (`accounts:update`). When the email or the password
 /// changes, every older session is revoked and `session` starts the one the answer's tokens use.
 public struct UpdateAccountRequest: Codable, Sendable {
-    public var tenantId: String?
+    public var scope: Scope
     public var localId: String
     public var displayName: String?
     public var photoUrl: String?
@@ -506,10 +550,10 @@ public struct UpdateAccountRequest: Codable, Sendable {
     public var session: NewSession
 
     public init(
-        tenantId: String?, localId: String, displayName: String?, photoUrl: String?, deleteAttribute: [String],
+        scope: Scope, localId: String, displayName: String?, photoUrl: String?, deleteAttribute: [String],
         email: String?, password: String?, deleteProvider: [String], currentSignInProvider: String, session: NewSession
     ) {
-        self.tenantId = tenantId
+        self.scope = scope
         self.localId = localId
         self.displayName = displayName
         self.photoUrl = photoUrl
@@ -519,6 +563,11 @@ public struct UpdateAccountRequest: Codable, Sendable {
         self.deleteProvider = deleteProvider
         self.currentSignInProvider = currentSignInProvider
         self.session = session
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope = "tenantId", localId, displayName, photoUrl, deleteAttribute, email, password, deleteProvider,
+            currentSignInProvider, session
     }
 }
 
@@ -559,16 +608,20 @@ public struct SessionInfo: Codable, Sendable, Equatable {
 public struct SignUpAnonymousRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
-    public var tenantId: String?
+    public var scope: Scope
     /// Hash of the first refresh token of the new session (`Secrets.tokenHash`).
     public var refreshTokenHash: String
     /// Absolute end of the session (seconds since the epoch).
     public var sessionExpiresAt: Int64
 
-    public init(tenantId: String?, refreshTokenHash: String, sessionExpiresAt: Int64) {
-        self.tenantId = tenantId
+    public init(scope: Scope, refreshTokenHash: String, sessionExpiresAt: Int64) {
+        self.scope = scope
         self.refreshTokenHash = refreshTokenHash
         self.sessionExpiresAt = sessionExpiresAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", refreshTokenHash, sessionExpiresAt
     }
 }
 
@@ -583,12 +636,16 @@ public struct SessionCreatedResponse: Codable, Sendable {
 }
 
 public struct AccountRequest: Codable, Sendable {
-    public var tenantId: String?
+    public var scope: Scope
     public var localId: String
 
-    public init(tenantId: String?, localId: String) {
-        self.tenantId = tenantId
+    public init(scope: Scope, localId: String) {
+        self.scope = scope
         self.localId = localId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope = "tenantId", localId
     }
 }
 

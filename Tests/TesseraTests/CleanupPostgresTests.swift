@@ -12,13 +12,13 @@ struct CleanupPostgresTests {
     static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
     /// A tenant with auto-cleanup on and `count` anonymous users already due.
-    func dueUsers(_ client: PostgresClient, count: Int) async throws -> (PostgresAccountRepository, [String]) {
-        let tenants = PostgresTenantRepository(client: client, anonymousRetention: .zero)
+    func dueUsers(_ client: PostgresClient, count: Int) async throws -> (PostgresAccountStore, [String]) {
+        let tenants = PostgresTenantStore(client: client, anonymousRetention: .zero)
         _ = try await tenants.create(
             ScopeSettings(
                 tenantId: "t1", displayName: "t1", allowPasswordSignup: true, enableAnonymousUser: true,
                 autodeleteAnonymousUsers: true), logger: logger)
-        let accounts = PostgresAccountRepository(client: client, anonymousRetention: .zero, hasher: Self.hasher)
+        let accounts = PostgresAccountStore(client: client, anonymousRetention: .zero, hasher: Self.hasher)
         var ids: [String] = []
         for _ in 0..<count {
             let (user, _) = try await accounts.signUpAnonymous(
@@ -45,7 +45,7 @@ struct CleanupPostgresTests {
             #expect(granted.tenants == ["t1"])
             _ = try await accounts.signUpPassword(
                 SignUpPasswordRequest(
-                    tenantId: "t1", email: "upgraded@example.com", password: "correct horse", displayName: nil,
+                    scope: Scope(key: "t1"), email: "upgraded@example.com", password: "correct horse", displayName: nil,
                     localId: ids[0], session: NewSession(refreshTokenHash: UUID().uuidString, expiresAt: 4_000_000_000)),
                 logger: logger)
             let answer = try await deleteDue(store, granted.lease, limit: 10)

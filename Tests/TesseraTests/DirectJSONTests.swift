@@ -157,18 +157,41 @@ struct DirectJSONTests {
         #expect(throws: JSONReadError.self) { try RotateRefreshTokenResponse(jsonBytes: Array(unknownOutcome.utf8)) }
     }
 
+    @Test(
+        "a DTO's scope is its wire tenantId: written only for a tenant, read from absent, null or \"\" as the project")
+    func scopeIsTheWireTenantID() throws {
+        let tenant = try JSONEncoder().encode(IdpConfigRequest(scope: Scope(key: "t-1"), providerId: "google.com"))
+        #expect(
+            try JSONSerialization.jsonObject(with: tenant) as? NSDictionary == [
+                "tenantId": "t-1", "providerId": "google.com",
+            ])
+        let project = try JSONEncoder().encode(IdpConfigRequest(scope: .project, providerId: "google.com"))
+        #expect(try JSONSerialization.jsonObject(with: project) as? NSDictionary == ["providerId": "google.com"])
+        for (json, scope) in [
+            (#"{"providerId":"p"}"#, Scope.project), (#"{"tenantId":null,"providerId":"p"}"#, .project),
+            (#"{"tenantId":"","providerId":"p"}"#, .project),
+            (#"{"tenantId":"t-2","providerId":"p"}"#, Scope(key: "t-2")),
+        ] {
+            #expect(try JSONDecoder().decode(IdpConfigRequest.self, from: Data(json.utf8)).scope == scope)
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(IdpConfigRequest.self, from: Data(#"{"tenantId":7,"providerId":"p"}"#.utf8))
+        }
+    }
+
     @Test("internal requests and the JWS header: the writer and the reader agree with Foundation")
     func requestsAndHeaderAgreeWithFoundation() throws {
-        let account = AccountRequest(tenantId: "t", localId: "u")
+        let account = AccountRequest(scope: Scope(key: "t"), localId: "u")
         #expect(try canonical(account.jsonBytes()) == canonical(foundationBytes(account)))
         #expect(
-            try AccountRequest(jsonBytes: foundationBytes(AccountRequest(tenantId: nil, localId: "u"))).tenantId == nil)
+            try AccountRequest(jsonBytes: foundationBytes(AccountRequest(scope: .project, localId: "u"))).scope
+                == .project)
         let rotate = RotateRefreshTokenRequest(
             tokenHash: "a", newTokenHash: "b", sealedSuccessor: "c", graceSeconds: 30, idleSeconds: -1)
         #expect(try canonical(rotate.jsonBytes()) == canonical(foundationBytes(rotate)))
         let readRotate = try RotateRefreshTokenRequest(jsonBytes: foundationBytes(rotate))
         #expect(try canonical(readRotate.jsonBytes()) == canonical(foundationBytes(rotate)))
-        var signUp = SignUpAnonymousRequest(tenantId: "t", refreshTokenHash: "h", sessionExpiresAt: 99)
+        var signUp = SignUpAnonymousRequest(scope: Scope(key: "t"), refreshTokenHash: "h", sessionExpiresAt: 99)
         signUp.clientIP = "203.0.113.9"
         #expect(try canonical(signUp.jsonBytes()) == canonical(foundationBytes(signUp)))
         let readSignUp = try SignUpAnonymousRequest(jsonBytes: foundationBytes(signUp))
@@ -178,7 +201,7 @@ struct DirectJSONTests {
         }
         // A password is any string: quotes, backslashes, controls, non-ASCII and astral characters.
         var signIn = SignInWithPasswordRequest(
-            tenantId: "t", email: "a@example.com", password: "p\"a\\s/s\u{1}\tw\u{e9}\u{1F511}",
+            scope: Scope(key: "t"), email: "a@example.com", password: "p\"a\\s/s\u{1}\tw\u{e9}\u{1F511}",
             session: NewSession(refreshTokenHash: "h", expiresAt: 1_700_000_000))
         signIn.clientIP = "2001:db8::1"
         #expect(try canonical(signIn.jsonBytes()) == canonical(foundationBytes(signIn)))
@@ -188,8 +211,8 @@ struct DirectJSONTests {
         let noTenant = try SignInWithPasswordRequest(
             jsonBytes: foundationBytes(
                 SignInWithPasswordRequest(
-                    tenantId: nil, email: "a@example.com", password: "x", session: signIn.session)))
-        #expect(noTenant.tenantId == nil && noTenant.clientIP == nil)
+                    scope: .project, email: "a@example.com", password: "x", session: signIn.session)))
+        #expect(noTenant.scope == .project && noTenant.clientIP == nil)
         #expect(throws: JSONReadError.self) {
             try SignInWithPasswordRequest(
                 jsonBytes: Array(#"{"email":"a@example.com","password":"x","session":{"refreshTokenHash":"h"}}"#.utf8))

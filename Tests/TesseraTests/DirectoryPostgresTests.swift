@@ -39,7 +39,7 @@ struct DirectoryPostgresTests {
     @Test("tenants are created, listed page by page, updated and deleted")
     func tenantLifecycle() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             for name in ["alpha-1", "beta-2", "gamma-3"] {
                 _ = try await tenants.create(ScopeSettings(tenantId: name, displayName: name), logger: logger)
             }
@@ -63,7 +63,7 @@ struct DirectoryPostgresTests {
     @Test("a deleted tenant's rate counters and audit entries go with it; other scopes' stay")
     func tenantDeletionTakesItsCountersAndAudit() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let audit = AdminCredentialStore(client: client, bootstrapSecret: "bootstrap-secret")
             for name in ["gone-1", "kept-1"] {
                 _ = try await tenants.create(ScopeSettings(tenantId: name, displayName: name), logger: logger)
@@ -200,7 +200,7 @@ struct DirectoryPostgresTests {
     @Test("an unexpected PostgreSQL error is logged without the row values its detail quotes")
     func databaseErrorsAreRedacted() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             _ = try await tenants.create(ScopeSettings(tenantId: "quoted-1", displayName: "quoted"), logger: logger)
             let duplicate = "INSERT INTO tenants (tenant_id, display_name) VALUES ('quoted-1', 'secret-ish')"
             do {
@@ -218,8 +218,8 @@ struct DirectoryPostgresTests {
     @Test("anonymous sign-up obeys disableAuth, disabledUserSignup and enableAnonymousUser")
     func anonymousSignUpSwitches() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
-            let accounts = PostgresAccountRepository(
+            let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
             let expires = Int64(Date().timeIntervalSince1970) + 3600
@@ -248,8 +248,8 @@ struct DirectoryPostgresTests {
 
     /// Creates an anonymous user in a fresh tenant; returns its id and first refresh-token hash.
     func newSession(_ client: PostgresClient, tenant: String = "t1") async throws -> (String, String) {
-        let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
-        let accounts = PostgresAccountRepository(
+        let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
+        let accounts = PostgresAccountStore(
             client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
         if try await tenants.get(tenant, logger: logger) == nil {
             _ = try await tenants.create(
@@ -283,7 +283,7 @@ struct DirectoryPostgresTests {
     @Test("rotation: a current token rotates, a grace retry replays, a later reuse revokes the family")
     func rotationRules() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
             let rotated = try await accounts.rotateRefreshToken(rotation(first, "second"), logger: logger)
@@ -307,7 +307,7 @@ struct DirectoryPostgresTests {
     @Test("a rotation returns the user as it now is: this refresh's time, its provider links in order")
     func rotationReturnsTheUser() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let tenant = "rotation-tenant"
             let (localId, first) = try await newSession(client, tenant: tenant)
@@ -315,7 +315,7 @@ struct DirectoryPostgresTests {
             try await client.query(
                 "UPDATE users SET last_refresh_at = 1, display_name = 'Ada' WHERE tenant_id = \(tenant) AND local_id = \(localId)",
                 logger: logger)
-            let before = PostgresAccountRepository.nowMillis()
+            let before = PostgresAccountStore.nowMillis()
             let rotated = try await accounts.rotateRefreshToken(rotation(first, "r-second"), logger: logger)
             #expect(rotated.outcome == .rotated)
             #expect(rotated.user.localId == localId && rotated.user.displayName == "Ada")
@@ -331,7 +331,7 @@ struct DirectoryPostgresTests {
     @Test("a client's lookup: the user with its links, or TENANT_NOT_FOUND, PROJECT_DISABLED, USER_NOT_FOUND")
     func lookupOfOneUser() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let tenant = "lookup-tenant"
             let (localId, _) = try await newSession(client, tenant: tenant)
@@ -358,7 +358,7 @@ struct DirectoryPostgresTests {
     @Test("a session ends when idle too long or past its absolute lifetime (A.2)")
     func sessionLifetimes() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             // Idle: last used two hours ago, idle limit one hour.
             let (idleUser, idleToken) = try await newSession(client)
@@ -385,7 +385,7 @@ struct DirectoryPostgresTests {
     @Test("twenty concurrent rotations of one token produce one successor")
     func concurrentRotations() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (_, first) = try await newSession(client)
             let answers = try await withThrowingTaskGroup(of: RotateRefreshTokenResponse.self) { group in
@@ -410,7 +410,7 @@ struct DirectoryPostgresTests {
     @Test("a validSince bump, a disabled user and a deleted user end the session")
     func revocation() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
             try await client.query("UPDATE users SET disabled = true WHERE local_id = \(localId)", logger: logger)
@@ -443,7 +443,7 @@ struct DirectoryPostgresTests {
     @Test("a session that started in the second before validSince ends, whatever the fraction")
     func validSinceUsesWholeSeconds() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
             // Started at 1000.6 s; validSince 1001: the session predates it and must end (a rounding
@@ -462,7 +462,7 @@ struct DirectoryPostgresTests {
     @Test("users are scoped by tenant: the same id is invisible from another tenant")
     func tenantIsolation() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client, tenant: "ta")
             _ = try await newSession(client, tenant: "tb")
@@ -486,8 +486,8 @@ struct DirectoryPostgresTests {
     @Test("self-deletion obeys disabledUserDeletion; admin deletion does not")
     func deletionSwitch() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
-            let accounts = PostgresAccountRepository(
+            let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client)
             _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = true }
@@ -505,7 +505,7 @@ struct DirectoryPostgresTests {
     @Test("turning auto-cleanup on schedules existing anonymous users; turning it off keeps the schedule")
     func autodeleteScheduling() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let (existing, _) = try await newSession(client)
             func due(_ id: String) async throws -> Bool {
                 try await client.query(
@@ -527,7 +527,7 @@ struct DirectoryPostgresTests {
     @Test("project config updates the default scope and the project-wide settings together")
     func projectConfig() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let tenants = PostgresTenantRepository(client: client, anonymousRetention: Self.retention)
+            let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let (scope, project) = try await tenants.projectConfig(logger: logger)
             #expect(scope.allowPasswordSignup && !scope.enableAnonymousUser && project.enableImprovedEmailPrivacy)
             let (newScope, newProject) = try await tenants.updateProjectConfig(logger: logger) { s, p in

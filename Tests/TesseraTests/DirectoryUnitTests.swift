@@ -107,14 +107,14 @@ struct DirectoryUnitTests {
     @Test("tenant display names follow the Identity Platform rule")
     func displayNames() {
         for good in ["abcd", "Tenant-1", "a2345678901234567890"] {
-            #expect(throws: Never.self) { try TenantController<PostgresTenantRepository>.validateDisplayName(good) }
+            #expect(throws: Never.self) { try TenantController<PostgresTenantStore>.validateDisplayName(good) }
         }
         for bad in ["abc", "1abc", "a_bc", "a bcd", "a23456789012345678901", "ténant"] {
             #expect(throws: FirebaseError.self) {
-                try TenantController<PostgresTenantRepository>.validateDisplayName(bad)
+                try TenantController<PostgresTenantStore>.validateDisplayName(bad)
             }
         }
-        let id = TenantController<PostgresTenantRepository>.newTenantID(displayName: "My-Tenant")
+        let id = TenantController<PostgresTenantStore>.newTenantID(displayName: "My-Tenant")
         #expect(id.hasPrefix("my-tenant-") && id.count == "my-tenant-".count + 5)
     }
 }

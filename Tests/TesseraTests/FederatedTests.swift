@@ -140,20 +140,20 @@ struct FederatedPostgresTests {
     let logger = PostgresSupport.logger
     static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
-    func setUp(_ client: PostgresClient) async throws -> PostgresAccountRepository {
-        let tenants = PostgresTenantRepository(client: client, anonymousRetention: .seconds(3600))
+    func setUp(_ client: PostgresClient) async throws -> PostgresAccountStore {
+        let tenants = PostgresTenantStore(client: client, anonymousRetention: .seconds(3600))
         _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
         for provider in ["google.com", "facebook.com"] {
             try await IdpConfigStore(client: client).create(
                 scope: Scope(key: "t1"), IdpConfig(providerId: provider, enabled: true, clientId: "client"),
                 logger: logger)
         }
-        return PostgresAccountRepository(client: client, anonymousRetention: .seconds(3600), hasher: Self.hasher)
+        return PostgresAccountStore(client: client, anonymousRetention: .seconds(3600), hasher: Self.hasher)
     }
 
     func request(_ identity: FederatedIdentity, linkTo: String? = nil) -> SignInWithIdpRequest {
         SignInWithIdpRequest(
-            tenantId: "t1", identity: identity, linkTo: linkTo,
+            scope: Scope(key: "t1"), identity: identity, linkTo: linkTo,
             session: NewSession(
                 refreshTokenHash: UUID().uuidString, expiresAt: Int64(Date().timeIntervalSince1970) + 60))
     }

@@ -11,10 +11,10 @@ import Testing
 struct PasswordPostgresTests {
     let logger = PostgresSupport.logger
 
-    func repositories(_ client: PostgresClient) -> (PostgresTenantRepository, PostgresAccountRepository) {
+    func repositories(_ client: PostgresClient) -> (PostgresTenantStore, PostgresAccountStore) {
         (
-            PostgresTenantRepository(client: client, anonymousRetention: .seconds(3600)),
-            PostgresAccountRepository(
+            PostgresTenantStore(client: client, anonymousRetention: .seconds(3600)),
+            PostgresAccountStore(
                 client: client, anonymousRetention: .seconds(3600), hasher: DirectoryPostgresTests.hasher)
         )
     }
@@ -23,7 +23,7 @@ struct PasswordPostgresTests {
         NewSession(refreshTokenHash: "h-\(UUID())", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
     }
 
-    func makeTenant(_ tenants: PostgresTenantRepository, _ change: (inout ScopeSettings) -> Void = { _ in })
+    func makeTenant(_ tenants: PostgresTenantStore, _ change: (inout ScopeSettings) -> Void = { _ in })
         async throws
     {
         var settings = ScopeSettings(
@@ -39,7 +39,7 @@ struct PasswordPostgresTests {
             try await makeTenant(tenants)
             let (user, first) = try await accounts.signUpPassword(
                 SignUpPasswordRequest(
-                    tenantId: "t1", email: "ada@example.com", password: "correct horse", displayName: "Ada",
+                    scope: Scope(key: "t1"), email: "ada@example.com", password: "correct horse", displayName: "Ada",
                     localId: nil, session: newSession()), logger: logger)
             #expect(user.email == "ada@example.com" && user.hasPassword && !user.isAnonymous && !user.emailVerified)
             #expect(user.providerUserInfo.map(\.providerId) == ["password"])
@@ -53,7 +53,7 @@ struct PasswordPostgresTests {
 
             let (signedIn, signedInSession) = try await accounts.signInWithPassword(
                 SignInWithPasswordRequest(
-                    tenantId: "t1", email: "ada@example.com", password: "correct horse", session: newSession()),
+                    scope: Scope(key: "t1"), email: "ada@example.com", password: "correct horse", session: newSession()),
                 logger: logger)
             #expect(signedIn.localId == user.localId && signedInSession.familyId != first.familyId)
 
@@ -62,7 +62,7 @@ struct PasswordPostgresTests {
                 await expectFirebaseError("INVALID_LOGIN_CREDENTIALS") {
                     _ = try await accounts.signInWithPassword(
                         SignInWithPasswordRequest(
-                            tenantId: "t1", email: email, password: password, session: newSession()),
+                            scope: Scope(key: "t1"), email: email, password: password, session: newSession()),
                         logger: logger)
                 }
             }
@@ -70,13 +70,15 @@ struct PasswordPostgresTests {
             await expectFirebaseError("INVALID_PASSWORD") {
                 _ = try await accounts.signInWithPassword(
                     SignInWithPasswordRequest(
-                        tenantId: "t1", email: "ada@example.com", password: "wrong horse", session: newSession()),
+                        scope: Scope(key: "t1"), email: "ada@example.com", password: "wrong horse",
+                        session: newSession()),
                     logger: logger)
             }
             await expectFirebaseError("EMAIL_NOT_FOUND") {
                 _ = try await accounts.signInWithPassword(
                     SignInWithPasswordRequest(
-                        tenantId: "t1", email: "nobody@example.com", password: "whatever1", session: newSession()),
+                        scope: Scope(key: "t1"), email: "nobody@example.com", password: "whatever1",
+                        session: newSession()),
                     logger: logger)
             }
             // A disabled user is told so before the password is even checked (B.5.13).
@@ -84,7 +86,8 @@ struct PasswordPostgresTests {
             await expectFirebaseError("USER_DISABLED") {
                 _ = try await accounts.signInWithPassword(
                     SignInWithPasswordRequest(
-                        tenantId: "t1", email: "ada@example.com", password: "wrong horse", session: newSession()),
+                        scope: Scope(key: "t1"), email: "ada@example.com", password: "wrong horse",
+                        session: newSession()),
                     logger: logger)
             }
         }
@@ -95,14 +98,14 @@ struct PasswordPostgresTests {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             // One hashing thread, so a job holding it keeps the sign-in's verification waiting.
             let pool = HashingPool(threads: 1, queueLength: 8)
-            let accounts = PostgresAccountRepository(
+            let accounts = PostgresAccountStore(
                 client: client, anonymousRetention: .seconds(3600),
                 hasher: PasswordHasher(pool: pool, rounds: 8, memCost: 8))
             let (tenants, _) = repositories(client)
             try await makeTenant(tenants)
             let (user, _) = try await accounts.signUpPassword(
                 SignUpPasswordRequest(
-                    tenantId: "t1", email: "ada@example.com", password: "old horse", displayName: nil,
+                    scope: Scope(key: "t1"), email: "ada@example.com", password: "old horse", displayName: nil,
                     localId: nil, session: newSession()), logger: logger)
 
             let gate = DispatchSemaphore(value: 0)
@@ -116,7 +119,7 @@ struct PasswordPostgresTests {
             let signIn = Task {
                 try await accounts.signInWithPassword(
                     SignInWithPasswordRequest(
-                        tenantId: "t1", email: "ada@example.com", password: "old horse", session: attempt),
+                        scope: Scope(key: "t1"), email: "ada@example.com", password: "old horse", session: attempt),
                     logger: logger)
             }
             // The sign-in has read the stored hash once its verification waits behind the held job.
@@ -152,7 +155,7 @@ struct PasswordPostgresTests {
             func signUp(_ tenant: String, _ email: String) async throws {
                 _ = try await accounts.signUpPassword(
                     SignUpPasswordRequest(
-                        tenantId: tenant, email: email, password: "secret1", displayName: nil, localId: nil,
+                        scope: Scope(wire: tenant), email: email, password: "secret1", displayName: nil, localId: nil,
                         session: newSession()), logger: logger)
             }
             try await signUp("t1", "grace@example.com")
@@ -167,7 +170,7 @@ struct PasswordPostgresTests {
             await expectFirebaseError("PASSWORD_LOGIN_DISABLED") {
                 _ = try await accounts.signInWithPassword(
                     SignInWithPasswordRequest(
-                        tenantId: "t2", email: "grace@example.com", password: "secret1", session: newSession()),
+                        scope: Scope(key: "t2"), email: "grace@example.com", password: "secret1", session: newSession()),
                     logger: logger)
             }
         }
@@ -185,7 +188,7 @@ struct PasswordPostgresTests {
                 logger: logger)
             let (upgraded, session) = try await accounts.signUpPassword(
                 SignUpPasswordRequest(
-                    tenantId: "t1", email: "lin@example.com", password: "secret1", displayName: nil,
+                    scope: Scope(key: "t1"), email: "lin@example.com", password: "secret1", displayName: nil,
                     localId: anonymous.localId, session: newSession()), logger: logger)
             #expect(
                 upgraded.localId == anonymous.localId && !upgraded.isAnonymous && session.signInProvider == "password")
@@ -220,7 +223,7 @@ struct PasswordPostgresTests {
             let firstSession = newSession()
             let (user, _) = try await accounts.signUpPassword(
                 SignUpPasswordRequest(
-                    tenantId: "t1", email: "kay@example.com", password: "secret1", displayName: nil,
+                    scope: Scope(key: "t1"), email: "kay@example.com", password: "secret1", displayName: nil,
                     localId: nil, session: firstSession), logger: logger)
             func update(
                 displayName: String? = nil, delete: [String] = [], email: String? = nil, password: String? = nil
@@ -229,7 +232,7 @@ struct PasswordPostgresTests {
             {
                 try await accounts.updateAccount(
                     UpdateAccountRequest(
-                        tenantId: "t1", localId: user.localId, displayName: displayName, photoUrl: nil,
+                        scope: Scope(key: "t1"), localId: user.localId, displayName: displayName, photoUrl: nil,
                         deleteAttribute: delete, email: email, password: password, deleteProvider: [],
                         currentSignInProvider: "password", session: newSession()), logger: logger)
             }
@@ -246,11 +249,11 @@ struct PasswordPostgresTests {
             }
             _ = try await accounts.signInWithPassword(
                 SignInWithPasswordRequest(
-                    tenantId: "t1", email: "kay@example.com", password: "secret2", session: newSession()),
+                    scope: Scope(key: "t1"), email: "kay@example.com", password: "secret2", session: newSession()),
                 logger: logger)
             _ = try await accounts.signUpPassword(
                 SignUpPasswordRequest(
-                    tenantId: "t1", email: "other@example.com", password: "secret1", displayName: nil,
+                    scope: Scope(key: "t1"), email: "other@example.com", password: "secret1", displayName: nil,
                     localId: nil, session: newSession()), logger: logger)
             await expectFirebaseError("EMAIL_EXISTS") { _ = try await update(email: "other@example.com") }
             let moved = try await update(email: "kay2@example.com")
@@ -287,21 +290,21 @@ struct EmailLinkPostgresTests {
     let logger = PostgresSupport.logger
     let base = PasswordPostgresTests()
 
-    func sendLink(_ accounts: PostgresAccountRepository, to email: String) async throws -> String {
+    func sendLink(_ accounts: PostgresAccountStore, to email: String) async throws -> String {
         let sent = try await accounts.sendOobCode(
             SendOobCodeRequest(
-                tenantId: "t1", requestType: .emailSignIn, email: email, localId: nil, newEmail: nil,
+                scope: Scope(key: "t1"), requestType: .emailSignIn, email: email, localId: nil, newEmail: nil,
                 linkPrefix: "http://localhost/__/auth/action?mode=signIn&apiKey=k&lang=en", continueUrl: nil,
                 returnLink: true), logger: logger)
         return try #require(sent.oobCode)
     }
 
-    func complete(_ accounts: PostgresAccountRepository, _ email: String, _ code: String, linkTo: String? = nil)
+    func complete(_ accounts: PostgresAccountStore, _ email: String, _ code: String, linkTo: String? = nil)
         async throws -> SignInWithEmailLinkResponse
     {
         try await accounts.signInWithEmailLink(
             SignInWithEmailLinkRequest(
-                tenantId: "t1", email: email, oobCode: code, linkTo: linkTo, session: base.newSession()),
+                scope: Scope(key: "t1"), email: email, oobCode: code, linkTo: linkTo, session: base.newSession()),
             logger: logger)
     }
 
@@ -336,7 +339,7 @@ struct EmailLinkPostgresTests {
             await #expect(throws: FirebaseError.self) { _ = try await complete(accounts, "b@example.com", code) }
             let (owner, _) = try await accounts.signUpPassword(
                 SignUpPasswordRequest(
-                    tenantId: "t1", email: "taken@example.com", password: "correct horse", displayName: nil,
+                    scope: Scope(key: "t1"), email: "taken@example.com", password: "correct horse", displayName: nil,
                     localId: nil, session: base.newSession()), logger: logger)
             let (other, _) = try await accounts.signUpAnonymous(
                 scope: Scope(key: "t1"), refreshTokenHash: "h-anon",

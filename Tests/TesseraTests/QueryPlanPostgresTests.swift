@@ -84,7 +84,7 @@ struct QueryPlanPostgresTests {
                     }
                 }
             }
-            // And the repository answers with exactly those users and their links, in provider order:
+            // And the store answers with exactly those users and their links, in provider order:
             // one user with two links, one with none.
             try await client.query(
                 "INSERT INTO users (tenant_id, local_id, valid_since, created_at) VALUES ('grown', 'solo', 0, 0)",
@@ -93,7 +93,7 @@ struct QueryPlanPostgresTests {
                 "INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id) VALUES ('grown', 'apple.com', 'a7', 'u7')",
                 logger: logger)
             let users = try await client.withConnection { connection in
-                try await PostgresAccountRepository.fetchUsers(
+                try await PostgresAccountStore.fetchUsers(
                     connection, scope: Scope(key: "grown"), localIds: ["u1999", "u7", "none", "u7", "solo"],
                     logger: logger)
             }

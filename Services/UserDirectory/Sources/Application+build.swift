@@ -117,14 +117,14 @@ public func buildDirectoryApplication(
     configuration: DirectoryConfiguration, logger: Logger
 ) async throws -> some ApplicationProtocol {
     let client = PostgresClient(configuration: configuration.database, backgroundLogger: logger)
-    let tenants = PostgresTenantRepository(client: client, anonymousRetention: configuration.anonymousRetention)
+    let tenants = PostgresTenantStore(client: client, anonymousRetention: configuration.anonymousRetention)
     configuration.links.logSetting(to: logger)
     let metrics = ServiceMetrics()
     let hashing = HashingPool(
         threads: configuration.hashThreads, queueLength: configuration.hashQueue, metrics: metrics)
     let hasher = PasswordHasher(
         pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
-    let accounts = PostgresAccountRepository(
+    let accounts = PostgresAccountStore(
         client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
         oobCodeTTL: configuration.oobCodeTTL)
     let router = Router(context: DirectoryContext.self)
@@ -143,8 +143,7 @@ public func buildDirectoryApplication(
         return JSONResponse(HealthStatus())
     }
 
-    let internalGroup = router.group().add(
-        middleware: InternalAuthMiddleware<DirectoryContext>(secret: configuration.internalSecret))
+    let internalGroup = router.internalGroup(secret: configuration.internalSecret)
     InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
     let cleanup = CleanupStore(client: client, anonymousRetention: configuration.anonymousRetention)
     CleanupInternalController(store: cleanup).addRoutes(to: internalGroup)
@@ -162,7 +161,7 @@ public func buildDirectoryApplication(
         guard let principal = try await credentials.authenticate(bearer, logger: context.logger) else {
             throw FirebaseError.invalidCredentials
         }
-        if let own = principal.tenantId, own != body.tenantId { throw FirebaseError.insufficientPermission }
+        if let own = principal.tenantId, Scope(key: own) != body.scope { throw FirebaseError.insufficientPermission }
         return JSONResponse(EmptyObject())
     }
 
@@ -177,7 +176,7 @@ public func buildDirectoryApplication(
         ).group(context: AdminContext.self).add(middleware: AdminAuditMiddleware(credentials: credentials))
         AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)
-        TenantController(repository: tenants, projectID: configuration.projectID) { scope, logger in
+        TenantController(store: tenants, projectID: configuration.projectID) { scope, logger in
             let config = try await accounts.hashConfig(scope: scope, logger: logger)
             return ProjectConfigWire.HashConfigWire(
                 algorithm: "SCRYPT", signerKey: config.signerKey, saltSeparator: config.saltSeparator,
@@ -188,7 +187,7 @@ public func buildDirectoryApplication(
         ImportController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
         QueryController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
         AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links).addRoutes(to: admin)
-        MailTemplateController(client: client, tenants: tenants).addRoutes(to: admin)
+        MailTemplateController(store: MailTemplateStore(client: client), tenants: tenants).addRoutes(to: admin)
         CleanupController(store: cleanup, tenants: tenants).addRoutes(to: admin)
         IdpConfigController(store: IdpConfigStore(client: client), tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)

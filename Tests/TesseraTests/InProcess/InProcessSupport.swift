@@ -58,7 +58,7 @@ enum InProcess {
     }
 
     /// The directory's configuration for a test: the schema is migrated at start (`autoMigrate`), and
-    /// passwords are hashed with cheap parameters, set explicitly as the repository tests do.
+    /// passwords are hashed with cheap parameters, set explicitly as the store tests do.
     static func directoryConfiguration(database: PostgresClient.Configuration) -> DirectoryConfiguration {
         var configuration = DirectoryConfiguration(
             projectID: projectID, adminToken: adminToken, internalSecret: internalSecret, database: database,

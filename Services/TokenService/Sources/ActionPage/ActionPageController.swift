@@ -65,6 +65,8 @@ struct ActionPageController {
             continueUrl = fields["continueUrl"].flatMap { $0.isEmpty ? nil : $0 }
             lang = fields["lang"]
         }
+
+        var scope: Scope { Scope(wire: tenantId) }
     }
 
     @Sendable func show(_ request: Request, context: TokenContext) async throws -> Response {
@@ -131,7 +133,7 @@ struct ActionPageController {
         guard let oobCode = link.oobCode else { throw FirebaseError.invalid(.invalidOobCode) }
         let code = try await tokens.directory.call(
             InternalPath.resetPassword,
-            ResetPasswordRequest(tenantId: link.tenantId, oobCode: oobCode, newPassword: nil),
+            ResetPasswordRequest(scope: link.scope, oobCode: oobCode, newPassword: nil),
             as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
         guard let type = mode.requestType, code.requestType == type else {
             throw FirebaseError.invalid(.invalidOobCode)
@@ -148,7 +150,7 @@ struct ActionPageController {
         switch mode {
         case .verifyEmail, .verifyAndChangeEmail, .recoverEmail:
             let answer = try await tokens.directory.call(
-                InternalPath.applyOobCode, ApplyOobCodeRequest(tenantId: link.tenantId, oobCode: oobCode),
+                InternalPath.applyOobCode, ApplyOobCodeRequest(scope: link.scope, oobCode: oobCode),
                 as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
             return answer.newEmail ?? answer.email
         case .resetPassword:
@@ -156,12 +158,12 @@ struct ActionPageController {
             try Credentials.checkPassword(password)
             let answer = try await tokens.directory.call(
                 InternalPath.resetPassword,
-                ResetPasswordRequest(tenantId: link.tenantId, oobCode: oobCode, newPassword: password),
+                ResetPasswordRequest(scope: link.scope, oobCode: oobCode, newPassword: password),
                 as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
             return answer.email
         case .signIn:
             let completed = try await EmailLinkController(tokens: tokens, configuration: configuration).complete(
-                email: fields["email"], oobCode: oobCode, idToken: nil, tenant: link.tenantId,
+                email: fields["email"], oobCode: oobCode, idToken: nil, scope: link.scope,
                 clientIP: tokens.clientIP(request, context), requestID: context.requestID, logger: context.logger)
             return completed.user.email ?? code.email
         }

@@ -50,12 +50,12 @@ struct AccountsController {
         }
         let body = try await request.decodeJSON(SignUpRequest.self, context: context)
         if body.localId != nil { throw FirebaseError.invalid(.unexpectedParameter, "User ID") }
-        let tenant = Self.tenant(body.tenantId)
+        let requested = Scope(wire: body.tenantId)
         try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
         let issued: SessionTokens.Issued
         if body.email == nil, body.password == nil, body.idToken == nil {
             issued = try await tokens.signUpAnonymous(
-                tenantId: tenant, clientIP: tokens.clientIP(request, context), requestID: context.requestID,
+                scope: requested, clientIP: tokens.clientIP(request, context), requestID: context.requestID,
                 logger: context.logger)
         } else {
             // `{"email":"","password":""}` is not anonymous: INVALID_EMAIL (B.5.1).
@@ -68,22 +68,22 @@ struct AccountsController {
             }
             try Credentials.checkPassword(password)
             var localId: String?
-            var scope = tenant
+            var scope = requested
             if body.idToken != nil {
                 let (verified, user) = try await tokens.verify(
-                    idToken: body.idToken, requestedTenant: tenant, requestID: context.requestID, logger: context.logger
+                    idToken: body.idToken, requested: requested, requestID: context.requestID, logger: context.logger
                 )
                 try tokens.requireRecentSignIn(verified, user: user)
                 try await tokens.waitPastIssueSecond(of: verified)
                 localId = user.localId
-                scope = verified.tenantId
+                scope = verified.scope
             }
             let clientIP = tokens.clientIP(request, context)
             issued = try await tokens.startSession(
                 InternalPath.signUpPassword, requestID: context.requestID, logger: context.logger
             ) { session in
                 var body = SignUpPasswordRequest(
-                    tenantId: scope, email: email, password: password, displayName: body.displayName, localId: localId,
+                    scope: scope, email: email, password: password, displayName: body.displayName, localId: localId,
                     session: session)
                 body.clientIP = clientIP
                 return body
@@ -126,12 +126,12 @@ struct AccountsController {
         guard let rawEmail = body.email, !rawEmail.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
         guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid(.invalidEmail) }
         guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
-        let tenant = Self.tenant(body.tenantId)
+        let scope = Scope(wire: body.tenantId)
         let clientIP = tokens.clientIP(request, context)
         let issued = try await tokens.startSession(
             InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
         ) { session in
-            var body = SignInWithPasswordRequest(tenantId: tenant, email: email, password: password, session: session)
+            var body = SignInWithPasswordRequest(scope: scope, email: email, password: password, session: session)
             body.clientIP = clientIP
             return body
         }
@@ -177,7 +177,7 @@ struct AccountsController {
             throw FirebaseError.invalid(.invalidIdentifier)
         }
         let answer = try await tokens.directory.call(
-            InternalPath.authMethods, AuthMethodsRequest(tenantId: Self.tenant(body.tenantId), email: email),
+            InternalPath.authMethods, AuthMethodsRequest(scope: Scope(wire: body.tenantId), email: email),
             as: AuthMethodsResponse.self, requestID: context.requestID, logger: context.logger)
         let sessionId = Secrets.randomAlphanumeric(27)
         guard !answer.protected else { return JSONResponse(CreateAuthUriResponse(sessionId: sessionId)) }
@@ -230,7 +230,7 @@ struct AccountsController {
                 "accounts:update with provider, upgradeToFederatedLogin or linkProviderUserInfo")
         }
         if let oobCode = body.oobCode {
-            return try await applyOobCode(oobCode, tenant: Self.tenant(body.tenantId), context: context)
+            return try await applyOobCode(oobCode, scope: Scope(wire: body.tenantId), context: context)
         }
         let deleteAttribute = body.deleteAttribute ?? []
         if let unknown = deleteAttribute.first(where: { !Self.deletableAttributes.contains($0) }) {
@@ -250,7 +250,7 @@ struct AccountsController {
         try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
         let deleteProvider = body.deleteProvider ?? []
         let (verified, user) = try await tokens.verify(
-            idToken: body.idToken, requestedTenant: Self.tenant(body.tenantId), requestID: context.requestID,
+            idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
             logger: context.logger)
         let sensitive =
             (email != nil && email != user.email) || body.password != nil || deleteAttribute.contains("EMAIL")
@@ -263,7 +263,7 @@ struct AccountsController {
         let answer = try await tokens.directory.call(
             InternalPath.updateAccount,
             UpdateAccountRequest(
-                tenantId: verified.tenantId, localId: user.localId, displayName: body.displayName,
+                scope: verified.scope, localId: user.localId, displayName: body.displayName,
                 photoUrl: body.photoUrl, deleteAttribute: deleteAttribute, email: email, password: body.password,
                 deleteProvider: deleteProvider, currentSignInProvider: verified.signInProvider, session: session),
             as: UpdateAccountResponse.self, requestID: context.requestID, logger: context.logger)
@@ -288,7 +288,7 @@ struct AccountsController {
         }
         let body = try await request.decodeJSON(IDTokenRequest.self, context: context)
         let (_, user) = try await tokens.verify(
-            idToken: body.idToken, requestedTenant: Self.tenant(body.tenantId), requestID: context.requestID,
+            idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
             logger: context.logger)
         return try JSONResponse(LookupResponse(users: [user])).response(from: request, context: context)
     }
@@ -299,22 +299,22 @@ struct AccountsController {
         }
         let body = try await request.decodeJSON(IDTokenRequest.self, context: context)
         let (verified, user) = try await tokens.verify(
-            idToken: body.idToken, requestedTenant: Self.tenant(body.tenantId), requestID: context.requestID,
+            idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
             logger: context.logger)
         // Self-deletion needs a recent sign-in (A.3); anonymous users are exempt.
         try tokens.requireRecentSignIn(verified, user: user)
         _ = try await tokens.directory.call(
-            InternalPath.deleteAccount, AccountRequest(tenantId: verified.tenantId, localId: user.localId),
+            InternalPath.deleteAccount, AccountRequest(scope: verified.scope, localId: user.localId),
             as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
         return try JSONResponse(DeleteResponse()).response(from: request, context: context)
     }
 
     /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code (B.5.10).
-    func applyOobCode(_ code: String, tenant: String?, context: some TokenRequestContext) async throws -> JSONResponse<
+    func applyOobCode(_ code: String, scope: Scope, context: some TokenRequestContext) async throws -> JSONResponse<
         SetAccountInfoResponse
     > {
         let answer = try await tokens.directory.call(
-            InternalPath.applyOobCode, ApplyOobCodeRequest(tenantId: tenant, oobCode: code),
+            InternalPath.applyOobCode, ApplyOobCodeRequest(scope: scope, oobCode: code),
             as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
         guard let user = answer.user else { throw FirebaseError.internal }
         return JSONResponse(SetAccountInfoResponse(user: user))
@@ -330,11 +330,9 @@ struct AccountsController {
         let data = Data(body.readableBytesView)
         let tenant = (try? JSONBody.decode(IDTokenRequest.self, from: data.isEmpty ? Data("{}".utf8) : data))?.tenantId
         return try await tokens.relayAdminCall(
-            project: configuration.projectID, tenant: Self.tenant(tenant), verb: verb, authorization: authorization,
+            project: configuration.projectID, scope: Scope(wire: tenant), verb: verb, authorization: authorization,
             body: data, context: context)
     }
-
-    static func tenant(_ raw: String?) -> String? { Scope(wire: raw).tenantID }
 }
 
 /// Written by hand: the answer of every password sign-in (the same members as `JSONEncoder` writes).

@@ -141,10 +141,10 @@ struct LegacyAdminController {
             throw FirebaseError.invalid(
                 .insufficientPermission, "Only authenticated requests can specify target_project_id.")
         }
-        let tenant = AccountsController.tenant(target.tenantId)
+        let scope = Scope(wire: target.tenantId)
         guard verb == "batchGet" else {
             return try await tokens.relayAdminCall(
-                project: project, tenant: tenant, verb: verb, authorization: authorization, body: data,
+                project: project, scope: scope, verb: verb, authorization: authorization, body: data,
                 context: context)
         }
         // The export is a GET with the paging fields in the query.
@@ -161,7 +161,7 @@ struct LegacyAdminController {
             query.append("nextPageToken=\(encoded)")
         }
         return try await tokens.relayAdminCall(
-            method: .get, project: project, tenant: tenant, verb: verb,
+            method: .get, project: project, scope: scope, verb: verb,
             query: query.isEmpty ? nil : query.joined(separator: "&"), authorization: authorization, body: nil,
             context: context)
     }

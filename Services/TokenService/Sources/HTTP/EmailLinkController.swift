@@ -35,7 +35,7 @@ struct EmailLinkController {
         let body = try await request.decodeJSON(SignInRequest.self, context: context)
         let issued = try await complete(
             email: body.email, oobCode: body.oobCode, idToken: body.idToken,
-            tenant: AccountsController.tenant(body.tenantId), clientIP: tokens.clientIP(request, context),
+            scope: Scope(wire: body.tenantId), clientIP: tokens.clientIP(request, context),
             requestID: context.requestID, logger: context.logger)
         return JSONResponse(
             SignInResponse(
@@ -45,19 +45,19 @@ struct EmailLinkController {
 
     /// The operation itself, shared by the API and the hosted action page.
     func complete(
-        email rawEmail: String?, oobCode: String?, idToken: String?, tenant: String?, clientIP: String?,
+        email rawEmail: String?, oobCode: String?, idToken: String?, scope requested: Scope, clientIP: String?,
         requestID: String, logger: Logger
     ) async throws -> (user: UserRecord, isNewUser: Bool, idToken: String, refreshToken: String) {
         guard let rawEmail, !rawEmail.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
         guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid(.invalidEmail) }
         guard let oobCode, !oobCode.isEmpty else { throw FirebaseError.invalid(.missingOobCode) }
-        var scope = tenant
+        var scope = requested
         var linkTo: String?
         if let idToken {
             let (verified, user) = try await tokens.verify(
-                idToken: idToken, requestedTenant: tenant, requestID: requestID, logger: logger)
+                idToken: idToken, requested: requested, requestID: requestID, logger: logger)
             linkTo = user.localId
-            scope = verified.tenantId
+            scope = verified.scope
             try await tokens.waitPastIssueSecond(of: verified)
         }
         let (issued, answer) = try await tokens.startSession(
@@ -65,7 +65,7 @@ struct EmailLinkController {
             logger: logger
         ) { session in
             var call = SignInWithEmailLinkRequest(
-                tenantId: scope, email: email, oobCode: oobCode, linkTo: linkTo, session: session)
+                scope: scope, email: email, oobCode: oobCode, linkTo: linkTo, session: session)
             call.clientIP = clientIP
             return call
         }

@@ -58,7 +58,7 @@ struct FederatedController {
     }
 
     /// The provider's side of the answer, shared by every outcome.
-    static func answer(_ profile: ProviderProfile, credential: ProviderCredential, tenant: String?)
+    static func answer(_ profile: ProviderProfile, credential: ProviderCredential, scope: Scope)
         -> VerifyAssertionResponse
     {
         let identity = profile.identity
@@ -69,7 +69,8 @@ struct FederatedController {
             displayName: identity.displayName, fullName: identity.displayName, firstName: profile.firstName,
             lastName: profile.lastName, photoUrl: identity.photoUrl, screenName: identity.screenName,
             federatedId: federatedId, rawUserInfo: profile.rawUserInfo, oauthIdToken: credential.idToken,
-            oauthAccessToken: credential.accessToken, oauthTokenSecret: credential.tokenSecret, tenantId: tenant)
+            oauthAccessToken: credential.accessToken, oauthTokenSecret: credential.tokenSecret, tenantId: scope.tenantID
+        )
     }
 
     @Sendable func signInWithIdp(_ request: Request, context: ClientContext) async throws
@@ -95,23 +96,23 @@ struct FederatedController {
         guard FederatedProviders.kind(of: credential.providerId) != nil else {
             throw FirebaseError.invalid(.invalidProviderId)
         }
-        var tenant = AccountsController.tenant(body.tenantId)
+        var scope = Scope(wire: body.tenantId)
         var linkTo: String?
         if let idToken = body.idToken {
             let (verified, user) = try await tokens.verify(
-                idToken: idToken, requestedTenant: tenant, requestID: context.requestID, logger: context.logger)
+                idToken: idToken, requested: scope, requestID: context.requestID, logger: context.logger)
             linkTo = user.localId
-            tenant = verified.tenantId
+            scope = verified.scope
         }
         let config = try await tokens.directory.call(
-            InternalPath.idpConfig, IdpConfigRequest(tenantId: tenant, providerId: credential.providerId),
+            InternalPath.idpConfig, IdpConfigRequest(scope: scope, providerId: credential.providerId),
             as: IdpConfigResponse.self, requestID: context.requestID, logger: context.logger)
         let profile = try await providers.verify(credential, config: config, logger: context.logger)
-        var response = Self.answer(profile, credential: credential, tenant: tenant)
+        var response = Self.answer(profile, credential: credential, scope: scope)
 
         let (refreshToken, session) = tokens.newSession()
         var signIn = SignInWithIdpRequest(
-            tenantId: tenant, identity: profile.identity, linkTo: linkTo, session: session)
+            scope: scope, identity: profile.identity, linkTo: linkTo, session: session)
         signIn.clientIP = tokens.clientIP(request, context)
         signIn.autoCreate = body.autoCreate
         let outcome: SignInWithIdpResponse
@@ -173,7 +174,7 @@ struct FederatedController {
             requestID: context.requestID, logger: context.logger
         ) { session in
             var signIn = SignInWithCustomTokenRequest(
-                tenantId: AccountsController.tenant(body.tenantId), token: token, session: session)
+                scope: Scope(wire: body.tenantId), token: token, session: session)
             signIn.clientIP = clientIP
             return signIn
         }

@@ -40,7 +40,7 @@ struct OobController {
         let type = try OobRequestType.parse(body.requestType)
         if body.returnOobLink == true { throw FirebaseError.invalid(.insufficientPermission) }
         let continueUrl = try configuration.links.checkContinueURL(body.continueUrl)
-        var tenant = AccountsController.tenant(body.tenantId)
+        var scope = Scope(wire: body.tenantId)
         var email: String?
         var newEmail: String?
         var localId: String?
@@ -60,16 +60,16 @@ struct OobController {
                 newEmail = normalized
             }
             let (verified, user) = try await tokens.verify(
-                idToken: body.idToken, requestedTenant: tenant, requestID: context.requestID, logger: context.logger)
+                idToken: body.idToken, requested: scope, requestID: context.requestID, logger: context.logger)
             // Changing the sign-in email is sensitive (A.3).
             if type == .verifyAndChangeEmail { try tokens.requireRecentSignIn(verified, user: user) }
             localId = user.localId
-            tenant = verified.tenantId
+            scope = verified.scope
         }
         var send = SendOobCodeRequest(
-            tenantId: tenant, requestType: type, email: email, localId: localId, newEmail: newEmail,
+            scope: scope, requestType: type, email: email, localId: localId, newEmail: newEmail,
             linkPrefix: try configuration.links.prefix(
-                mode: type.mode, tenant: tenant, request: request,
+                mode: type.mode, tenant: scope.tenantID, request: request,
                 // The page speaks the app's language when it can (the SDKs send `X-Firebase-Locale`).
                 lang: ActionPageStrings.choose(
                     lang: request.headers[HTTPField.Name("X-Firebase-Locale")!], acceptLanguage: nil
@@ -103,7 +103,7 @@ struct OobController {
         let answer = try await tokens.directory.call(
             InternalPath.resetPassword,
             ResetPasswordRequest(
-                tenantId: AccountsController.tenant(body.tenantId), oobCode: code, newPassword: body.newPassword),
+                scope: Scope(wire: body.tenantId), oobCode: code, newPassword: body.newPassword),
             as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
         return JSONResponse(
             ResetResponse(email: answer.email, newEmail: answer.newEmail, requestType: answer.requestType.rawValue))

@@ -101,7 +101,7 @@ struct ProjectConfigController {
             throw FirebaseError.invalid(.missingToken)
         }
         _ = try await tokens.verify(
-            idToken: body.idToken, requestedTenant: AccountsController.tenant(body.tenantId),
+            idToken: body.idToken, requested: Scope(wire: body.tenantId),
             requestID: context.requestID, logger: context.logger)
         return JSONResponse(EmptyObject())
     }

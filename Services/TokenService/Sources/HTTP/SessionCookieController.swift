@@ -38,9 +38,9 @@ struct SessionCookieController {
             throw FirebaseError.missingCredentials
         }
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
-        let requestedTenant = context.parameters.get("tenant") ?? AccountsController.tenant(body.tenantId)
+        let requested = Scope(wire: context.parameters.get("tenant") ?? body.tenantId)
         _ = try await tokens.directory.call(
-            InternalPath.checkAdmin, CheckAdminRequest(authorization: authorization, tenantId: requestedTenant),
+            InternalPath.checkAdmin, CheckAdminRequest(authorization: authorization, scope: requested),
             as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
         if let project = context.parameters.get("project"), project != configuration.projectID {
             throw FirebaseError.invalid(.projectNotFound)
@@ -56,7 +56,7 @@ struct SessionCookieController {
         }
         guard (Self.minimum...Self.maximum).contains(duration) else { throw FirebaseError.invalid(.invalidDuration) }
         let (verified, user) = try await tokens.verify(
-            idToken: body.idToken, requestedTenant: requestedTenant, requestID: context.requestID,
+            idToken: body.idToken, requested: requested, requestID: context.requestID,
             logger: context.logger)
         let now = Int64(Date().timeIntervalSince1970)
         var claims = tokens.issuer.claims(

@@ -49,12 +49,12 @@ struct SessionTokens: Sendable {
         return (Issued(user: created.user, idToken: idToken, refreshToken: refreshToken), created)
     }
 
-    func signUpAnonymous(tenantId: String?, clientIP: String?, requestID: String, logger: Logger) async throws
+    func signUpAnonymous(scope: Scope, clientIP: String?, requestID: String, logger: Logger) async throws
         -> Issued
     {
         try await startSession(InternalPath.signUpAnonymous, requestID: requestID, logger: logger) { session in
             var body = SignUpAnonymousRequest(
-                tenantId: tenantId, refreshTokenHash: session.refreshTokenHash, sessionExpiresAt: session.expiresAt)
+                scope: scope, refreshTokenHash: session.refreshTokenHash, sessionExpiresAt: session.expiresAt)
             body.clientIP = clientIP
             return body
         }
@@ -108,16 +108,16 @@ struct SessionTokens: Sendable {
 
     /// Every check of A.2 on an ID token: signature and claims, then the tenant asked for, the user's
     /// existence, `disabled` and `validSince`.
-    func verify(idToken: String?, requestedTenant: String?, requestID: String, logger: Logger) async throws
+    func verify(idToken: String?, requested: Scope, requestID: String, logger: Logger) async throws
         -> (IDTokenIssuer.Verified, UserRecord)
     {
         guard let idToken, !idToken.isEmpty else { throw FirebaseError.invalid(.missingIdToken) }
         let verified = try issuer.verifySignatureAndClaims(idToken)
-        if let requestedTenant, !requestedTenant.isEmpty, requestedTenant != verified.tenantId {
+        if !requested.isProject, requested != verified.scope {
             throw FirebaseError.invalid(.tenantIdMismatch)
         }
         let user = try await directory.call(
-            InternalPath.getAccount, AccountRequest(tenantId: verified.tenantId, localId: verified.localId),
+            InternalPath.getAccount, AccountRequest(scope: verified.scope, localId: verified.localId),
             as: AccountResponse.self, requestID: requestID, logger: logger
         ).user
         if user.disabled { throw FirebaseError.invalid(.userDisabled) }
@@ -131,15 +131,15 @@ extension SessionTokens {
     /// with the caller's `Authorization` (the directory authenticates and audits it), and relays the
     /// answer as it came. A POST carries `body`; a GET, the `query`.
     func relayAdminCall(
-        method: HTTPRequest.Method = .post, project: String, tenant: String?, verb: String, query: String? = nil,
+        method: HTTPRequest.Method = .post, project: String, scope: Scope, verb: String, query: String? = nil,
         authorization: String, body: Data?, context: some TesseraContext
     ) async throws -> Response {
         let segment = CharacterSet.alphanumerics.union(["-", "_", "."])
         guard let projectSegment = project.addingPercentEncoding(withAllowedCharacters: segment),
-            let tenantSegment = tenant.map({ $0.addingPercentEncoding(withAllowedCharacters: segment) }) ?? ""
+            let tenantSegment = scope.key.addingPercentEncoding(withAllowedCharacters: segment)
         else { throw FirebaseError.invalid(.tenantNotFound) }
         var path = "/v1/projects/\(projectSegment)"
-        if tenant != nil { path += "/tenants/\(tenantSegment)" }
+        if !scope.isProject { path += "/tenants/\(tenantSegment)" }
         path += "/accounts:\(verb)" + (query.map { "?" + $0 } ?? "")
         let (status, answer) = try await directory.forward(
             method: method, pathAndQuery: path, authorization: authorization, body: body,

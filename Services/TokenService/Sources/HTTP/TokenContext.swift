@@ -11,9 +11,10 @@ protocol TokenRequestContext: TesseraContext {
 
 /// The token service's request context. `CallerMiddleware` reads what the request presents once —
 /// its API key, checked, and its bearer — and the routes build their context from it (issue #24).
-struct TokenContext: TokenRequestContext {
+struct TokenContext: TokenRequestContext, InternalCallerContext {
     var coreContext: CoreRequestContextStorage
     var requestID: String
+    var isInternalCaller = false
     var remoteAddress: String?
     /// The API key's verdict (nil before `CallerMiddleware`).
     var apiKey: Result<Void, FirebaseError>?

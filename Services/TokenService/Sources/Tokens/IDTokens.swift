@@ -100,7 +100,7 @@ public struct IDTokenIssuer: Sendable {
     /// What an endpoint learns from a verified ID token.
     public struct Verified: Sendable {
         public let localId: String
-        public let tenantId: String?
+        public let scope: Scope
         public let issuedAt: Int64
         public let authTime: Int64
         public let signInProvider: String
@@ -171,7 +171,7 @@ public struct IDTokenIssuer: Sendable {
         }
         guard exp > nowSeconds else { throw FirebaseError.invalid(.tokenExpired) }
         return Verified(
-            localId: sub, tenantId: payload.firebase?.tenant, issuedAt: iat, authTime: authTime,
+            localId: sub, scope: Scope(wire: payload.firebase?.tenant), issuedAt: iat, authTime: authTime,
             signInProvider: payload.firebase?.sign_in_provider ?? "")
     }
 }

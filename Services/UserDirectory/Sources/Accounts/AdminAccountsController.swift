@@ -4,7 +4,7 @@ import Logging
 import TesseraShared
 
 /// Admin user management under `/v1/projects/{p}[/tenants/{t}]/…` (API.md B.2.3, B.6).
-struct AdminAccountsController<Accounts: AccountRepository, Tenants: TenantRepository> {
+struct AdminAccountsController<Accounts: AccountStore, Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants
 

@@ -5,8 +5,8 @@ import TesseraShared
 
 /// Admin `accounts:sendOobCode` (B.2.3): for a user named by email, either the mail is queued as
 /// for a client, or with `returnOobLink` the code and link are returned and nothing is mailed.
-struct AdminOobController<Tenants: TenantRepository> {
-    let accounts: PostgresAccountRepository
+struct AdminOobController<Tenants: TenantStore> {
+    let accounts: PostgresAccountStore
     let tenants: Tenants
     let links: ActionLinks
 
@@ -48,7 +48,7 @@ struct AdminOobController<Tenants: TenantRepository> {
         let continueUrl = try links.checkContinueURL(body.continueUrl)
         let answer = try await accounts.sendOobCode(
             SendOobCodeRequest(
-                tenantId: scope.tenantID, requestType: type, email: email, localId: nil, newEmail: newEmail,
+                scope: scope, requestType: type, email: email, localId: nil, newEmail: newEmail,
                 linkPrefix: try links.prefix(mode: type.mode, tenant: scope.tenantID, request: request),
                 continueUrl: continueUrl, returnLink: body.returnOobLink == true), logger: context.logger)
         return JSONResponse(

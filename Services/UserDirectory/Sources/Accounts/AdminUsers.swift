@@ -24,7 +24,7 @@ public struct ExportedUser: Sendable {
     public var salt: String?
 }
 
-extension PostgresAccountRepository {
+extension PostgresAccountStore {
     /// A scope's hash config (B.7.1 `signIn.hashConfig`, a tenant's `hashConfig`): what its exports'
     /// hashes need. Each tenant has its own key (issue #23); the default scope's is the project's.
     public func hashConfig(scope: Scope, logger: Logger) async throws -> (
@@ -48,7 +48,7 @@ extension PostgresAccountRepository {
 
     /// Maps a unique violation to the Firebase code of the constraint it hit.
     static func uniqueViolation(_ error: PSQLError) -> FirebaseError? {
-        guard error.sqlState == "23505" else { return nil }
+        guard error.has(.uniqueViolation) else { return nil }
         switch error.serverInfo?[.constraintName] {
         case "users_pkey": return .invalid(.duplicateLocalId)
         case "users_email_key": return .invalid(.emailExists)

@@ -6,11 +6,11 @@ import TesseraShared
 /// Email-link (passwordless) sign-in (A.3, B.5.5): the EMAIL_SIGNIN code mailed by `sendOobCode`
 /// proves the address, so completing it signs in (or signs up) the address's user with a verified
 /// email, or gives the address to a signed-in user; it is a trusted method for A.4.
-extension PostgresAccountRepository {
+extension PostgresAccountStore {
     public func signInWithEmailLink(_ request: SignInWithEmailLinkRequest, logger: Logger) async throws
         -> SignInWithEmailLinkResponse
     {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         let flags = try await flags(scope, logger: logger)
         guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid(.operationNotAllowed) }
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)
@@ -83,7 +83,7 @@ extension PostgresAccountRepository {
                     session: request.session, logger: logger)
                 return SignInWithEmailLinkResponse(user: user, session: session, isNewUser: isNewUser)
             }
-        } catch let error as PSQLError where error.sqlState == "23505" {
+        } catch let error as PSQLError where error.has(.uniqueViolation) {
             // Another account took the address between the read and the write.
             throw FirebaseError.invalid(.emailExists)
         }

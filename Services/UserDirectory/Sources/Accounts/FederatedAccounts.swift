@@ -5,14 +5,14 @@ import TesseraShared
 
 /// Federated sign-in and linking (API.md A.3, A.4, B.5.3, B.5.4). The token service has verified
 /// the provider's credential; this decides, in one transaction, which account it opens.
-extension PostgresAccountRepository {
+extension PostgresAccountStore {
     /// The configuration the token service verifies a credential with: unknown providers are
     /// `INVALID_PROVIDER_ID`, ones the scope has not enabled `OPERATION_NOT_ALLOWED`.
     public func idpConfig(_ request: IdpConfigRequest, logger: Logger) async throws -> IdpConfigResponse {
         guard FederatedProviders.kind(of: request.providerId) != nil else {
             throw FirebaseError.invalid(.invalidProviderId)
         }
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         return try await client.withConnection { connection in
             _ = try await ScopeFlags.read(connection, scope: scope, lock: false, logger: logger)
             guard
@@ -30,7 +30,7 @@ extension PostgresAccountRepository {
     }
 
     public func signInWithIdp(_ request: SignInWithIdpRequest, logger: Logger) async throws -> SignInWithIdpResponse {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         // Two first sign-ins of one new identity (or two providers with one new email) race on the
         // unique keys; the loser runs again and finds what the winner wrote.
         var attempt = 0
@@ -40,9 +40,9 @@ extension PostgresAccountRepository {
                 return try await client.transaction(logger: logger) { connection in
                     try await Self.federatedSignIn(connection, scope: scope, request: request, logger: logger)
                 }
-            } catch let error as PSQLError where error.sqlState == "23505" && attempt < 3 {
+            } catch let error as PSQLError where error.has(.uniqueViolation) && attempt < 3 {
                 logger.debug("federated sign-in raced another; retrying")
-            } catch let error as PSQLError where error.sqlState == "23505" {
+            } catch let error as PSQLError where error.has(.uniqueViolation) {
                 _ = error
                 throw FirebaseError.invalid(.emailExists)
             }

@@ -20,7 +20,7 @@ public struct ImportUser: Sendable {
     public var providers: [ProviderUserInfo] = []
 }
 
-extension PostgresAccountRepository {
+extension PostgresAccountStore {
     /// One imported user as the insert reads it: a `users` row in JSON, keys named after the columns
     /// (`jsonb_populate_recordset` takes the types from the table; a nil is a missing key, NULL).
     private struct ImportRow: Encodable {
@@ -141,8 +141,8 @@ extension PostgresAccountRepository {
 
 /// `POST …/accounts:batchCreate` (B.2.3, B.6, B.7.1): import up to 1000 users with their password
 /// hashes, verified later per the declared algorithm (A.9).
-struct ImportController<Tenants: TenantRepository> {
-    let accounts: PostgresAccountRepository
+struct ImportController<Tenants: TenantStore> {
+    let accounts: PostgresAccountStore
     let tenants: Tenants
 
     func addRoutes(to group: RouterGroup<AdminContext>) {

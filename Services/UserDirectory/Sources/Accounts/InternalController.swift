@@ -4,11 +4,11 @@ import Logging
 import TesseraShared
 
 /// The internal API for the token service and the cleanup worker (see `InternalPath`).
-struct InternalController<Accounts: AccountRepository> {
+struct InternalController<Accounts: AccountStore> {
     let accounts: Accounts
     let schemaVersion: Int
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<DirectoryInternalContext>) {
         group.get(RouterPath(InternalPath.status)) { _, _ in
             JSONResponse(DirectoryStatus(service: "user-directory", schemaVersion: schemaVersion))
         }
@@ -38,7 +38,7 @@ struct InternalController<Accounts: AccountRepository> {
             context.logger.info(
                 "federated sign-in",
                 metadata: [
-                    "tenant.id": .string(Scope(wire: body.tenantId).key),
+                    "tenant.id": .string(body.scope.key),
                     "provider.id": .string(body.identity.providerId),
                     "outcome": .string(answer.outcome.rawValue), "user.new": .stringConvertible(answer.isNewUser),
                     "user.id": .string(answer.user?.localId ?? "-"), "link": .stringConvertible(body.linkTo != nil),
@@ -51,7 +51,7 @@ struct InternalController<Accounts: AccountRepository> {
             context.logger.info(
                 "custom-token sign-in",
                 metadata: [
-                    "tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(answer.user.localId),
+                    "tenant.id": .string(body.scope.key), "user.id": .string(answer.user.localId),
                     "user.new": .stringConvertible(answer.isNewUser),
                 ])
             return JSONResponse(answer)
@@ -62,7 +62,7 @@ struct InternalController<Accounts: AccountRepository> {
             context.logger.info(
                 "email-link sign-in",
                 metadata: [
-                    "tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(answer.user.localId),
+                    "tenant.id": .string(body.scope.key), "user.id": .string(answer.user.localId),
                     "user.new": .stringConvertible(answer.isNewUser), "link": .stringConvertible(body.linkTo != nil),
                 ])
             return JSONResponse(answer)
@@ -73,18 +73,18 @@ struct InternalController<Accounts: AccountRepository> {
         }
     }
 
-    @Sendable func signUpPassword(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func signUpPassword(_ request: Request, context: DirectoryInternalContext) async throws
         -> JSONResponse<SessionCreatedResponse>
     {
         let body = try await request.decodeJSON(SignUpPasswordRequest.self, context: context)
         let (user, session) = try await accounts.signUpPassword(body, logger: context.logger)
         context.logger.info(
             body.localId == nil ? "password user created" : "password linked to user",
-            metadata: ["tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(user.localId)])
+            metadata: ["tenant.id": .string(body.scope.key), "user.id": .string(user.localId)])
         return JSONResponse(SessionCreatedResponse(user: user, session: session))
     }
 
-    @Sendable func signInWithPassword(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func signInWithPassword(_ request: Request, context: DirectoryInternalContext) async throws
         -> JSONResponse<SessionCreatedResponse>
     {
         let body = try await request.decodeJSON(SignInWithPasswordRequest.self, context: context)
@@ -92,14 +92,14 @@ struct InternalController<Accounts: AccountRepository> {
         return JSONResponse(SessionCreatedResponse(user: user, session: session))
     }
 
-    @Sendable func authMethods(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func authMethods(_ request: Request, context: DirectoryInternalContext) async throws
         -> JSONResponse<AuthMethodsResponse>
     {
         let body = try await request.decodeJSON(AuthMethodsRequest.self, context: context)
         return JSONResponse(try await accounts.authMethods(body, logger: context.logger))
     }
 
-    @Sendable func updateAccount(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func updateAccount(_ request: Request, context: DirectoryInternalContext) async throws
         -> JSONResponse<UpdateAccountResponse>
     {
         let body = try await request.decodeJSON(UpdateAccountRequest.self, context: context)
@@ -107,47 +107,47 @@ struct InternalController<Accounts: AccountRepository> {
         context.logger.info(
             "user updated itself",
             metadata: [
-                "tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(body.localId),
+                "tenant.id": .string(body.scope.key), "user.id": .string(body.localId),
                 "credentials.changed": .stringConvertible(answer.session != nil),
             ])
         return JSONResponse(answer)
     }
 
-    @Sendable func signUpAnonymous(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func signUpAnonymous(_ request: Request, context: DirectoryInternalContext) async throws
         -> JSONResponse<SessionCreatedResponse>
     {
         let body = try await request.decodeJSON(SignUpAnonymousRequest.self, context: context)
         let (user, session) = try await accounts.signUpAnonymous(
-            scope: Scope(wire: body.tenantId), refreshTokenHash: body.refreshTokenHash,
+            scope: body.scope, refreshTokenHash: body.refreshTokenHash,
             sessionExpiresAt: body.sessionExpiresAt, clientIP: body.clientIP, logger: context.logger)
         context.logger.info(
             "anonymous user created",
-            metadata: ["tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(user.localId)])
+            metadata: ["tenant.id": .string(body.scope.key), "user.id": .string(user.localId)])
         return JSONResponse(SessionCreatedResponse(user: user, session: session))
     }
 
-    @Sendable func getAccount(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
+    @Sendable func getAccount(_ request: Request, context: DirectoryInternalContext) async throws -> JSONResponse<
         AccountResponse
     > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
         let user = try await accounts.userForClient(
-            scope: Scope(wire: body.tenantId), localId: body.localId, logger: context.logger)
+            scope: body.scope, localId: body.localId, logger: context.logger)
         return JSONResponse(AccountResponse(user: user))
     }
 
-    @Sendable func deleteAccount(_ request: Request, context: DirectoryContext) async throws -> JSONResponse<
+    @Sendable func deleteAccount(_ request: Request, context: DirectoryInternalContext) async throws -> JSONResponse<
         EmptyObject
     > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
         try await accounts.deleteByUser(
-            scope: Scope(wire: body.tenantId), localId: body.localId, logger: context.logger)
+            scope: body.scope, localId: body.localId, logger: context.logger)
         context.logger.info(
             "user deleted itself",
-            metadata: ["tenant.id": .string(Scope(wire: body.tenantId).key), "user.id": .string(body.localId)])
+            metadata: ["tenant.id": .string(body.scope.key), "user.id": .string(body.localId)])
         return JSONResponse(EmptyObject())
     }
 
-    @Sendable func rotate(_ request: Request, context: DirectoryContext) async throws
+    @Sendable func rotate(_ request: Request, context: DirectoryInternalContext) async throws
         -> JSONResponse<RotateRefreshTokenResponse>
     {
         let body = try await request.decodeJSON(RotateRefreshTokenRequest.self, context: context)

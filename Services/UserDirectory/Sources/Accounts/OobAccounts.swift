@@ -5,9 +5,9 @@ import TesseraShared
 
 /// Out-of-band codes (B.2.1 sendOobCode, resetPassword, update{oobCode}; A.7): single use,
 /// expiring, stored as SHA-256; the mail that carries a code is queued in the same transaction.
-extension PostgresAccountRepository {
+extension PostgresAccountStore {
     public func sendOobCode(_ request: SendOobCodeRequest, logger: Logger) async throws -> SendOobCodeResponse {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         let flags = try await flags(scope, logger: logger)
         if request.requestType == .emailSignIn, !flags.enableEmailLinkSignin {
             throw FirebaseError.invalid(.operationNotAllowed)
@@ -156,7 +156,7 @@ extension PostgresAccountRepository {
     /// password (the email is proven, so it becomes verified; every older session ends); without,
     /// tells what the code is for and leaves it unused.
     public func resetPassword(_ request: ResetPasswordRequest, logger: Logger) async throws -> OobCodeResponse {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         let flags = try await flags(scope, logger: logger)
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)
         guard let newPassword = request.newPassword else {
@@ -204,7 +204,7 @@ extension PostgresAccountRepository {
 
     /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code.
     public func applyOobCode(_ request: ApplyOobCodeRequest, logger: Logger) async throws -> OobCodeResponse {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         _ = try await flags(scope, logger: logger)
         let code = try await readCode(request.oobCode, scope: scope, logger: logger)
         guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail, let localId = code.localId else {
@@ -236,7 +236,7 @@ extension PostgresAccountRepository {
                 else { throw FirebaseError.internal }
                 return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: user)
             }
-        } catch let error as PSQLError where error.sqlState == "23505" {
+        } catch let error as PSQLError where error.has(.uniqueViolation) {
             throw FirebaseError.invalid(.emailExists)
         }
     }

@@ -124,7 +124,7 @@ extension ScopeFlags {
     }
 }
 
-extension PostgresAccountRepository {
+extension PostgresAccountStore {
     func flags(_ scope: Scope, logger: Logger) async throws -> ScopeFlags {
         try await client.withConnection { try await ScopeFlags.read($0, scope: scope, lock: false, logger: logger) }
     }
@@ -134,7 +134,7 @@ extension PostgresAccountRepository {
     public func signUpPassword(_ request: SignUpPasswordRequest, logger: Logger) async throws -> (
         UserRecord, SessionInfo
     ) {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         let flags = try await flags(scope, logger: logger)
         if !flags.allowPasswordSignup { throw FirebaseError.invalid(.operationNotAllowed) }
         if request.localId == nil, flags.disabledUserSignup { throw FirebaseError.invalid(.adminOnlyOperation) }
@@ -180,7 +180,7 @@ extension PostgresAccountRepository {
                     connection, scope: scope, localId: localId, provider: "password", nowMillis: now,
                     session: request.session, logger: logger)
             }
-        } catch let error as PSQLError where error.sqlState == "23505" {
+        } catch let error as PSQLError where error.has(.uniqueViolation) {
             throw FirebaseError.invalid(.emailExists)
         }
     }
@@ -191,7 +191,7 @@ extension PostgresAccountRepository {
     public func signInWithPassword(_ request: SignInWithPasswordRequest, logger: Logger) async throws
         -> (UserRecord, SessionInfo)
     {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         var candidate: PasswordSignInCandidate.Row?
         for try await row in try await client.execute(
             PasswordSignInCandidate(scope: scope, email: request.email), logger: logger)
@@ -274,7 +274,7 @@ extension PostgresAccountRepository {
 
     /// What `createAuthUri` may tell about an email (B.2.1, B.5.9).
     public func authMethods(_ request: AuthMethodsRequest, logger: Logger) async throws -> AuthMethodsResponse {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         let flags = try await flags(scope, logger: logger)
         if flags.emailPrivacy {
             return AuthMethodsResponse(protected: true, registered: false, signinMethods: [], allProviders: [])
@@ -302,7 +302,7 @@ extension PostgresAccountRepository {
     /// An end user's `accounts:update` (B.2.1, B.5.2, B.5.11). The caller has verified the ID token
     /// and the re-authentication window.
     public func updateAccount(_ request: UpdateAccountRequest, logger: Logger) async throws -> UpdateAccountResponse {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         _ = try await flags(scope, logger: logger)
         var stored: StoredPassword?
         if let password = request.password {
@@ -402,7 +402,7 @@ extension PostgresAccountRepository {
                 }
                 return UpdateAccountResponse(user: user, session: session)
             }
-        } catch let error as PSQLError where error.sqlState == "23505" {
+        } catch let error as PSQLError where error.has(.uniqueViolation) {
             throw FirebaseError.invalid(.emailExists)
         }
     }
@@ -519,7 +519,7 @@ struct PasswordSignIn: PostgresPreparedStatement {
         FROM u \(UsersByID.linksJoin(tenant: "u.tenant_id", localId: "u.local_id"))
         ORDER BY l.provider_id
         """
-    typealias Row = PostgresAccountRepository.UserRow
+    typealias Row = PostgresAccountStore.UserRow
     var scope: Scope
     var localId: String
     var verifiedHash: String

@@ -122,7 +122,7 @@ public struct AdminCredentialStore: Sendable {
 }
 
 /// `…/adminCredentials` and `…/auditLog` (A.10).
-struct AdminCredentialController<Tenants: TenantRepository> {
+struct AdminCredentialController<Tenants: TenantStore> {
     let store: AdminCredentialStore
     let tenants: Tenants
     let projectID: String

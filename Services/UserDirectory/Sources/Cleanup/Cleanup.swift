@@ -367,7 +367,7 @@ struct CleanupStore: Sendable {
 }
 
 /// `…/anonymousCleanup` and `…/anonymousCleanup:preview` (A.10).
-struct CleanupController<Tenants: TenantRepository> {
+struct CleanupController<Tenants: TenantStore> {
     let store: CleanupStore
     let tenants: Tenants
 
@@ -394,7 +394,7 @@ struct CleanupController<Tenants: TenantRepository> {
 struct CleanupInternalController {
     let store: CleanupStore
 
-    func addRoutes(to group: RouterGroup<DirectoryContext>) {
+    func addRoutes(to group: RouterGroup<DirectoryInternalContext>) {
         group.post(RouterPath(InternalPath.cleanupLease)) { request, context in
             let body = try await request.decodeJSON(CleanupLeaseRequest.self, context: context)
             return JSONResponse(try await store.acquire(body, logger: context.logger))

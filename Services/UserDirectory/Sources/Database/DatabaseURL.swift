@@ -92,8 +92,22 @@ public enum DatabaseURLError: Error, CustomStringConvertible {
     }
 }
 
+/// The SQLSTATEs the directory tells apart (PostgreSQL's Appendix A), by name. No statement or
+/// function of the schema raises its own: business outcomes come back as rows, and these are the
+/// server's own conditions.
+public enum SQLState: String, Sendable {
+    /// A row another request inserted first (the `users` email index, `federated_identities`, …).
+    case uniqueViolation = "23505"
+    /// A NUL character or an invalid byte sequence in text.
+    case characterNotInRepertoire = "22021"
+    case untranslatableCharacter = "22P05"
+}
+
 extension PSQLError {
     public var sqlState: String? { serverInfo?[.sqlState] }
+
+    /// The server answered with `state`.
+    public func has(_ state: SQLState) -> Bool { code == .server && sqlState == state.rawValue }
 }
 
 extension PostgresClient {

@@ -43,8 +43,7 @@ struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
 
     /// 22021 (a NUL or an invalid byte sequence) and 22P05 (an untranslatable character).
     static func isUnstorableText(_ error: PSQLError) -> Bool {
-        guard error.code == .server, let state = error.serverInfo?[.sqlState] else { return false }
-        return state == "22021" || state == "22P05"
+        error.has(.characterNotInRepertoire) || error.has(.untranslatableCharacter)
     }
 
     /// Connection failures, and the server's "connection exception" (08…) and "operator

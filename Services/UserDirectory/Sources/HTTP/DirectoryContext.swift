@@ -17,9 +17,10 @@ public struct AdminPrincipal: Sendable, Equatable {
 
 /// The directory's request context: the request id, and the admin once the admin middleware has
 /// authenticated one.
-public struct DirectoryContext: TesseraContext {
+public struct DirectoryContext: InternalCallerContext {
     public var coreContext: CoreRequestContextStorage
     public var requestID: String
+    public var isInternalCaller = false
     public var admin: AdminPrincipal?
     /// The peer's address (the ingress, behind one); see `ClientAddress` for the caller's.
     public var remoteAddress: String?
@@ -31,6 +32,9 @@ public struct DirectoryContext: TesseraContext {
         self.remoteAddress = source.channel.remoteAddress?.ipAddress
     }
 }
+
+/// The context of the internal API's handlers: the token service and the worker, verified.
+typealias DirectoryInternalContext = InternalContext<DirectoryContext>
 
 /// The context of every admin-plane handler (issue #24): built once per request, after
 /// `AdminAuthMiddleware` authenticated the caller, so the principal is never optional here, and the
@@ -53,7 +57,7 @@ public struct AdminContext: ChildRequestContext, TesseraContext {
     public var confinedTo: Scope? { principal.tenantId.map { Scope(key: $0) } }
 }
 
-extension TenantRepository {
+extension TenantStore {
     /// The scope of an admin call as a wire tenant id: nil for the project's default scope.
     func tenantID(of context: AdminContext) async throws -> String? {
         try await scope(of: context).tenantID

@@ -1,11 +1,13 @@
-import Foundation
-import Hummingbird
 import Logging
 import PostgresNIO
 import TesseraShared
 
-/// Per-scope mail templates in PostgreSQL.
-enum MailTemplateStore {
+/// Per-scope mail templates in PostgreSQL: a scope's own subject and body per request type, where it
+/// has set one (else the built-in `MailTemplate.standard`).
+struct MailTemplateStore: Sendable {
+    let client: PostgresClient
+
+    /// The scope's own template, on a connection the caller holds (the OOB transaction's).
     static func read(_ connection: PostgresConnection, scope: Scope, type: OobRequestType, logger: Logger)
         async throws -> MailTemplate?
     {
@@ -17,101 +19,32 @@ enum MailTemplateStore {
         }
         return nil
     }
-}
 
-/// `GET /v2/projects/{p}[/tenants/{t}]/mailTemplates`, and `PATCH` / `DELETE
-/// …/mailTemplates/{requestType}` (Tessera's own admin resource, A.10 conventions): the subject and
-/// plain-text body of the verification, password-reset and email-change mails, with the
-/// placeholders `%APP_NAME%`, `%LINK%`, `%EMAIL%`, `%NEW_EMAIL%`, `%DISPLAY_NAME%`. `DELETE` returns
-/// a template to the built-in default.
-struct MailTemplateController<Tenants: TenantRepository> {
-    let client: PostgresClient
-    let tenants: Tenants
-
-    func addRoutes(to group: RouterGroup<AdminContext>) {
-        for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
-            group.get("\(scope)/mailTemplates", use: list)
-            group.patch("\(scope)/mailTemplates/{requestType}", use: update)
-            group.delete("\(scope)/mailTemplates/{requestType}", use: reset)
-        }
-    }
-
-    struct TemplateWire: Codable, Sendable {
-        var requestType: String?
-        var subject: String?
-        var body: String?
-        /// False when the built-in default is in force.
-        var custom: Bool?
-    }
-
-    struct TemplateList: Codable, Sendable {
-        var templates: [TemplateWire]
-    }
-
-    static var types: [OobRequestType] { [.verifyEmail, .passwordReset, .verifyAndChangeEmail, .emailSignIn] }
-
-    static func type(_ context: AdminContext) throws -> OobRequestType {
-        guard let type = OobRequestType(rawValue: try context.parameters.require("requestType")) else {
-            throw FirebaseError.invalidArgument(
-                "INVALID_ARGUMENT : requestType must be VERIFY_EMAIL, PASSWORD_RESET, VERIFY_AND_CHANGE_EMAIL or EMAIL_SIGNIN"
-            )
-        }
-        return type
-    }
-
-    @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateList> {
-        let scope = try await tenants.scope(of: context)
-        let templates = try await client.withConnection { connection in
-            var result: [TemplateWire] = []
-            for type in Self.types {
-                let stored = try await MailTemplateStore.read(
-                    connection, scope: scope, type: type, logger: context.logger)
-                let template = stored ?? MailTemplate.standard(type)
-                result.append(
-                    TemplateWire(
-                        requestType: type.rawValue, subject: template.subject, body: template.body,
-                        custom: stored != nil))
+    /// The scope's own templates by type (types without one are absent).
+    func custom(scope: Scope, logger: Logger) async throws -> [OobRequestType: MailTemplate] {
+        let rows = try await client.query(
+            "SELECT request_type, subject, body FROM mail_templates WHERE tenant_id = \(scope)", logger: logger)
+        var templates: [OobRequestType: MailTemplate] = [:]
+        for try await (type, subject, body) in rows.decode((String, String, String).self) {
+            if let type = OobRequestType(rawValue: type) {
+                templates[type] = MailTemplate(subject: subject, body: body)
             }
-            return result
         }
-        return JSONResponse(TemplateList(templates: templates))
+        return templates
     }
 
-    @Sendable func update(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateWire> {
-        let scope = try await tenants.scope(of: context)
-        let type = try Self.type(context)
-        let input = try await request.decodeJSON(TemplateWire.self, context: context)
-        let current =
-            try await client.withConnection {
-                try await MailTemplateStore.read($0, scope: scope, type: type, logger: context.logger)
-            } ?? MailTemplate.standard(type)
-        let subject = input.subject ?? current.subject
-        let body = input.body ?? current.body
-        guard !subject.isEmpty, subject.count <= 200, !subject.contains(where: \.isNewline) else {
-            throw FirebaseError.invalidArgument("INVALID_ARGUMENT : subject must be one line of 1-200 characters")
-        }
-        guard body.contains("%LINK%"), body.count <= 20_000 else {
-            throw FirebaseError.invalidArgument(
-                "INVALID_ARGUMENT : body must contain %LINK% and be at most 20000 characters")
-        }
+    func save(_ template: MailTemplate, scope: Scope, type: OobRequestType, logger: Logger) async throws {
         try await client.query(
             """
-            INSERT INTO mail_templates (tenant_id, request_type, subject, body) VALUES (\(scope), \(type.rawValue), \(subject), \(body))
+            INSERT INTO mail_templates (tenant_id, request_type, subject, body)
+            VALUES (\(scope), \(type.rawValue), \(template.subject), \(template.body))
             ON CONFLICT (tenant_id, request_type) DO UPDATE SET subject = EXCLUDED.subject, body = EXCLUDED.body, updated_at = now()
-            """, logger: context.logger)
-        context.logger.info(
-            "mail template updated", metadata: ["tenant.id": .string(scope.key), "oob.type": .string(type.rawValue)])
-        return JSONResponse(TemplateWire(requestType: type.rawValue, subject: subject, body: body, custom: true))
+            """, logger: logger)
     }
 
-    @Sendable func reset(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateWire> {
-        let scope = try await tenants.scope(of: context)
-        let type = try Self.type(context)
+    /// Returns the scope to the built-in template for `type`.
+    func reset(scope: Scope, type: OobRequestType, logger: Logger) async throws {
         try await client.query(
-            "DELETE FROM mail_templates WHERE tenant_id = \(scope) AND request_type = \(type.rawValue)",
-            logger: context.logger)
-        let template = MailTemplate.standard(type)
-        return JSONResponse(
-            TemplateWire(requestType: type.rawValue, subject: template.subject, body: template.body, custom: false))
+            "DELETE FROM mail_templates WHERE tenant_id = \(scope) AND request_type = \(type.rawValue)", logger: logger)
     }
 }

@@ -79,7 +79,7 @@ struct IdpConfigStore: Sendable {
                 VALUES (\(scope), \(c.providerId), \(c.enabled), \(c.clientId), \(c.clientSecret), \(c.issuer),
                     \(c.displayName), \(c.responseIdToken), \(c.responseCode), \(c.trustedEmailDomains))
                 """, logger: logger)
-        } catch let error as PSQLError where error.sqlState == "23505" {
+        } catch let error as PSQLError where error.has(.uniqueViolation) {
             throw FirebaseError.configurationExists
         }
     }
@@ -130,7 +130,7 @@ let idpMaskPaths: [Bool: [String]] = [
 
 /// `…/defaultSupportedIdpConfigs`, `…/oauthIdpConfigs` and `/v2/defaultSupportedIdps` (B.2.3 shapes,
 /// A.5: per tenant over HTTP). The Firebase Admin SDKs' provider-config calls use these paths.
-struct IdpConfigController<Tenants: TenantRepository> {
+struct IdpConfigController<Tenants: TenantStore> {
     let store: IdpConfigStore
     let tenants: Tenants
     let projectID: String

@@ -100,7 +100,7 @@ struct ServiceAccountStore: Sendable {
 }
 
 /// `…/serviceAccounts` (A.10).
-struct ServiceAccountController<Tenants: TenantRepository> {
+struct ServiceAccountController<Tenants: TenantStore> {
     let store: ServiceAccountStore
     let tenants: Tenants
     let projectID: String
@@ -299,13 +299,13 @@ enum CustomTokens {
     }
 }
 
-extension PostgresAccountRepository {
+extension PostgresAccountStore {
     /// `signInWithCustomToken` (B.4): verifies the token, creates the user on first use
     /// (`disabledUserSignup` applies) and starts a session that carries the token's claims.
     public func signInWithCustomToken(_ request: SignInWithCustomTokenRequest, logger: Logger) async throws
         -> SignInWithCustomTokenResponse
     {
-        let scope = Scope(wire: request.tenantId)
+        let scope = request.scope
         _ = try await flags(scope, logger: logger)
         let verified = try await CustomTokens.verify(
             request.token, scope: scope, accounts: ServiceAccountStore(client: client, projectID: ""), logger: logger)

@@ -4,8 +4,8 @@ import Logging
 import TesseraShared
 
 /// The v2 admin API: tenants and the project config (API.md B.2.3, A.5).
-struct TenantController<Repository: TenantRepository> {
-    let repository: Repository
+struct TenantController<Tenants: TenantStore> {
+    let store: Tenants
     let projectID: String
     /// A scope's hash config: the project's in the project Config (project admins only), each
     /// tenant's own in the tenant (its admins may see it: it protects that tenant's hashes only).
@@ -33,7 +33,7 @@ struct TenantController<Repository: TenantRepository> {
         var settings = ScopeSettings(tenantId: Self.newTenantID(displayName: displayName), displayName: displayName)
         for apply in TenantWire.fields.values { apply(&settings, input) }
         settings.displayName = displayName
-        let created = try await repository.create(settings, logger: context.logger)
+        let created = try await store.create(settings, logger: context.logger)
         context.logger.info("tenant created", metadata: ["tenant.id": .string(created.tenantId)])
         return JSONResponse(TenantWire(created, projectID: projectID))
     }
@@ -42,7 +42,7 @@ struct TenantController<Repository: TenantRepository> {
         let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 0
         let pageSize = requested == 0 ? 20 : (requested < 0 ? 100_000 : min(requested, 1000))
         let page = Page(
-            fetched: try await repository.list(after: request.pageToken, limit: pageSize + 1, logger: context.logger),
+            fetched: try await store.list(after: request.pageToken, limit: pageSize + 1, logger: context.logger),
             size: pageSize)
         return JSONResponse(
             TenantList(
@@ -52,7 +52,7 @@ struct TenantController<Repository: TenantRepository> {
 
     @Sendable func get(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
         let tenantId = try context.parameters.require("tenant")
-        guard !tenantId.isEmpty, let settings = try await repository.get(tenantId, logger: context.logger) else {
+        guard !tenantId.isEmpty, let settings = try await store.get(tenantId, logger: context.logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
         }
         var tenant = TenantWire(settings, projectID: projectID)
@@ -66,7 +66,7 @@ struct TenantController<Repository: TenantRepository> {
         if let displayName = input.displayName { try Self.validateDisplayName(displayName) }
         let paths = try Self.maskPaths(request, known: TenantWire.fields.keys)
         guard !tenantId.isEmpty,
-            let updated = try await repository.update(
+            let updated = try await store.update(
                 tenantId, logger: context.logger,
                 { settings in
                     for path in paths { TenantWire.fields[path]?(&settings, input) }
@@ -78,7 +78,7 @@ struct TenantController<Repository: TenantRepository> {
 
     @Sendable func delete(_ request: Request, context: AdminContext) async throws -> JSONResponse<EmptyObject> {
         let tenantId = try context.parameters.require("tenant")
-        guard try await repository.delete(tenantId, logger: context.logger) else {
+        guard try await store.delete(tenantId, logger: context.logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
         }
         context.logger.info("tenant deleted", metadata: ["tenant.id": .string(tenantId)])
@@ -88,7 +88,7 @@ struct TenantController<Repository: TenantRepository> {
     @Sendable func getConfig(_ request: Request, context: AdminContext) async throws
         -> JSONResponse<ProjectConfigWire>
     {
-        let (scope, project) = try await repository.projectConfig(logger: context.logger)
+        let (scope, project) = try await store.projectConfig(logger: context.logger)
         return JSONResponse(
             ProjectConfigWire(
                 scope: scope, project: project, projectID: projectID,
@@ -100,7 +100,7 @@ struct TenantController<Repository: TenantRepository> {
     {
         let input = try await request.decodeJSON(ProjectConfigWire.self, context: context)
         let paths = try Self.maskPaths(request, known: ProjectConfigWire.fields.keys)
-        let (scope, project) = try await repository.updateProjectConfig(logger: context.logger) { scope, project in
+        let (scope, project) = try await store.updateProjectConfig(logger: context.logger) { scope, project in
             for path in paths { ProjectConfigWire.fields[path]?(&scope, &project, input) }
         }
         context.logger.info("project config updated")

@@ -4,7 +4,7 @@ import PostgresNIO
 import TesseraShared
 
 /// Tenants, the default scope's settings and the project config.
-public protocol TenantRepository: Sendable {
+public protocol TenantStore: Sendable {
     func create(_ settings: ScopeSettings, logger: Logger) async throws -> ScopeSettings
     /// `""` is the default scope.
     func get(_ tenantId: String, logger: Logger) async throws -> ScopeSettings?
@@ -22,7 +22,7 @@ public protocol TenantRepository: Sendable {
     ) async throws -> (ScopeSettings, ProjectSettings)
 }
 
-public struct PostgresTenantRepository: TenantRepository {
+public struct PostgresTenantStore: TenantStore {
     let client: PostgresClient
     /// Retention of anonymous accounts, needed when turning auto-cleanup on schedules existing ones.
     let anonymousRetention: Duration

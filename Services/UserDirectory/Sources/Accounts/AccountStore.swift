@@ -6,7 +6,7 @@ import TesseraShared
 
 /// Users, their provider links and their sessions (refresh-token families). Every method takes the
 /// scope key (tenant id, "" for the default scope) and every statement filters by it.
-public protocol AccountRepository: Sendable {
+public protocol AccountStore: Sendable {
     /// Creates an anonymous user and its first session, after checking the scope's switches.
     func signUpAnonymous(
         scope: Scope, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String?, logger: Logger
@@ -71,7 +71,7 @@ public struct AdminUserChange: Sendable {
     public init() {}
 }
 
-public struct PostgresAccountRepository: AccountRepository {
+public struct PostgresAccountStore: AccountStore {
     let client: PostgresClient
     let anonymousRetention: Duration
     let hasher: PasswordHasher
@@ -376,7 +376,7 @@ extension SessionInfo {
 struct UserRows {
     private(set) var byId: [String: UserRecord] = [:]
 
-    mutating func add(_ row: PostgresAccountRepository.UserRow) {
+    mutating func add(_ row: PostgresAccountStore.UserRow) {
         // Named in the order of `UsersByID.columns`.
         let (
             scope, localId, email, emailVerified, displayName, photoUrl, disabled, customAttributes, validSince,
@@ -451,7 +451,7 @@ struct UsersByID: ScopedStatement {
         \(linksJoin(tenant: "$1", localId: "wanted.local_id"))
         ORDER BY l.provider_id
         """
-    typealias Row = PostgresAccountRepository.UserRow
+    typealias Row = PostgresAccountStore.UserRow
     var scope: Scope
     var localIds: [String]
     var argument: [String] { localIds }
@@ -491,7 +491,7 @@ struct UserOfEnabledScope: ScopedStatement {
         WHERE t.tenant_id = $1
         ORDER BY l.provider_id
         """
-    typealias Row = (Bool, PostgresAccountRepository.UserRow)
+    typealias Row = (Bool, PostgresAccountStore.UserRow)
     var scope: Scope
     var localId: String
     var argument: String { localId }
@@ -524,7 +524,7 @@ struct RotateRefreshToken: PostgresPreparedStatement {
         \(UsersByID.linksJoin(tenant: "r.o_scope", localId: "r.o_local_id"))
         ORDER BY l.provider_id
         """
-    typealias Row = (PostgresAccountRepository.RotationRow, PostgresAccountRepository.UserRow)
+    typealias Row = (PostgresAccountStore.RotationRow, PostgresAccountStore.UserRow)
     var tokenHash: String
     var newTokenHash: String
     var sealed: String

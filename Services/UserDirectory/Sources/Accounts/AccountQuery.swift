@@ -1,0 +1,73 @@
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// A search over one scope's users (`accounts:query`, and the console's users table): the users any
+/// filter matches (all of them without filters), counted, ordered and paged.
+struct AccountQuery: Sendable {
+    /// What a user is ordered by. The cases name columns; nothing else reaches the SQL text.
+    enum SortKey: String, CaseIterable, Sendable {
+        case userID = "USER_ID"
+        case name = "NAME"
+        case createdAt = "CREATED_AT"
+        case lastLoginAt = "LAST_LOGIN_AT"
+        case email = "USER_EMAIL"
+
+        var column: String {
+            switch self {
+            case .userID: "local_id"
+            case .name: "display_name"
+            case .createdAt: "created_at"
+            case .lastLoginAt: "last_login_at"
+            case .email: "email"
+            }
+        }
+    }
+
+    /// True: only the users matching one of the filters below (OR), none when they are all empty.
+    /// False: every user of the scope.
+    var isFiltered = false
+    var emails: [String] = []
+    var localIDs: [String] = []
+    var phoneNumbers: [String] = []
+    var anonymous = false
+    var sortBy = SortKey.userID
+    var descending = false
+    var limit = 500
+    var offset = 0
+    /// False: count only.
+    var returnUsers = true
+}
+
+extension PostgresAccountStore {
+    /// Runs `query` in `scope`: how many users match, and the requested page of them.
+    func search(_ query: AccountQuery, scope: Scope, logger: Logger) async throws -> (count: Int, users: [UserRecord]) {
+        try await client.withConnection { connection in
+            // Column and direction come from `SortKey` and a Bool; every value is a bind parameter.
+            let filter: PostgresQuery = """
+                tenant_id = \(scope) AND (NOT \(query.isFiltered) OR email = ANY(\(query.emails))
+                    OR local_id = ANY(\(query.localIDs)) OR phone_number = ANY(\(query.phoneNumbers))
+                    OR (\(query.anonymous) AND is_anonymous))
+                """
+            var countQuery = PostgresQuery(unsafeSQL: "SELECT count(*) FROM users WHERE " + filter.sql)
+            countQuery.binds = filter.binds
+            var count = 0
+            for try await n in try await connection.query(countQuery, logger: logger).decode(Int.self) {
+                count = n
+            }
+            guard query.returnUsers else { return (count, []) }
+            let order = query.descending ? "DESC" : "ASC"
+            var pageQuery = PostgresQuery(
+                unsafeSQL: "SELECT local_id FROM users WHERE " + filter.sql
+                    + " ORDER BY \(query.sortBy.column) \(order) NULLS LAST, local_id \(order)"
+                    + " LIMIT \(query.limit) OFFSET \(query.offset)")
+            pageQuery.binds = filter.binds
+            var ordered: [String] = []
+            for try await id in try await connection.query(pageQuery, logger: logger).decode(String.self) {
+                ordered.append(id)
+            }
+            let users = try await Self.fetchUsers(connection, scope: scope, localIds: ordered, logger: logger)
+            return (count, users)
+        }
+    }
+}
