@@ -482,8 +482,8 @@ def test_expired_code(client, mail_sink, stack, tenant, visit):
     user.open(link)
     check_form(user, params, "resetPassword", tenant, {"newPassword": "password"})
 
-    # The code's lifetime ends now, in the database (test_oob.py waits the real TESSERA_OOB_CODE_TTL out;
-    # this test is about the page, and the wait cost the suite 9 s).
+    # The code's lifetime ends now, in the database (as in test_oob.py, which also checks that the code
+    # was given TESSERA_OOB_CODE_TTL; waiting that out cost the suite 9 s).
     code_hash = base64.urlsafe_b64encode(hashlib.sha256(params["oobCode"].encode()).digest()).rstrip(b"=").decode()
     assert psql(stack, "UPDATE oob_codes SET expires_at = now() - interval '1 second' "
                        f"WHERE code_hash = '{code_hash}'") == "UPDATE 1"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import requests
 
-from conftest import (HTTP_TIMEOUT, Admin, Client, Stack, describe, expect_error, expect_ok, parse_duration,
+from conftest import (HTTP_TIMEOUT, Admin, Client, Stack, describe, expect_error, expect_ok, parse_duration, psql,
                       wait_until)
 
 
@@ -97,6 +97,49 @@ def anonymous_users(client: Client, tenant_id: str, count: int) -> list:
     return [client.sign_up_anonymous(tenant_id) for _ in range(count)]
 
 
+# The sweep compares `users.anonymous_due_at` with the database's clock. Instead of sleeping through the
+# retention, the tests check the due times the directory wrote and then let the scope's time pass in the
+# database: every clock-dependent stamp of its accounts (creation, last sign-in and refresh, due time) and
+# the scope's enable time move back together, which is what waiting would have done to them.
+
+def sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def let_time_pass(stack: Stack, tenant_id: str, seconds: float) -> None:
+    """As if `seconds` had passed for the scope's accounts (see above)."""
+    scope = sql_text(tenant_id)
+    millis = int(seconds * 1000)
+    psql(stack, f"UPDATE users SET created_at = created_at - {millis}, "
+                f"last_login_at = last_login_at - {millis}, last_refresh_at = last_refresh_at - {millis}, "
+                f"anonymous_due_at = anonymous_due_at - make_interval(secs => {seconds}) "
+                f"WHERE tenant_id = {scope}")
+    psql(stack, f"UPDATE tenants SET autodelete_enabled_at = autodelete_enabled_at - make_interval(secs => {seconds}) "
+                f"WHERE tenant_id = {scope}")
+
+
+def due_after(stack: Stack, tenant_id: str, local_ids: list[str], since: str) -> list[float]:
+    """Per account (those with a due time), seconds from `since` (an SQL expression over users u and
+    tenants t) to its anonymous_due_at."""
+    ids = ", ".join(sql_text(i) for i in local_ids)
+    rows = psql(stack, f"SELECT extract(epoch FROM u.anonymous_due_at - ({since})) FROM users u "
+                       f"JOIN tenants t USING (tenant_id) WHERE u.tenant_id = {sql_text(tenant_id)} "
+                       f"AND u.local_id IN ({ids}) AND u.anonymous_due_at IS NOT NULL")
+    return [float(row) for row in rows.splitlines()]
+
+
+def assert_due_after_retention(stack: Stack, tenant_id: str, local_ids: list[str], since: str) -> None:
+    """Every one of `local_ids` falls due `since` + the retention (within clock skew between the service's
+    clock, which stamps creation, and the database's)."""
+    delays = due_after(stack, tenant_id, local_ids, since)
+    assert len(delays) == len(local_ids), f"{len(local_ids) - len(delays)} accounts have no due time"
+    assert all(abs(d - retention(stack)) < 0.5 for d in delays), (retention(stack), delays)
+
+
+CREATION = "to_timestamp(u.created_at / 1000.0)"
+ENABLE_TIME = "t.autodelete_enabled_at"
+
+
 def test_due_anonymous_accounts_disappear_and_their_sessions_end(stack, admin, client, make_tenant):
     tenant_id = make_tenant(autodeleteAnonymousUsers=True)["tenantId"]
     sessions = anonymous_users(client, tenant_id, 3)
@@ -110,7 +153,8 @@ def test_due_anonymous_accounts_disappear_and_their_sessions_end(stack, admin, c
     assert tenant_id not in report["deletedByTenant"], report
     assert existing(admin, tenant_id, ids) == set(ids)
 
-    time.sleep(retention(stack) + 0.5)
+    assert_due_after_retention(stack, tenant_id, ids, CREATION)
+    let_time_pass(stack, tenant_id, retention(stack) + 0.5)
     report = sweep_until_done(stack)
     assert report["deletedByTenant"].get(tenant_id) == 3, report
     assert existing(admin, tenant_id, ids) == set()
@@ -134,7 +178,9 @@ def test_an_account_upgraded_before_the_sweep_survives(stack, admin, client, mak
         "tenantId": tenant_id, "returnSecureToken": True}))
     assert upgraded["localId"] == keep.local_id
 
-    time.sleep(retention(stack) + 0.5)
+    assert_due_after_retention(stack, tenant_id, [lose.local_id], CREATION)
+    assert due_after(stack, tenant_id, [keep.local_id], CREATION) == [], "the upgrade ends the schedule"
+    let_time_pass(stack, tenant_id, retention(stack) + 0.5)
     report = sweep_until_done(stack)
     assert report["deletedByTenant"].get(tenant_id) == 1, report
     assert existing(admin, tenant_id, [keep.local_id, lose.local_id]) == {keep.local_id}
@@ -145,7 +191,8 @@ def test_enabling_schedules_existing_accounts_at_enable_time_and_the_preview_mat
                                                                                       make_tenant):
     tenant_id = make_tenant(autodeleteAnonymousUsers=False)["tenantId"]
     ids = [s.local_id for s in anonymous_users(client, tenant_id, 4)]
-    time.sleep(retention(stack) + 0.5)  # older than the retention, but nothing was scheduled
+    assert due_after(stack, tenant_id, ids, CREATION) == [], "scheduled while autodelete was off"
+    let_time_pass(stack, tenant_id, retention(stack) + 0.5)  # older than the retention, but nothing was scheduled
 
     seen = preview(admin, tenant_id)
     assert seen["anonymousUsers"] == 4 and seen["alreadyScheduled"] == 0, seen
@@ -159,7 +206,8 @@ def test_enabling_schedules_existing_accounts_at_enable_time_and_the_preview_mat
     assert tenant_id not in report["deletedByTenant"], report
     assert existing(admin, tenant_id, ids) == set(ids)
 
-    time.sleep(retention(stack) + 0.5)
+    assert_due_after_retention(stack, tenant_id, ids, ENABLE_TIME)
+    let_time_pass(stack, tenant_id, retention(stack) + 0.5)
     report = sweep_until_done(stack)
     assert report["deletedByTenant"].get(tenant_id) == seen["anonymousUsers"], report
     assert existing(admin, tenant_id, ids) == set()
@@ -176,7 +224,9 @@ def test_turning_it_off_keeps_what_is_scheduled_and_schedules_nothing_new(stack,
     seen = preview(admin, tenant_id)
     assert seen["anonymousUsers"] == 2 and seen["alreadyScheduled"] == 1, seen
 
-    time.sleep(retention(stack) + 0.5)
+    assert_due_after_retention(stack, tenant_id, [scheduled.local_id], CREATION)
+    assert due_after(stack, tenant_id, [unscheduled.local_id], CREATION) == []
+    let_time_pass(stack, tenant_id, retention(stack) + 0.5)
     report = sweep_until_done(stack)
     assert report["deletedByTenant"].get(tenant_id) == 1, report
     assert existing(admin, tenant_id, [scheduled.local_id, unscheduled.local_id]) == {unscheduled.local_id}
@@ -185,7 +235,8 @@ def test_turning_it_off_keeps_what_is_scheduled_and_schedules_nothing_new(stack,
 def test_two_workers_at_once_delete_each_account_once(stack, admin, client, make_tenant):
     tenant_id = make_tenant(autodeleteAnonymousUsers=True)["tenantId"]
     ids = [s.local_id for s in anonymous_users(client, tenant_id, 60)]
-    time.sleep(retention(stack) + 0.5)
+    assert_due_after_retention(stack, tenant_id, ids, CREATION)
+    let_time_pass(stack, tenant_id, retention(stack) + 0.5)
     command, env = worker_command(stack)
     env.update(CLEANUP_BATCH_SIZE="5", CLEANUP_BATCH_PAUSE="20ms")
     workers = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -205,7 +256,8 @@ def test_two_workers_at_once_delete_each_account_once(stack, admin, client, make
 def test_a_worker_killed_mid_sweep_loses_nothing_and_the_next_sweep_finishes(stack, admin, client, make_tenant):
     tenant_id = make_tenant(autodeleteAnonymousUsers=True)["tenantId"]
     ids = [s.local_id for s in anonymous_users(client, tenant_id, 80)]
-    time.sleep(retention(stack) + 0.5)
+    assert_due_after_retention(stack, tenant_id, ids, CREATION)
+    let_time_pass(stack, tenant_id, retention(stack) + 0.5)
     command, env = worker_command(stack)
     env.update(CLEANUP_BATCH_SIZE="4", CLEANUP_BATCH_PAUSE="150ms", CLEANUP_LEASE_TTL="2s")
     worker = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -218,9 +270,15 @@ def test_a_worker_killed_mid_sweep_loses_nothing_and_the_next_sweep_finishes(sta
     assert 0 < len(left) < 80, f"expected a half-done sweep, {len(left)} left"
     assert status(admin, tenant_id)["totalDeleted"] == 80 - len(left), "every committed batch is counted"
 
-    # The dead worker's lease blocks others until it expires, then the next sweep finishes the job.
+    # The dead worker's lease blocks others until it expires, then the next sweep finishes the job. It
+    # expires within its CLEANUP_LEASE_TTL (2 s), and it expires now, in the database, instead of the
+    # test waiting for it.
     assert sweep(stack)["skipped"] is True
-    time.sleep(2.2)
+    held = "WHERE name = 'anonymous-cleanup' AND holder IS NOT NULL"
+    remaining = psql(stack, f"SELECT extract(epoch FROM expires_at - now()) FROM cleanup_lease {held}")
+    assert remaining and float(remaining) <= 2.0, f"lease of the killed worker: {remaining!r} s left"
+    if float(remaining) > 0:
+        assert psql(stack, f"UPDATE cleanup_lease SET expires_at = now() - interval '1 ms' {held}") == "UPDATE 1"
     report = sweep_until_done(stack)
     assert report["deletedByTenant"].get(tenant_id) == len(left), report
     assert existing(admin, tenant_id, ids) == set()

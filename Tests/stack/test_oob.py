@@ -4,12 +4,14 @@ server that is down when the mail is queued (A.7, B.2.1, B.5.9, B.5.10)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import time
 import uuid
 
 import pytest
 
-from conftest import describe, expect_error, expect_ok, oob_link
+from conftest import describe, expect_error, expect_ok, oob_link, parse_duration, psql, wait_until
 
 PASSWORD = "correct horse 1"
 CONTINUE = "http://localhost:3000/after"
@@ -31,6 +33,11 @@ def sign_up(client, tenant, email, password=PASSWORD) -> dict:
 
 def send(client, tenant, **body):
     return client.post("/v1/accounts:sendOobCode", {"tenantId": tenant, **body})
+
+
+def code_hash(code: str) -> str:
+    """How the directory keys a code in oob_codes: unpadded base64url of its SHA-256."""
+    return base64.urlsafe_b64encode(hashlib.sha256(code.encode()).digest()).rstrip(b"=").decode()
 
 
 def test_verification_mail_arrives_over_smtp_and_its_code_verifies_the_email(client, mail_sink, tenant, stack):
@@ -119,13 +126,20 @@ def test_a_code_sent_before_a_revocation_is_refused(client, admin, mail_sink, te
                                                             "newPassword": "a new password"}), "INVALID_OOB_CODE")
 
 
-def test_expired_code_answers_expired_oob_code(client, mail_sink, tenant):
+def test_expired_code_answers_expired_oob_code(client, mail_sink, tenant, stack):
     email = address()
     sign_up(client, tenant, email)
     expect_ok(send(client, tenant, requestType="PASSWORD_RESET", email=email))
     [mail] = mail_sink.wait_for(email)
     _, params = oob_link(mail)
-    time.sleep(9)  # the test stack's TESSERA_OOB_CODE_TTL is 8s
+    # The code was given the stack's lifetime (TESSERA_OOB_CODE_TTL, 8 s in the test stack)...
+    raw_ttl = stack.env.get("TESSERA_OOB_CODE_TTL")
+    assert raw_ttl, f"TESSERA_OOB_CODE_TTL missing from {stack.env_file}: the test stack sets a short one"
+    where = f"WHERE code_hash = '{code_hash(params['oobCode'])}'"
+    lifetime = psql(stack, f"SELECT extract(epoch FROM expires_at - created_at) FROM oob_codes {where}")
+    assert lifetime and abs(float(lifetime) - parse_duration(raw_ttl)) < 0.01, (lifetime, raw_ttl)
+    # ...and that lifetime ends now, in the database, instead of the suite waiting it out.
+    assert psql(stack, f"UPDATE oob_codes SET expires_at = now() - interval '1 second' {where}") == "UPDATE 1"
     expect_error(client.post("/v1/accounts:resetPassword",
                              {"tenantId": tenant, "oobCode": params["oobCode"], "newPassword": "a new password"}),
                  "EXPIRED_OOB_CODE")
@@ -151,11 +165,15 @@ def test_email_change_through_the_new_address(client, mail_sink, verifier, tenan
     assert verifier.verify(signed_in["idToken"])["email_verified"] is True
 
 
-def test_unknown_email_reset_is_silent_under_protection(client, mail_sink, tenant):
+def test_unknown_email_reset_is_silent_under_protection(client, mail_sink, tenant, stack):
     email = address()
     resp = send(client, tenant, requestType="PASSWORD_RESET", email=email)
     assert expect_ok(resp) == {"kind": "identitytoolkit#GetOobConfirmationCodeResponse", "email": email}
-    time.sleep(1.5)
+    # No code was made and no mail queued (a mail leaves only through the outbox, written before the
+    # answer), and none arrives (the outbox is polled every 200 ms in the test stack).
+    assert psql(stack, f"SELECT count(*) FROM oob_codes WHERE email = '{email}'") == "0"
+    assert psql(stack, f"SELECT count(*) FROM mail_outbox WHERE recipient = '{email}'") == "0"
+    time.sleep(0.6)
     assert not mail_sink.to(email)
 
 
@@ -181,18 +199,41 @@ def test_request_errors(client, tenant):
     expect_ok(send(client, tenant, requestType=1, email=address()))
 
 
-def test_mail_queued_while_smtp_is_down_is_delivered_once_it_is_back(client, mail_sink, tenant):
+def outbox(stack, email: str) -> tuple[int, bool, bool, bool]:
+    """The outbox row of the one mail to `email`: (attempts, has an error, waits for a retry, delivered)."""
+    row = psql(stack, "SELECT attempts, last_error IS NOT NULL, claimed_until IS NULL AND next_attempt_at > now(), "
+                      f"delivered_at IS NOT NULL FROM mail_outbox WHERE recipient = '{email}'")
+    if not row:
+        return 0, False, False, False
+    assert "\n" not in row, f"expected one outbox row for {email}: {row!r}"
+    attempts, failed, retry_due_later, delivered = row.split("|")
+    return int(attempts), failed == "t", retry_due_later == "t", delivered == "t"
+
+
+def test_mail_queued_while_smtp_is_down_is_delivered_once_it_is_back(client, mail_sink, tenant, stack):
     email = address()
     sign_up(client, tenant, email)
     mail_sink.stop()
     try:
         expect_ok(send(client, tenant, requestType="PASSWORD_RESET", email=email))
-        time.sleep(2.5)  # at least two delivery attempts fail (retry base 1 s in the test stack)
+        # At least two delivery attempts fail (retry base 1 s in the test stack), and a third is scheduled.
+        def failed_twice() -> bool:
+            attempts, failed, retry_due_later, delivered = outbox(stack, email)
+            assert not delivered, "delivered while the SMTP server was down"
+            return attempts >= 2 and failed and retry_due_later
+        assert wait_until(failed_twice, timeout=15, interval=0.1), outbox(stack, email)
     finally:
         mail_sink.start()
+    # The retry falls due now instead of after the backoff (2 s after the second failure): the outbox is
+    # what is tested here, not the clock.
+    updated = psql(stack, "UPDATE mail_outbox SET next_attempt_at = now() "
+                          f"WHERE recipient = '{email}' AND delivered_at IS NULL")
+    assert updated == "UPDATE 1" or outbox(stack, email)[3], updated
     messages = mail_sink.wait_for(email, timeout=30)
-    time.sleep(1)
+    assert wait_until(lambda: outbox(stack, email)[3], timeout=10, interval=0.1), "the delivery was not recorded"
+    time.sleep(0.5)  # no second copy follows (the outbox is polled every 200 ms in the test stack)
     assert len(mail_sink.to(email)) == 1, "delivered exactly once"
+    assert outbox(stack, email)[3]
     _, params = oob_link(messages[0])
     expect_ok(client.post("/v1/accounts:resetPassword",
                           {"tenantId": tenant, "oobCode": params["oobCode"], "newPassword": "after the outage"}))

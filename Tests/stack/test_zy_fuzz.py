@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,21 +28,59 @@ def test_the_served_description_is_the_checked_in_one(stack):
     assert resp.text.startswith("openapi: 3.1.")
 
 
-@pytest.mark.parametrize("tag", ["client", "admin", "admin-write"])
-def test_fuzz_finds_no_server_error_or_schema_violation(stack, tmp_path: Path, tag: str):
+FUZZ_TAGS = ["client", "admin", "admin-write"]
+FUZZ_TIMEOUT = 600  # seconds, per run
+
+
+def fuzz_command(stack, schemathesis: Path, config: Path, tag: str) -> list[str]:
+    header = f"x-goog-api-key: {stack.api_key}" if tag == "client" else f"Authorization: Bearer {stack.admin_token}"
+    return [str(schemathesis), "--config-file", str(config), "run", str(DOCUMENT), "--url", stack.url,
+            "--include-tag", tag, "--header", header, "--max-examples", "25",
+            "--generation-with-security-parameters", "false", "--generation-deterministic",
+            "--checks", CHECKS, "--no-color"]
+
+
+@pytest.fixture(scope="module")
+def fuzz_runs(request, stack, tmp_path_factory):
+    """The schemathesis runs of every selected tag, started together: each run is bound by its own
+    (single-threaded) case generation, not by the stack, so they overlap on the machine's cores instead of
+    taking turns. Each run is the same deterministic command as on its own, in a directory of its own;
+    each tag's test waits for its run and judges it."""
     schemathesis = Path(sys.executable).parent / "schemathesis"
     assert schemathesis.is_file(), f"{schemathesis} missing: scripts/test-venv installs it"
-    config = tmp_path / "schemathesis.toml"
-    config.write_text(f'[parameters]\n"path.project" = "{stack.project_id}"\n')
-    header = f"x-goog-api-key: {stack.api_key}" if tag == "client" else f"Authorization: Bearer {stack.admin_token}"
-    command = [str(schemathesis), "--config-file", str(config), "run", str(DOCUMENT), "--url", stack.url,
-               "--include-tag", tag, "--header", header, "--max-examples", "25",
-               "--generation-with-security-parameters", "false", "--generation-deterministic",
-               "--checks", CHECKS, "--no-color"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
-    summary = done.stdout[-6000:]
-    assert done.returncode == 0, f"schemathesis found problems:\n{summary}\n{done.stderr[-2000:]}"
+    selected = {item.callspec.params["tag"] for item in request.session.items
+                if item.module is request.module
+                and item.originalname == test_fuzz_finds_no_server_error_or_schema_violation.__name__}
+    runs = {}
+    for tag in FUZZ_TAGS:
+        if tag not in selected:
+            continue
+        workdir = tmp_path_factory.mktemp(f"fuzz-{tag}")
+        config = workdir / "schemathesis.toml"
+        config.write_text(f'[parameters]\n"path.project" = "{stack.project_id}"\n')
+        stdout, stderr = workdir / "stdout.txt", workdir / "stderr.txt"
+        with open(stdout, "w") as out, open(stderr, "w") as err:
+            process = subprocess.Popen(fuzz_command(stack, schemathesis, config, tag), stdout=out, stderr=err,
+                                       text=True, cwd=workdir, env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
+        runs[tag] = (process, stdout, stderr, time.monotonic())
+    yield runs
+    for process, *_ in runs.values():
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("tag", FUZZ_TAGS)
+def test_fuzz_finds_no_server_error_or_schema_violation(fuzz_runs, tag: str):
+    process, stdout, stderr, started = fuzz_runs[tag]
+    try:
+        process.wait(timeout=max(1.0, started + FUZZ_TIMEOUT - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        pytest.fail(f"schemathesis ({tag}) ran longer than {FUZZ_TIMEOUT}s:\n{stdout.read_text()[-6000:]}")
+    summary = stdout.read_text()[-6000:]
+    assert process.returncode == 0, f"schemathesis found problems:\n{summary}\n{stderr.read_text()[-2000:]}"
     assert " passed" in summary and "generated" in summary, summary
 
 
