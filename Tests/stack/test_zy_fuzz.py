@@ -34,7 +34,9 @@ FUZZ_TIMEOUT = 600  # seconds, per run
 
 def fuzz_command(stack, schemathesis: Path, config: Path, tag: str) -> list[str]:
     header = f"x-goog-api-key: {stack.api_key}" if tag == "client" else f"Authorization: Bearer {stack.admin_token}"
-    return [str(schemathesis), "--config-file", str(config), "run", str(DOCUMENT), "--url", stack.url,
+    # The admin API is on the admin plane (A.12): on the public one every admin call is a 404.
+    url = stack.url if tag == "client" else stack.admin_url
+    return [str(schemathesis), "--config-file", str(config), "run", str(DOCUMENT), "--url", url,
             "--include-tag", tag, "--header", header, "--max-examples", "25",
             "--generation-with-security-parameters", "false", "--generation-deterministic",
             "--checks", CHECKS, "--no-color"]
