@@ -54,6 +54,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-service-context.git", from: "1.0.0"),
@@ -109,7 +110,7 @@ let package = Package(
                 "Hummingbird", "PostgresNIO@postgres-nio", "Crypto@swift-crypto", "_CryptoExtras@swift-crypto",
                 "ServiceLifecycle@swift-service-lifecycle", "Logging@swift-log", "HTTPTypes@swift-http-types",
                 "NIOCore@swift-nio", "NIOPosix@swift-nio", "NIOSSL@swift-nio-ssl", "HummingbirdBcrypt@hummingbird-auth",
-                "Prometheus@swift-prometheus"))
+                "Prometheus@swift-prometheus", "Mustache@swift-mustache"))
         + service(
             "TokenService",
             dependencies: products(

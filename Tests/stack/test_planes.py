@@ -13,9 +13,11 @@ import requests
 
 from conftest import HTTP_TIMEOUT, describe, expect_ok
 
-# The admin API (API.md A.12; A.10's resources are under it too) and the v3 admin rpcs.
+# The admin API (API.md A.12; A.10's resources are under it too), the v3 admin rpcs and the admin
+# console (issue #25).
 ADMIN = re.compile(r"^/(identitytoolkit\.googleapis\.com/)?(v[12]/projects/|v2/defaultSupportedIdps$)"
-                   r"|^/(www\.googleapis\.com/)?identitytoolkit/v3/relyingparty/(downloadAccount|uploadAccount)$")
+                   r"|^/(www\.googleapis\.com/)?identitytoolkit/v3/relyingparty/(downloadAccount|uploadAccount)$"
+                   r"|^/console(/|$)")
 # For the services themselves and the operator's scraper, on the service ports only.
 NEITHER = re.compile(r"^/(internal/|metrics$)")
 # End-user operations that also have a privileged form (B.0: an admin bearer instead of the API key):

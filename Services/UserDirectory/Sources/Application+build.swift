@@ -40,6 +40,9 @@ public struct DirectoryConfiguration: Sendable {
     /// For links admins ask for (`returnOobLink`): the API key they carry (public), and where they point.
     public var links = ActionLinks(
         actionURL: nil, publicURL: nil, apiKey: "", authorizedDomains: ActionLinks.defaultAuthorizedDomains)
+    /// The admin console's sessions end after this long without a request, and this long after sign-in.
+    public var consoleIdleTimeout: Duration = .seconds(30 * 60)
+    public var consoleSessionLifetime: Duration = .seconds(12 * 3600)
 
     public init(
         hostname: String = "127.0.0.1", port: Int = 8082, projectID: String, adminToken: String,
@@ -104,6 +107,8 @@ public struct DirectoryConfiguration: Sendable {
         mail.retryMax = try env.duration("SMTP_RETRY_MAX", default: mail.retryMax)
         mail.giveUpAfter = try env.duration("SMTP_GIVE_UP_AFTER", default: mail.giveUpAfter)
         mail.pollInterval = try env.duration("SMTP_POLL_INTERVAL", default: mail.pollInterval)
+        consoleIdleTimeout = try env.duration("TESSERA_CONSOLE_IDLE_TIMEOUT", default: consoleIdleTimeout)
+        consoleSessionLifetime = try env.duration("TESSERA_CONSOLE_SESSION_LIFETIME", default: consoleSessionLifetime)
         links = ActionLinks(
             actionURL: env.string("TESSERA_ACTION_URL"), publicURL: env.string("TESSERA_PUBLIC_URL"),
             apiKey: env.string("TESSERA_API_KEY", default: ""),
@@ -165,14 +170,22 @@ public func buildDirectoryApplication(
         return JSONResponse(EmptyObject())
     }
 
+    let adminFailures = AdminAuthFailures(
+        client: client, clientAddress: configuration.clientAddress, limit: configuration.adminAuthFailuresPerHour)
+    ConsoleController(
+        sessions: ConsoleSessionStore(
+            client: client, credentials: credentials, idleTimeout: configuration.consoleIdleTimeout,
+            absoluteTimeout: configuration.consoleSessionLifetime),
+        credentials: credentials, failures: adminFailures, tenants: tenants, accounts: accounts, cleanup: cleanup,
+        mailTemplates: MailTemplateStore(client: client), links: configuration.links, views: try ConsoleViews()
+    ).addRoutes(to: router)
+
     for prefix in identityToolkitPrefixes {
         // Authenticated once, then every handler gets an AdminContext; writes are audited on the way out.
         let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
             middleware: AdminAuthMiddleware(
                 credentials: credentials, projectID: configuration.projectID,
-                failures: AdminAuthFailures(
-                    client: client, clientAddress: configuration.clientAddress,
-                    limit: configuration.adminAuthFailuresPerHour))
+                failures: adminFailures)
         ).group(context: AdminContext.self).add(middleware: AdminAuditMiddleware(credentials: credentials))
         AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)

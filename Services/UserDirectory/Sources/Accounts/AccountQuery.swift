@@ -31,6 +31,14 @@ struct AccountQuery: Sendable {
     var localIDs: [String] = []
     var phoneNumbers: [String] = []
     var anonymous = false
+    /// With `isFiltered`: also the users whose email starts with this (the console's search).
+    var emailPrefix: String?
+    /// Conditions that must all hold besides (the console's filters); unset ones do not narrow.
+    var onlyAnonymous = false
+    var onlyDisabled = false
+    var onlyUnverified = false
+    /// A linked provider id; `password` means a password is set.
+    var provider: String?
     var sortBy = SortKey.userID
     var descending = false
     var limit = 500
@@ -40,6 +48,16 @@ struct AccountQuery: Sendable {
 }
 
 extension PostgresAccountStore {
+    /// A LIKE pattern for the strings that start with `prefix` (its `%`, `_` and `\` taken literally).
+    static func likePrefix(_ prefix: String) -> String {
+        var pattern = ""
+        for character in prefix {
+            if character == "%" || character == "_" || character == "\\" { pattern.append("\\") }
+            pattern.append(character)
+        }
+        return pattern + "%"
+    }
+
     /// Runs `query` in `scope`: how many users match, and the requested page of them.
     func search(_ query: AccountQuery, scope: Scope, logger: Logger) async throws -> (count: Int, users: [UserRecord]) {
         try await client.withConnection { connection in
@@ -47,7 +65,14 @@ extension PostgresAccountStore {
             let filter: PostgresQuery = """
                 tenant_id = \(scope) AND (NOT \(query.isFiltered) OR email = ANY(\(query.emails))
                     OR local_id = ANY(\(query.localIDs)) OR phone_number = ANY(\(query.phoneNumbers))
-                    OR (\(query.anonymous) AND is_anonymous))
+                    OR (\(query.anonymous) AND is_anonymous)
+                    OR email LIKE \(query.emailPrefix.map(Self.likePrefix)) ESCAPE '\\')
+                AND (NOT \(query.onlyAnonymous) OR is_anonymous) AND (NOT \(query.onlyDisabled) OR disabled)
+                AND (NOT \(query.onlyUnverified) OR NOT email_verified)
+                AND (\(query.provider)::text IS NULL
+                    OR (\(query.provider) = 'password' AND password_hash IS NOT NULL)
+                    OR EXISTS (SELECT 1 FROM provider_links l WHERE l.tenant_id = users.tenant_id
+                        AND l.local_id = users.local_id AND l.provider_id = \(query.provider)))
                 """
             var countQuery = PostgresQuery(unsafeSQL: "SELECT count(*) FROM users WHERE " + filter.sql)
             countQuery.binds = filter.binds

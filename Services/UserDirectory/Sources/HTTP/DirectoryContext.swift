@@ -22,6 +22,8 @@ public struct DirectoryContext: InternalCallerContext {
     public var requestID: String
     public var isInternalCaller = false
     public var admin: AdminPrincipal?
+    /// A console request's session CSRF token (the console's forms carry it).
+    public var consoleCSRF: String?
     /// The peer's address (the ingress, behind one); see `ClientAddress` for the caller's.
     public var remoteAddress: String?
 
@@ -44,6 +46,8 @@ public struct AdminContext: ChildRequestContext, TesseraContext {
     public var requestID: String
     public let principal: AdminPrincipal
     public var remoteAddress: String?
+    /// On console pages: the session's CSRF token, for the forms the page shows.
+    public let consoleCSRF: String?
 
     public init(context: DirectoryContext) throws {
         guard let principal = context.admin else { throw FirebaseError.missingCredentials }
@@ -51,6 +55,7 @@ public struct AdminContext: ChildRequestContext, TesseraContext {
         self.requestID = context.requestID
         self.principal = principal
         self.remoteAddress = context.remoteAddress
+        self.consoleCSRF = context.consoleCSRF
     }
 
     /// The one scope a tenant-scoped credential may act in; nil for a project admin.
@@ -112,14 +117,12 @@ struct AdminAuthMiddleware: RouterMiddleware {
         if let project = context.parameters.get("project"), project != projectID {
             throw FirebaseError.invalid(.projectNotFound)
         }
-        if let own = principal.tenantId {
-            // Its tenant's users and self-service settings, nothing else (issue #4).
-            let template = context.endpointPath ?? request.uri.path
-            let projectResource =
-                template.contains("adminCredentials") || AdminAuditMiddleware.deletesTenant(request, template)
-            guard context.parameters.get("tenant") == own, !projectResource else {
-                throw FirebaseError.insufficientPermission
-            }
+        // A tenant's credential: its tenant's users and self-service settings, nothing else (issue #4).
+        let template = context.endpointPath ?? request.uri.path
+        let projectResource =
+            template.contains("adminCredentials") || AdminAuditMiddleware.deletesTenant(request, template)
+        guard principal.mayAct(onTenant: context.parameters.get("tenant"), projectResource: projectResource) else {
+            throw FirebaseError.insufficientPermission
         }
         var context = context
         context.admin = principal
@@ -134,7 +137,7 @@ struct AdminAuditMiddleware: RouterMiddleware {
     let credentials: AdminCredentialStore
 
     static func deletesTenant(_ request: Request, _ template: String) -> Bool {
-        request.method == .delete && template.hasSuffix("{tenant}")
+        (request.method == .delete && template.hasSuffix("{tenant}")) || template == "/console/tenants/{tenant}/delete"
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
@@ -144,11 +147,12 @@ struct AdminAuditMiddleware: RouterMiddleware {
         var request = request
         let body = try await request.collectBody(upTo: 32 << 20)
         let response = try await next(request, context)
-        guard (200..<300).contains(response.status.code) else { return response }
+        // A console form that was handled answers 303 (to the page that shows the result).
+        guard (200..<300).contains(response.status.code) || response.status == .seeOther else { return response }
         let template = context.endpointPath ?? request.uri.path
         let fields = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(body.readableBytesView))) ?? [:]
         let target: String
-        if let id = fields["localId"]?.stringValue {
+        if let id = fields["localId"]?.stringValue ?? context.parameters.get("localId") {
             target = "user:\(id)"
         } else if case .array(let ids)? = fields["localIds"] ?? fields["users"] {
             target = "users:\(ids.count)"

@@ -42,6 +42,17 @@ struct MailTemplateController<Tenants: TenantStore> {
         return type
     }
 
+    /// What a template must be, for the API and the console alike.
+    static func check(subject: String, body: String) throws {
+        guard !subject.isEmpty, subject.count <= 200, !subject.contains(where: \.isNewline) else {
+            throw FirebaseError.invalidArgument("INVALID_ARGUMENT : subject must be one line of 1-200 characters")
+        }
+        guard body.contains("%LINK%"), body.count <= 20_000 else {
+            throw FirebaseError.invalidArgument(
+                "INVALID_ARGUMENT : body must contain %LINK% and be at most 20000 characters")
+        }
+    }
+
     @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateList> {
         let scope = try await tenants.scope(of: context)
         let custom = try await store.custom(scope: scope, logger: context.logger)
@@ -60,13 +71,7 @@ struct MailTemplateController<Tenants: TenantStore> {
         let current = try await store.custom(scope: scope, logger: context.logger)[type] ?? MailTemplate.standard(type)
         let subject = input.subject ?? current.subject
         let body = input.body ?? current.body
-        guard !subject.isEmpty, subject.count <= 200, !subject.contains(where: \.isNewline) else {
-            throw FirebaseError.invalidArgument("INVALID_ARGUMENT : subject must be one line of 1-200 characters")
-        }
-        guard body.contains("%LINK%"), body.count <= 20_000 else {
-            throw FirebaseError.invalidArgument(
-                "INVALID_ARGUMENT : body must contain %LINK% and be at most 20000 characters")
-        }
+        try Self.check(subject: subject, body: body)
         try await store.save(
             MailTemplate(subject: subject, body: body), scope: scope, type: type, logger: context.logger)
         context.logger.info(

@@ -1,0 +1,146 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// Where a console request goes instead of being answered (a page that needs a session, a form
+/// that was handled).
+struct ConsoleRedirect: Error {
+    var location: String
+
+    static let signIn = ConsoleRedirect(location: "/console/sign-in")
+}
+
+/// A console page that cannot be shown, in words for the admin (rendered by `ConsolePageMiddleware`).
+struct ConsoleRefusal: Error {
+    var status: HTTPResponse.Status
+    var heading: String
+    var message: String
+
+    static let crossSite = ConsoleRefusal(
+        status: .forbidden, heading: "Request refused",
+        message: "This form was not sent from a page of this console. Reload the page and try again.")
+    static let staleForm = ConsoleRefusal(
+        status: .forbidden, heading: "Request refused",
+        message: "This form has expired or does not belong to your session. Reload the page and try again.")
+}
+
+/// The console's answers (issue #25): security headers on every one, and errors as HTML pages
+/// instead of the API's JSON.
+struct ConsolePageMiddleware<Context: TesseraContext>: RouterMiddleware {
+    let views: ConsoleViews
+
+    /// No script, style, frame or form target outside the console's own origin; nothing cached.
+    static var headers: HTTPFields {
+        [
+            .contentSecurityPolicy:
+                "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                + "frame-ancestors 'none'; base-uri 'none'",
+            HTTPField.Name("X-Frame-Options")!: "DENY",
+            HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+            HTTPField.Name("Referrer-Policy")!: "same-origin",
+            .cacheControl: "no-store",
+        ]
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let redirect as ConsoleRedirect {
+            response = Response(status: .seeOther, headers: [.location: redirect.location])
+        } catch let refusal as ConsoleRefusal {
+            response = views.error(refusal.status, heading: refusal.heading, message: refusal.message)
+        } catch let error as FirebaseError {
+            response = views.error(for: error)
+        }
+        for field in Self.headers { response.headers[field.name] = field.value }
+        return response
+    }
+}
+
+extension AdminPrincipal {
+    /// What keeps a tenant-scoped credential to its tenant, for the admin API and the console alike:
+    /// a route of its own tenant (`{tenant}` in the path is its id) that is not a project resource.
+    func mayAct(onTenant pathTenant: String?, projectResource: Bool) -> Bool {
+        guard let own = tenantId else { return true }
+        return pathTenant == own && !projectResource
+    }
+}
+
+/// Finds the console session of a request (the `tessera_console` cookie) and, for anything but a
+/// GET, checks that the form came from the console: the browser says the request is same-origin
+/// (`Sec-Fetch-Site`, else `Origin`) and the form carries the session's CSRF token. With `authorize`,
+/// a tenant-scoped credential is kept to its tenant's pages exactly as the admin API keeps it.
+struct ConsoleSessionMiddleware: RouterMiddleware {
+    typealias Context = DirectoryContext
+    static let cookieName = "tessera_console"
+
+    let sessions: ConsoleSessionStore
+    let authorize: Bool
+
+    /// Pages about every tenant, and admin credentials: for project admins only (as in the API).
+    static func projectOnly(_ template: String) -> Bool {
+        template == "/console/tenants" || template == "/console/tenants/{tenant}/delete"
+            || template.contains("/credentials")
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        guard let token = request.cookies[Self.cookieName]?.value,
+            let session = try await sessions.resume(token, logger: context.logger)
+        else {
+            throw ConsoleRedirect.signIn
+        }
+        var request = request
+        if request.method != .get, request.method != .head {
+            try Self.checkSameOrigin(request)
+            let form = try await Self.form(&request)
+            guard let csrf = form["csrf"], Secrets.constantTimeEquals(csrf, session.csrfToken) else {
+                context.logger.notice("console form without its session's CSRF token")
+                throw ConsoleRefusal.staleForm
+            }
+        }
+        if authorize {
+            let template = context.endpointPath ?? request.uri.path
+            guard
+                session.principal.mayAct(
+                    onTenant: context.parameters.get("tenant"), projectResource: Self.projectOnly(template))
+            else {
+                throw FirebaseError.insufficientPermission
+            }
+        }
+        var context = context
+        context.admin = session.principal
+        context.consoleCSRF = session.csrfToken
+        return try await next(request, context)
+    }
+
+    /// A browser says where a request comes from: `Sec-Fetch-Site` (every current browser), else
+    /// `Origin`, which must be the console's own scheme, host and port. A client that sends
+    /// neither is not a browser, and still needs the CSRF token.
+    static func checkSameOrigin(_ request: Request) throws {
+        if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!] {
+            guard site == "same-origin" || site == "none" else { throw ConsoleRefusal.crossSite }
+            return
+        }
+        guard let origin = request.headers[.origin] else { return }
+        // The Host the browser sent (the ingress keeps it) names the console's own authority.
+        guard let host = request.head.authority,
+            let own = WebURL.authority(ofHostHeader: host), let from = WebURL(origin),
+            from.authority == own.authority
+        else {
+            throw ConsoleRefusal.crossSite
+        }
+    }
+
+    /// The request's form fields (`application/x-www-form-urlencoded`), its body kept for the handler.
+    static func form(_ request: inout Request) async throws -> [String: String] {
+        let body = try await request.collectBody(upTo: 1 << 20)
+        return FormURLEncoded.parse(String(buffer: body)) ?? [:]
+    }
+}

@@ -1,0 +1,702 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// What a user page's action buttons do; each is a POST to `…/users/{localId}/{rawValue}`.
+enum UserAction: String, CaseIterable, Sendable {
+    case disable
+    case enable
+    case verifyEmail = "verify-email"
+    case revokeSessions = "revoke-sessions"
+    case sendReset = "send-reset"
+    case sendVerification = "send-verification"
+
+    var label: String {
+        switch self {
+        case .disable: "Disable"
+        case .enable: "Enable"
+        case .verifyEmail: "Mark email verified"
+        case .revokeSessions: "Revoke sessions"
+        case .sendReset: "Send password reset"
+        case .sendVerification: "Send verification mail"
+        }
+    }
+
+    var notice: String {
+        switch self {
+        case .disable: "disabled"
+        case .enable: "enabled"
+        case .verifyEmail: "verified"
+        case .revokeSessions: "revoked"
+        case .sendReset: "reset-sent"
+        case .sendVerification: "verification-sent"
+        }
+    }
+
+    /// The actions that make sense for `user` now.
+    static func offered(for user: UserRecord) -> [UserAction] {
+        var actions: [UserAction] = [user.disabled ? .enable : .disable, .revokeSessions]
+        if user.email != nil {
+            if !user.emailVerified { actions += [.verifyEmail, .sendVerification] }
+            actions.append(.sendReset)
+        }
+        return actions
+    }
+}
+
+/// The switches of a scope the sign-in methods page shows.
+enum ScopeSwitch: String, CaseIterable, Sendable {
+    case allowPasswordSignup, enableEmailLinkSignin, enableAnonymousUser
+    case disabledUserSignup, disabledUserDeletion, disableAuth
+
+    var label: String {
+        switch self {
+        case .allowPasswordSignup: "Email/password sign-up"
+        case .enableEmailLinkSignin: "Email link (passwordless) sign-in"
+        case .enableAnonymousUser: "Anonymous sign-in"
+        case .disabledUserSignup: "Users cannot sign themselves up"
+        case .disabledUserDeletion: "Users cannot delete their own account"
+        case .disableAuth: "Sign-in disabled for the whole scope"
+        }
+    }
+
+    var isProvider: Bool { [.allowPasswordSignup, .enableEmailLinkSignin, .enableAnonymousUser].contains(self) }
+
+    func get(_ settings: ScopeSettings) -> Bool {
+        switch self {
+        case .allowPasswordSignup: settings.allowPasswordSignup
+        case .enableEmailLinkSignin: settings.enableEmailLinkSignin
+        case .enableAnonymousUser: settings.enableAnonymousUser
+        case .disabledUserSignup: settings.disabledUserSignup
+        case .disabledUserDeletion: settings.disabledUserDeletion
+        case .disableAuth: settings.disableAuth
+        }
+    }
+
+    func set(_ settings: inout ScopeSettings, _ on: Bool) {
+        switch self {
+        case .allowPasswordSignup: settings.allowPasswordSignup = on
+        case .enableEmailLinkSignin: settings.enableEmailLinkSignin = on
+        case .enableAnonymousUser: settings.enableAnonymousUser = on
+        case .disabledUserSignup: settings.disabledUserSignup = on
+        case .disabledUserDeletion: settings.disabledUserDeletion = on
+        case .disableAuth: settings.disableAuth = on
+        }
+    }
+}
+
+extension ConsoleController {
+    static var pageSize: Int { 25 }
+
+    // MARK: Users
+
+    @Sendable func users(_ request: Request, context: AdminContext) async throws -> Response {
+        try await usersPage(request: request, context: context, scope: try await tenants.scope(of: context))
+    }
+
+    /// What the new-user form was sent with, and the errors to show next to its fields.
+    struct NewUserForm {
+        var email = ""
+        var displayName = ""
+        var emailVerified = false
+        var errors: [String: String] = [:]
+    }
+
+    func usersPage(
+        request: Request, context: AdminContext, scope: Scope, form: NewUserForm = NewUserForm(),
+        status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        let q = parameters.get("q")?.trimmingCharacters(in: .whitespaces) ?? ""
+        let provider = parameters.get("provider") ?? ""
+        let show = parameters.get("show") ?? "all"
+        let sort = parameters.get("sort") ?? "created-desc"
+        let pageIndex = max(0, parameters.get("page").flatMap { Int($0) } ?? 0)
+
+        var query = AccountQuery()
+        if !q.isEmpty {
+            query.isFiltered = true
+            query.localIDs = [q]
+            query.emailPrefix = Credentials.normalizedEmail(q) ?? q.lowercased()
+        }
+        query.provider = provider.isEmpty ? nil : provider
+        query.onlyAnonymous = show == "anonymous"
+        query.onlyDisabled = show == "disabled"
+        query.onlyUnverified = show == "unverified"
+        switch sort {
+        case "created-asc": query.sortBy = .createdAt
+        case "login-desc": (query.sortBy, query.descending) = (.lastLoginAt, true)
+        case "login-asc": query.sortBy = .lastLoginAt
+        default: (query.sortBy, query.descending) = (.createdAt, true)
+        }
+        query.limit = Self.pageSize
+        query.offset = pageIndex * Self.pageSize
+        let (count, users) = try await accounts.search(query, scope: scope, logger: context.logger)
+
+        var model = page(context, title: "Users", scope: scope, section: .users)
+        model["notice"] = Self.notice(request)
+        model["q"] = q
+        model["providers"] = Self.options(
+            [
+                ("", "Any provider"), ("password", "Email/password"), ("google.com", "Google"), ("apple.com", "Apple"),
+                ("facebook.com", "Facebook"), ("github.com", "GitHub"), ("microsoft.com", "Microsoft"),
+                ("twitter.com", "Twitter"), ("yahoo.com", "Yahoo"),
+            ], selected: provider)
+        model["shows"] = Self.options(
+            [
+                ("all", "All users"), ("anonymous", "Anonymous"), ("disabled", "Disabled"),
+                ("unverified", "Unverified email"),
+            ],
+            selected: show)
+        model["sorts"] = Self.options(
+            [
+                ("created-desc", "Newest first"), ("created-asc", "Oldest first"),
+                ("login-desc", "Last sign-in, latest first"), ("login-asc", "Last sign-in, earliest first"),
+            ], selected: sort)
+        model["countText"] = count == 1 ? "1 user" : "\(count) users"
+        model["rows"] = users.map { user -> [String: Any] in
+            [
+                "localId": user.localId, "localIdPath": Self.segment(user.localId),
+                "emailText": user.email ?? "(no email)",
+                "providers": Self.providers(user), "created": Self.time(millis: user.createdAt),
+                "lastSignIn": Self.time(millis: user.lastLoginAt), "badges": Self.badges(user),
+            ]
+        }
+        let here: [(String, String)] = [("q", q), ("provider", provider), ("show", show), ("sort", sort)]
+        let base = Self.base(scope) + "/users?"
+        if pageIndex > 0 { model["previous"] = base + Self.query(here + [("page", String(pageIndex - 1))]) }
+        if (pageIndex + 1) * Self.pageSize < count {
+            model["next"] = base + Self.query(here + [("page", String(pageIndex + 1))])
+        }
+        model["newEmail"] = form.email
+        model["newDisplayName"] = form.displayName
+        model["newVerified"] = form.emailVerified
+        model["emailError"] = form.errors["email"]
+        model["passwordError"] = form.errors["password"]
+        model["displayNameError"] = form.errors["displayName"]
+        return views.render("users", model, status: status)
+    }
+
+    /// The new-user form: the admin API's own checks (`AdminAccountsController.checked`), its errors
+    /// shown next to the field they are about.
+    @Sendable func createUser(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        var request = request
+        let fields = try await ConsoleSessionMiddleware.form(&request)
+        var form = NewUserForm(
+            email: fields["email"]?.trimmingCharacters(in: .whitespaces) ?? "",
+            displayName: fields["displayName"]?.trimmingCharacters(in: .whitespaces) ?? "",
+            emailVerified: fields["emailVerified"] == "on")
+        let password = fields["password"] ?? ""
+        do {
+            guard !form.email.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
+            guard !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
+            let checked = try AdminAccountsController<PostgresAccountStore, Tenants>.checked(
+                email: form.email, password: password, phoneNumber: nil,
+                displayName: form.displayName.isEmpty ? nil : form.displayName, photoUrl: nil)
+            var user = AdminNewUser()
+            user.email = checked.email
+            user.password = password
+            user.displayName = form.displayName.isEmpty ? nil : form.displayName
+            user.emailVerified = form.emailVerified
+            let created = try await accounts.adminCreate(scope: scope, user: user, logger: context.logger)
+            return Self.redirect(Self.base(scope) + "/users/\(Self.segment(created.localId))?notice=created-user")
+        } catch let error as FirebaseError where error.errorCode != nil {
+            let code = error.errorCode!
+            switch code {
+            case .missingEmail, .invalidEmail: form.errors["email"] = "Enter a valid email address."
+            case .emailExists: form.errors["email"] = "Another user of this scope has this address."
+            case .missingPassword: form.errors["password"] = "Enter a password."
+            default:
+                if code.rawValue.contains("PASSWORD") {
+                    form.errors["password"] = Self.words(error)
+                } else {
+                    form.errors["displayName"] = Self.words(error)
+                }
+            }
+            return try await usersPage(
+                request: request, context: context, scope: scope, form: form, status: .badRequest)
+        }
+    }
+
+    /// An API error's message as a sentence: its detail when it has one, else its code in words.
+    static func words(_ error: FirebaseError) -> String {
+        let parts = error.message.components(separatedBy: " : ")
+        if parts.count > 1 { return parts.dropFirst().joined(separator: " : ") }
+        return parts[0].replacingOccurrences(of: "_", with: " ").lowercased().capitalizingFirst + "."
+    }
+
+    static func options(_ choices: [(String, String)], selected: String) -> [[String: Any]] {
+        choices.map { ["value": $0.0, "label": $0.1, "selected": $0.0 == selected] }
+    }
+
+    static func providers(_ user: UserRecord) -> String {
+        let ids = user.providerUserInfo.map(\.providerId)
+        return ids.isEmpty ? (user.isAnonymous ? "anonymous" : "—") : ids.joined(separator: ", ")
+    }
+
+    static func badges(_ user: UserRecord) -> [[String: String]] {
+        var badges: [[String: String]] = []
+        if user.disabled { badges.append(["kind": "disabled", "label": "Disabled"]) }
+        if user.isAnonymous { badges.append(["kind": "anonymous", "label": "Anonymous"]) }
+        if user.email != nil {
+            badges.append(
+                user.emailVerified ? ["kind": "verified", "label": "Verified"] : ["kind": "", "label": "Unverified"])
+        }
+        return badges
+    }
+
+    func findUser(_ context: AdminContext, scope: Scope) async throws -> UserRecord {
+        let localId = try context.parameters.require("localId")
+        guard
+            let user = try await accounts.adminLookup(
+                scope: scope, localIds: [localId], emails: [], phoneNumbers: [], federated: [], logger: context.logger
+            ).first
+        else {
+            throw FirebaseError.invalid(.userNotFound)
+        }
+        return user
+    }
+
+    @Sendable func user(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let user = try await findUser(context, scope: scope)
+        return try await userPage(user, scope: scope, request: request, context: context)
+    }
+
+    func userPage(
+        _ user: UserRecord, scope: Scope, request: Request, context: AdminContext, deleteError: String? = nil,
+        status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let sessions = try await accounts.sessions(scope: scope, localId: user.localId, logger: context.logger)
+        let heading = user.email ?? user.displayName ?? user.localId
+        var model = page(context, title: heading, scope: scope, section: .users)
+        model["notice"] = Self.notice(request)
+        model["heading"] = heading
+        model["localId"] = user.localId
+        model["localIdPath"] = Self.segment(user.localId)
+        model["badges"] = Self.badges(user)
+        var facts: [(String, String)] = [
+            ("User id", user.localId), ("Email", user.email ?? "—"),
+            ("Email verified", user.emailVerified ? "yes" : "no"), ("Display name", user.displayName ?? "—"),
+            ("Phone number", user.phoneNumber ?? "—"), ("Created", Self.time(millis: user.createdAt)),
+            ("Last sign-in", Self.time(millis: user.lastLoginAt)),
+            ("Last refresh", Self.time(millis: user.lastRefreshAt)),
+            ("Password set", Self.time(millis: user.passwordUpdatedAt)),
+            ("Tokens valid since", Self.time(Date(timeIntervalSince1970: Double(user.validSince)))),
+            ("Custom claims", user.customAttributes ?? "—"),
+        ]
+        if user.customAuth == true { facts.append(("Custom-token sign-in", "yes")) }
+        model["facts"] = facts.map { ["name": $0.0, "value": $0.1] }
+        model["links"] = user.providerUserInfo.map {
+            ["providerId": $0.providerId, "rawId": $0.rawId, "email": $0.email ?? "—"]
+        }
+        model["sessions"] = sessions.map { session -> [String: String] in
+            let state: String
+            if let revoked = session.revokedAt {
+                state = "revoked \(Self.time(revoked))" + (session.revokedReason.map { " (\($0))" } ?? "")
+            } else if session.expiresAt < Date() {
+                state = "ended"
+            } else if session.startedAt.timeIntervalSince1970 < Double(user.validSince) {
+                state = "revoked (tokens before \(Self.time(Date(timeIntervalSince1970: Double(user.validSince)))))"
+            } else {
+                state = "active"
+            }
+            return [
+                "provider": session.signInProvider, "started": Self.time(session.startedAt),
+                "lastRefresh": Self.time(session.lastRefreshAt), "ends": Self.time(session.expiresAt), "state": state,
+            ]
+        }
+        model["actions"] = UserAction.offered(for: user).map {
+            [
+                "verb": $0.rawValue, "label": $0.label, "localIdPath": Self.segment(user.localId),
+                "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
+            ]
+        }
+        model["confirmWord"] = user.email ?? user.localId
+        model["deleteError"] = deleteError
+        return views.render("user", model, status: status)
+    }
+
+    func act(_ action: UserAction, request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let user = try await findUser(context, scope: scope)
+        var change = AdminUserChange()
+        switch action {
+        case .disable: change.disabled = true
+        case .enable: change.disabled = false
+        case .verifyEmail: change.emailVerified = true
+        case .revokeSessions: change.validSince = Int64(Date().timeIntervalSince1970)
+        case .sendReset, .sendVerification:
+            guard let email = user.email else { throw FirebaseError.invalid(.missingEmail) }
+            let type: OobRequestType = action == .sendReset ? .passwordReset : .verifyEmail
+            _ = try await accounts.sendOobCode(
+                SendOobCodeRequest(
+                    scope: scope, requestType: type, email: email, localId: nil, newEmail: nil,
+                    linkPrefix: try links.prefix(mode: type.mode, tenant: scope.tenantID, request: request),
+                    continueUrl: nil, returnLink: false), logger: context.logger)
+        }
+        if action != .sendReset, action != .sendVerification {
+            _ = try await accounts.adminUpdate(
+                scope: scope, localId: user.localId, change: change, logger: context.logger)
+        }
+        context.logger.info(
+            "console user action",
+            metadata: [
+                "tenant.id": .string(scope.key), "user.id": .string(user.localId), "action": .string(action.rawValue),
+            ])
+        return Self.redirect(Self.base(scope) + "/users/\(Self.segment(user.localId))?notice=\(action.notice)")
+    }
+
+    @Sendable func deleteUser(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let user = try await findUser(context, scope: scope)
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        let word = user.email ?? user.localId
+        guard form["confirm"]?.trimmingCharacters(in: .whitespaces) == word else {
+            // Not audited: the middleware logs successful writes only.
+            return try await userPage(
+                user, scope: scope, request: request, context: context,
+                deleteError: "Type \(word) exactly to delete this user.", status: .badRequest)
+        }
+        _ = try await accounts.delete(scope: scope, localId: user.localId, logger: context.logger)
+        return Self.redirect(Self.base(scope) + "/users?notice=deleted")
+    }
+
+    // MARK: Sign-in methods
+
+    func settings(_ scope: Scope, logger: Logger) async throws -> ScopeSettings {
+        guard let settings = try await tenants.get(scope.key, logger: logger) else {
+            throw FirebaseError.invalid(.tenantNotFound)
+        }
+        return settings
+    }
+
+    @Sendable func methods(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let settings = try await settings(scope, logger: context.logger)
+        var model = page(context, title: "Sign-in methods", scope: scope, section: .methods)
+        model["notice"] = Self.notice(request)
+        func switches(_ list: [ScopeSwitch]) -> [[String: Any]] {
+            list.map { ["name": $0.rawValue, "label": $0.label, "on": $0.get(settings)] }
+        }
+        model["providerSwitches"] = switches(ScopeSwitch.allCases.filter(\.isProvider))
+        model["selfService"] = switches(ScopeSwitch.allCases.filter { !$0.isProvider })
+        return views.render("methods", model)
+    }
+
+    @Sendable func saveMethods(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        // A checkbox that is not checked is not sent: every switch of the form is set, on or off.
+        let values = ScopeSwitch.allCases.map { ($0, form[$0.rawValue] == "on") }
+        _ = try await tenants.update(scope.key, logger: context.logger) { settings in
+            for (change, on) in values { change.set(&settings, on) }
+        }
+        return Self.redirect(Self.base(scope) + "/sign-in-methods?notice=saved")
+    }
+
+    // MARK: Anonymous cleanup
+
+    @Sendable func cleanupPage(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let week = 7 * 86_400
+        let status = try await cleanup.status(scope: scope, logger: context.logger)
+        let preview = try await cleanup.preview(scope: scope, bucketSeconds: week, logger: context.logger)
+        var model = page(context, title: "Anonymous cleanup", scope: scope, section: .cleanup)
+        model["notice"] = Self.notice(request)
+        model["facts"] = [
+            ("Automatic removal", status.enabled ? "on" : "off"),
+            ("Retention", Self.days(status.retention)),
+            ("Accounts scheduled", String(status.scheduled)),
+            ("Last sweep", status.lastSweepTime.map(Self.time(text:)) ?? "none yet"),
+            ("Removed by the last sweep", String(status.lastSweepDeleted)),
+            ("Removed in all", String(status.totalDeleted)),
+        ].map { ["name": $0.0, "value": $0.1] }
+        model["toggleValue"] = status.enabled ? "off" : "on"
+        model["toggleLabel"] = status.enabled ? "Turn automatic removal off" : "Turn automatic removal on"
+        let already = preview.alreadyScheduled
+        model["previewText"] =
+            preview.anonymousUsers == 0
+            ? "This scope has no anonymous account."
+            : "\(preview.anonymousUsers) anonymous accounts would be removed when due (\(already) already scheduled; "
+                + "the others fall due one retention period after removal is turned on)."
+        if !preview.buckets.isEmpty { model["chart"] = Self.chart(preview.buckets) }
+        return views.render("cleanup", model)
+    }
+
+    static func days(_ retention: String) -> String {
+        guard let seconds = Int64(retention.dropLast()) else { return retention }
+        if seconds % 86_400 == 0 { return "\(seconds / 86_400) days" }
+        return "\(seconds) seconds"
+    }
+
+    /// The preview as bars: accounts falling due per week (inline SVG, drawn here).
+    static func chart(_ buckets: [CleanupStore.Bucket]) -> [String: Any] {
+        let shown = Array(buckets.prefix(12))
+        let (width, height, top, bottom) = (720, 220, 20, 40)
+        let slot = width / 12
+        let highest = max(shown.map(\.count).max() ?? 1, 1)
+        let bars = shown.enumerated().map { index, bucket -> [String: Any] in
+            let h = Int(Double(height - top - bottom) * Double(bucket.count) / Double(highest))
+            let x = index * slot + slot / 6
+            let week = String(bucket.dueBefore.prefix(10))
+            return [
+                "x": x, "y": height - bottom - h, "w": slot * 2 / 3, "h": max(h, 1), "labelX": x + slot / 3,
+                "countY": height - bottom - h - 4, "axisY": height - bottom + 16, "count": bucket.count,
+                "week": String(week.dropFirst(5)), "tip": "\(bucket.count) due in the week before \(week)",
+            ]
+        }
+        return [
+            "width": width, "height": height, "bars": bars,
+            "title": "Anonymous accounts falling due, by week (the date is the week's end)",
+        ]
+    }
+
+    @Sendable func saveCleanup(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        guard let value = form["enabled"], value == "on" || value == "off" else {
+            throw FirebaseError.invalidArgument("INVALID_ARGUMENT : enabled must be on or off")
+        }
+        _ = try await tenants.update(scope.key, logger: context.logger) { $0.autodeleteAnonymousUsers = value == "on" }
+        return Self.redirect(Self.base(scope) + "/cleanup?notice=saved")
+    }
+
+    // MARK: Audit log
+
+    @Sendable func audit(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let parameters = request.uri.queryParameters
+        let actor = parameters.get("actor")?.trimmingCharacters(in: .whitespaces) ?? ""
+        let action = parameters.get("action")?.trimmingCharacters(in: .whitespaces) ?? ""
+        let before = parameters.get("before").flatMap { Int64($0) }
+        // Filtered here, over pages of the log read newest first; at most 2,000 entries per page
+        // shown, so a rare filter cannot make one request read the whole log.
+        var entries: [(Int64, AdminCredentialStore.AuditEntry)] = []
+        var cursor = before
+        var exhausted = false
+        var scanned = 0
+        while entries.count < 50, !exhausted, scanned < 2_000 {
+            let batch = try await credentials.auditEntries(
+                tenant: scope.key, before: cursor, limit: 200, logger: context.logger)
+            exhausted = batch.count < 200
+            scanned += batch.count
+            cursor = batch.last?.0 ?? cursor
+            entries += batch.filter {
+                (actor.isEmpty || $0.1.actor == actor) && (action.isEmpty || $0.1.action.contains(action))
+            }
+        }
+        var model = page(context, title: "Audit log", scope: scope, section: .audit)
+        model["actor"] = actor
+        model["action"] = action
+        let shown = entries.prefix(50)
+        model["entries"] = shown.map {
+            [
+                "time": Self.time(text: $0.1.time), "actor": $0.1.actor, "action": $0.1.action,
+                "target": $0.1.target, "requestId": $0.1.requestId,
+            ]
+        }
+        // Older entries: after the last one shown, or after the last one read when none matched.
+        if entries.count > 50 || !exhausted, let last = entries.count > 50 ? shown.last?.0 : cursor {
+            model["older"] =
+                Self.base(scope) + "/audit?"
+                + Self.query([("actor", actor), ("action", action), ("before", String(last))])
+        }
+        return views.render("audit", model)
+    }
+
+    // MARK: Mail templates
+
+    static var templateTypes: [(OobRequestType, String)] {
+        [
+            (.verifyEmail, "Email verification"), (.passwordReset, "Password reset"),
+            (.verifyAndChangeEmail, "Email change"), (.emailSignIn, "Email link sign-in"),
+        ]
+    }
+
+    @Sendable func templates(_ request: Request, context: AdminContext) async throws -> Response {
+        try await templatePage(request: request, context: context, scope: try await tenants.scope(of: context))
+    }
+
+    /// Each type's subject and body, and a preview made by the code that renders the real mails
+    /// (`MailTemplate.render`) with sample values.
+    func templatePage(
+        request: Request, context: AdminContext, scope: Scope,
+        draft: (type: OobRequestType, template: MailTemplate, error: String)? = nil
+    ) async throws -> Response {
+        let custom = try await mailTemplates.custom(scope: scope, logger: context.logger)
+        let appName = try await settings(scope, logger: context.logger).displayName
+        var model = page(context, title: "Mail templates", scope: scope, section: .templates)
+        model["notice"] = Self.notice(request)
+        model["types"] = Self.templateTypes.map { type, label -> [String: Any] in
+            let template = draft?.type == type ? draft!.template : custom[type] ?? MailTemplate.standard(type)
+            let preview = template.render(
+                appName: appName.isEmpty ? "Tessera" : appName,
+                link: "https://app.example.com/__/auth/action?mode=\(type.mode)&oobCode=SAMPLE",
+                email: "ada@example.com", newEmail: "ada.lovelace@example.com", displayName: "Ada")
+            return [
+                "type": type.rawValue, "label": label, "subject": template.subject, "body": template.body,
+                "custom": custom[type] != nil, "previewSubject": preview.subject, "previewBody": preview.body,
+                "error": draft?.type == type ? draft?.error : nil, "base": Self.base(scope),
+                "csrf": context.consoleCSRF ?? "",
+            ]
+        }
+        return views.render("templates", model, status: draft == nil ? .ok : .badRequest)
+    }
+
+    func templateType(_ context: AdminContext) throws -> OobRequestType {
+        guard let type = OobRequestType(rawValue: try context.parameters.require("type")) else {
+            throw FirebaseError.invalidArgument("INVALID_ARGUMENT : no such mail template")
+        }
+        return type
+    }
+
+    @Sendable func saveTemplate(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let type = try templateType(context)
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        // Browsers send a textarea's lines with CRLF; the stored body keeps LF, as the API's.
+        let template = MailTemplate(
+            subject: form["subject"]?.trimmingCharacters(in: .whitespaces) ?? "",
+            body: (form["body"] ?? "").replacingOccurrences(of: "\r\n", with: "\n"))
+        do {
+            try MailTemplateController<Tenants>.check(subject: template.subject, body: template.body)
+        } catch let error as FirebaseError {
+            return try await templatePage(
+                request: request, context: context, scope: scope, draft: (type, template, Self.words(error)))
+        }
+        try await mailTemplates.save(template, scope: scope, type: type, logger: context.logger)
+        return Self.redirect(Self.base(scope) + "/templates?notice=saved#\(type.rawValue)")
+    }
+
+    @Sendable func resetTemplate(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        try await mailTemplates.reset(scope: scope, type: try templateType(context), logger: context.logger)
+        return Self.redirect(Self.base(scope) + "/templates?notice=saved")
+    }
+
+    // MARK: Admin credentials (project admins)
+
+    @Sendable func credentialList(_ request: Request, context: AdminContext) async throws -> Response {
+        try await credentialPage(request: request, context: context, scope: try await tenants.scope(of: context))
+    }
+
+    func credentialPage(
+        request: Request, context: AdminContext, scope: Scope, newSecret: String? = nil, nameError: String? = nil
+    ) async throws -> Response {
+        let list = try await credentials.list(tenant: scope.tenantID, after: nil, limit: 200, logger: context.logger)
+        var model = page(context, title: "Admin credentials", scope: scope, section: .credentials)
+        model["notice"] = Self.notice(request)
+        model["rows"] = list.map {
+            [
+                "id": $0.credentialId, "name": $0.displayName.isEmpty ? "—" : $0.displayName,
+                "created": Self.time($0.createTime), "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
+            ]
+        }
+        // Shown in this answer only: it is not stored, and the page is not cached (no-store).
+        model["newSecret"] = newSecret
+        model["nameError"] = nameError
+        return views.render("credentials", model)
+    }
+
+    @Sendable func createCredential(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        let name = form["displayName"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard (1...100).contains(name.count) else {
+            return try await credentialPage(
+                request: request, context: context, scope: scope,
+                nameError: "Give the credential a name (1-100 characters).")
+        }
+        let (_, secret) = try await credentials.create(
+            tenant: scope.tenantID, displayName: name, logger: context.logger)
+        return try await credentialPage(request: request, context: context, scope: scope, newSecret: secret)
+    }
+
+    @Sendable func revokeCredential(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let id = try context.parameters.require("credential")
+        guard try await credentials.revoke(id: id, tenant: scope.tenantID, logger: context.logger) else {
+            throw FirebaseError.invalid(.credentialNotFound)
+        }
+        return Self.redirect(Self.base(scope) + "/credentials?notice=revoked-credential")
+    }
+
+    // MARK: Tenants (project admins)
+
+    @Sendable func tenantList(_ request: Request, context: AdminContext) async throws -> Response {
+        try await tenantPage(request: request, context: context)
+    }
+
+    func tenantPage(
+        request: Request, context: AdminContext, displayName: String = "", nameError: String? = nil,
+        deleteError: (tenant: String, message: String)? = nil, status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        var model = chrome(principal: context.principal, csrf: context.consoleCSRF, title: "Tenants")
+        model["notice"] = Self.notice(request)
+        model["csrf"] = context.consoleCSRF ?? ""
+        model["rows"] = try await allTenants(logger: context.logger).map {
+            [
+                "id": $0.tenantId, "name": $0.displayName.isEmpty ? $0.tenantId : $0.displayName,
+                "csrf": context.consoleCSRF ?? "",
+                "deleteError": deleteError?.tenant == $0.tenantId ? deleteError?.message : nil,
+            ]
+        }
+        model["displayName"] = displayName
+        model["nameError"] = nameError
+        return views.render("tenants", model, status: status)
+    }
+
+    @Sendable func createTenant(_ request: Request, context: AdminContext) async throws -> Response {
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        let name = form["displayName"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        do {
+            try TenantController<Tenants>.validateDisplayName(name)
+        } catch {
+            return try await tenantPage(
+                request: request, context: context, displayName: name,
+                nameError: "4 to 20 characters: a letter first, then letters, digits and hyphens.", status: .badRequest)
+        }
+        let settings = ScopeSettings(
+            tenantId: TenantController<Tenants>.newTenantID(displayName: name), displayName: name)
+        let created = try await tenants.create(settings, logger: context.logger)
+        return Self.redirect("/console/tenants/\(Self.segment(created.tenantId))/sign-in-methods?notice=created")
+    }
+
+    @Sendable func deleteTenant(_ request: Request, context: AdminContext) async throws -> Response {
+        let tenant = try context.parameters.require("tenant")
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        guard form["confirm"]?.trimmingCharacters(in: .whitespaces) == tenant else {
+            return try await tenantPage(
+                request: request, context: context,
+                deleteError: (tenant, "Type \(tenant) exactly to delete this tenant."), status: .badRequest)
+        }
+        guard try await tenants.delete(tenant, logger: context.logger) else {
+            throw FirebaseError.invalid(.tenantNotFound)
+        }
+        return Self.redirect("/console/tenants?notice=tenant-deleted")
+    }
+}
+
+extension String {
+    var capitalizingFirst: String { prefix(1).uppercased() + dropFirst() }
+}
+
+extension Response {
+    /// With `Retry-After` when there is a wait to give.
+    func retrying(after seconds: Int?) -> Response {
+        var response = self
+        if let seconds { response.headers[.retryAfter] = String(seconds) }
+        return response
+    }
+}

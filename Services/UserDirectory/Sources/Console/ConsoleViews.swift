@@ -1,0 +1,59 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Mustache
+import NIOCore
+import TesseraShared
+
+/// Renders the console's pages (`ConsoleTemplates`) into responses.
+struct ConsoleViews: Sendable {
+    let library: MustacheLibrary
+
+    init() throws {
+        library = try ConsoleTemplates.library()
+    }
+
+    func render(_ template: String, _ model: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
+        let html = library.render(model, withTemplate: template) ?? ""
+        return Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    func error(_ status: HTTPResponse.Status, heading: String, message: String) -> Response {
+        render(
+            "error",
+            [
+                "title": heading, "heading": heading, "message": message, "back": "/console/",
+                "backLabel": "Back to the console",
+            ], status: status)
+    }
+
+    /// An API error in words: the code's message where it is the admin's to fix, generic otherwise.
+    func error(for error: FirebaseError) -> Response {
+        switch error.status.code {
+        case 403:
+            return self.error(
+                .forbidden, heading: "Not allowed",
+                message: "Your credential does not give access to this page or action.")
+        case 401:
+            return self.error(.unauthorized, heading: "Sign in again", message: "Your session is not valid.")
+        case 429:
+            return self.error(
+                .tooManyRequests, heading: "Too many attempts", message: "Too many attempts; try again later.")
+        case 503:
+            return self.error(
+                .serviceUnavailable, heading: "Unavailable", message: "The service is unavailable; retry shortly.")
+        case 400..<500:
+            let code = error.errorCode
+            if code == .tenantNotFound || code == .userNotFound {
+                return self.error(.notFound, heading: "Not found", message: "There is no such tenant or user.")
+            }
+            return self.error(error.status, heading: "Request refused", message: error.message)
+        default:
+            return self.error(
+                .internalServerError, heading: "Something went wrong",
+                message: "The console could not finish this request; it has been logged.")
+        }
+    }
+}

@@ -1,0 +1,405 @@
+"""The admin console (`/console/` on the admin plane, issue #25) in a real browser: Debian's Chromium
+driven by Playwright (scripts/browser-deps installs it; nothing downloads a browser).
+
+As an admin would: sign in with a credential, find a user by email, disable and re-enable them, turn
+anonymous sign-in on for a tenant and see the API refuse then accept an anonymous sign-up, preview the
+anonymous cleanup, and read the audit entries those actions wrote. A tenant-scoped admin cannot reach
+another tenant's pages or actions, by link or by URL. A form posted without the session's CSRF token or
+from another origin is refused, a session cookie replayed after sign-out opens nothing, and the console
+does not exist on the public plane.
+
+Screenshots of every page at 1280 and 360 px go to test-artifacts/console/."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import HTTP_TIMEOUT, REPO_ROOT, describe, expect_ok
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = REPO_ROOT / "test-artifacts" / "console"
+COOKIE = "tessera_console"
+BROWSER_TIMEOUT_MS = 15_000
+WIDTHS = (1280, 360)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} not found: run scripts/browser-deps (Debian's chromium package)", pytrace=False)
+    from playwright.sync_api import sync_playwright
+    playwright = sync_playwright().start()
+    args = ["--no-sandbox"] if os.geteuid() == 0 else []
+    chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+    yield chromium
+    chromium.close()
+    playwright.stop()
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+def create_user(admin, tenant_id: str, email: str, password: str = "correct horse 1") -> str:
+    path = f"/v1/projects/{admin.stack.project_id}/tenants/{tenant_id}/accounts"
+    resp = admin.request("POST", path, json={"email": email, "password": password})
+    return expect_ok(resp)["localId"]
+
+
+def user_record(admin, tenant_id: str, local_id: str) -> dict:
+    users = admin.lookup_users(tenant_id, [local_id])
+    assert len(users) == 1, users
+    return users[0]
+
+
+def credential(admin, tenant_id: str) -> str:
+    path = f"/v2/projects/{admin.stack.project_id}/tenants/{tenant_id}/adminCredentials"
+    resp = admin.request("POST", path, json={"displayName": "console test"})
+    return expect_ok(resp)["secret"]
+
+
+class Admin:
+    """One browser context (its own cookie jar): an admin at the console."""
+
+    def __init__(self, browser, stack, artifacts: Path):
+        self.stack = stack
+        self.artifacts = artifacts
+        self.context = browser.new_context(locale="en-US", viewport={"width": 1280, "height": 900})
+        self.context.set_default_timeout(BROWSER_TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+
+    def url(self, path: str) -> str:
+        return self.stack.admin_url + path
+
+    def open(self, path: str):
+        response = self.page.goto(self.url(path))
+        assert response is not None
+        return response
+
+    def sign_in(self, secret: str):
+        self.open("/console/sign-in")
+        self.page.fill("#credential", secret)
+        with self.page.expect_navigation():
+            self.page.click("button[type=submit]")
+
+    def click(self, selector: str):
+        with self.page.expect_navigation():
+            self.page.click(selector)
+
+    def cookie(self) -> str | None:
+        return next((c["value"] for c in self.context.cookies() if c["name"] == COOKIE), None)
+
+    def shots(self, name: str) -> None:
+        """The page at each width, then back to the desktop width."""
+        for width in WIDTHS:
+            self.page.set_viewport_size({"width": width, "height": 900})
+            self.page.screenshot(path=str(self.artifacts / f"{name}-{width}.png"), full_page=True)
+            if width == 360:
+                # Nothing wider than the viewport but the tables' own scrolling boxes.
+                overflow = self.page.evaluate("document.documentElement.scrollWidth")
+                assert overflow <= 362, f"{name} is {overflow}px wide at 360px"
+        self.page.set_viewport_size({"width": 1280, "height": 900})
+
+    def text(self) -> str:
+        return self.page.inner_text("main")
+
+    def close(self):
+        self.context.close()
+
+
+def csrf_of(page_html: str) -> str:
+    match = re.search(r'name="csrf" value="([^"]+)"', page_html)
+    assert match, "no CSRF field on the page"
+    return html.unescape(match.group(1))
+
+
+def test_the_console_is_not_on_the_public_plane(stack):
+    for path in ("/console/", "/console/sign-in", "/console/assets/console.css"):
+        resp = requests.get(stack.url + path, timeout=HTTP_TIMEOUT, allow_redirects=False)
+        assert resp.status_code == 404, describe(resp)
+    resp = requests.post(stack.url + "/console/sign-in", data={"credential": stack.admin_token},
+                         timeout=HTTP_TIMEOUT, allow_redirects=False)
+    assert resp.status_code == 404 and "set-cookie" not in resp.headers, describe(resp)
+
+
+def test_an_admin_finds_a_user_disables_and_enables_them_turns_anonymous_on_and_reads_the_audit(
+        stack, admin, client, make_tenant, browser, artifacts):
+    tenant_id = make_tenant(enableAnonymousUser=False)["tenantId"]
+    email = f"console-{uuid.uuid4().hex[:8]}@example.com"
+    local_id = create_user(admin, tenant_id, email)
+    for n in range(3):
+        create_user(admin, tenant_id, f"other-{n}-{uuid.uuid4().hex[:6]}@example.com")
+
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.open("/console/")
+        assert at.page.url.endswith("/console/sign-in"), at.page.url
+        at.shots("sign-in")
+        at.page.fill("#credential", "tsa_not-a-credential")
+        at.click("button[type=submit]")
+        assert "This credential is not valid." in at.text()
+        assert at.page.get_attribute("#credential", "aria-invalid") == "true"
+        at.shots("sign-in-error")
+
+        at.sign_in(stack.admin_token)
+        assert at.page.url.endswith("/console/"), at.page.url
+        assert tenant_id in at.text()
+        at.shots("scopes")
+
+        # Find the user by email from the tenant's users page.
+        at.click(f"a[href='/console/tenants/{tenant_id}/users']")
+        assert "4 users" in at.text()
+        at.shots("users")
+        at.page.fill("#q", email[:12])
+        at.click("form[role=search] button[type=submit]")
+        assert "1 user" in at.page.inner_text("p.count") and email in at.text()
+        at.click(f"a[href='/console/tenants/{tenant_id}/users/{local_id}']")
+        assert at.page.inner_text("h1") == email
+        at.shots("user")
+
+        # Disable, then enable; the admin API sees each change.
+        at.click("button:has-text('Disable')")
+        assert "The user is disabled" in at.text()
+        assert user_record(admin, tenant_id, local_id).get("disabled") is True
+        at.click("button:has-text('Enable')")
+        assert "enabled again" in at.text()
+        assert not user_record(admin, tenant_id, local_id).get("disabled")
+
+        # Anonymous sign-in: refused by the API, switched on here, then accepted.
+        refused = client.sign_up_raw(tenant_id)
+        assert refused.status_code == 400, describe(refused)
+        at.click("nav.scope a:has-text('Sign-in methods')")
+        assert not at.page.is_checked("#enableAnonymousUser")
+        at.shots("sign-in-methods")
+        at.page.check("#enableAnonymousUser")
+        at.click("form.card button[type=submit]")
+        assert "Saved." in at.text() and at.page.is_checked("#enableAnonymousUser")
+        anonymous = [client.sign_up_anonymous(tenant_id) for _ in range(3)]
+        assert all(s.local_id for s in anonymous)
+
+        # The cleanup preview counts the three and draws them due in one week.
+        at.click("nav.scope a:has-text('Anonymous cleanup')")
+        assert "3 anonymous accounts would be removed" in at.text()
+        assert at.page.locator("svg.chart rect.bar").count() == 1
+        assert at.page.text_content("svg.chart text.bar-label") == "3"
+        at.shots("cleanup")
+
+        # The audit log names each action, its actor and its target.
+        at.click("nav.scope a:has-text('Audit log')")
+        log = at.text()
+        for action in ("/users/{localId}/disable", "/users/{localId}/enable", "/sign-in-methods"):
+            assert action in log, log
+        assert f"user:{local_id}" in log and "bootstrap" in log
+        at.shots("audit")
+
+        at.open("/console/tenants")
+        at.shots("tenants")
+        # No script error and nothing the CSP had to refuse (the 401 of the wrong credential is expected).
+        assert not [e for e in at.errors if "401" not in e], at.errors
+    finally:
+        at.close()
+
+
+def test_a_tenant_admin_sees_only_its_tenant(stack, admin, make_tenant, browser, artifacts):
+    own = make_tenant()["tenantId"]
+    other = make_tenant()["tenantId"]
+    other_user = create_user(admin, other, f"other-{uuid.uuid4().hex[:8]}@example.com")
+    secret = credential(admin, own)
+
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(secret)
+        assert at.page.url.endswith(f"/console/tenants/{own}/users"), at.page.url
+        links = at.page.eval_on_selector_all("a", "els => els.map(e => e.getAttribute('href'))")
+        assert not any(other in (href or "") for href in links), links
+        assert not any(href in ("/console/tenants", "/console/project/users") for href in links), links
+        at.shots("tenant-admin-users")
+
+        for path in (f"/console/tenants/{other}/users", f"/console/tenants/{other}/users/{other_user}",
+                     f"/console/tenants/{other}/sign-in-methods", f"/console/tenants/{other}/audit",
+                     "/console/project/users", "/console/tenants"):
+            response = at.open(path)
+            assert response.status == 403, (path, response.status)
+            assert "Not allowed" in at.text()
+        at.shots("tenant-admin-refused")
+
+        # An action on the other tenant's user, with this session's own CSRF token: refused, nothing changes.
+        token = csrf_of(at.open(f"/console/tenants/{own}/users").text())
+        resp = requests.post(
+            at.url(f"/console/tenants/{other}/users/{other_user}/disable"), data={"csrf": token},
+            cookies={COOKIE: at.cookie()}, timeout=HTTP_TIMEOUT, allow_redirects=False)
+        assert resp.status_code == 403, describe(resp)
+        assert not user_record(admin, other, other_user).get("disabled")
+        resp = requests.post(
+            at.url(f"/console/tenants/{other}/delete"), data={"csrf": token, "confirm": other},
+            cookies={COOKIE: at.cookie()}, timeout=HTTP_TIMEOUT, allow_redirects=False)
+        assert resp.status_code == 403, describe(resp)
+        assert admin.get_tenant(other).status_code == 200
+    finally:
+        at.close()
+
+
+class EvilSite:
+    """A page on another origin whose form posts to the console as soon as it loads."""
+
+    def __init__(self, port: int, target: str):
+        page = (f"<!doctype html><form id=f method=post action='{target}'>"
+                "<input name=csrf value=guess></form><script>document.getElementById('f').submit()</script>")
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = page.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{port}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_forms_need_the_session_token_and_the_console_origin_and_sign_out_ends_the_cookie(
+        stack, admin, make_tenant, browser, artifacts):
+    tenant_id = make_tenant()["tenantId"]
+    local_id = create_user(admin, tenant_id, f"csrf-{uuid.uuid4().hex[:8]}@example.com")
+    disable = f"/console/tenants/{tenant_id}/users/{local_id}/disable"
+
+    at = Admin(browser, stack, artifacts)
+    evil = EvilSite(stack.port + 28, stack.admin_url + disable)
+    try:
+        at.sign_in(stack.admin_token)
+        cookie = at.cookie()
+        assert cookie
+        token = csrf_of(at.open(f"/console/tenants/{tenant_id}/users/{local_id}").text())
+        jar = {COOKIE: cookie}
+
+        # No token, a wrong token, another origin: each refused, the user untouched.
+        for data, headers in (({}, {}), ({"csrf": "x" + token}, {}),
+                              ({"csrf": token}, {"Origin": "http://evil.example"}),
+                              ({"csrf": token}, {"Sec-Fetch-Site": "cross-site"})):
+            resp = requests.post(at.url(disable), data=data, headers=headers, cookies=jar,
+                                 timeout=HTTP_TIMEOUT, allow_redirects=False)
+            assert resp.status_code == 403, (data, headers, describe(resp))
+        assert not user_record(admin, tenant_id, local_id).get("disabled")
+
+        # Real forms from other origins in the same browser. From another site (localhost is not
+        # 127.0.0.1's site) the SameSite=Strict cookie stays home: the console asks for a sign-in.
+        # From the same site on another port the cookie goes along, and the browser's Sec-Fetch-Site
+        # (same-site, not same-origin) gets the form refused.
+        for url, refused in ((evil.url.replace("127.0.0.1", "localhost"), "sign-in"), (evil.url, "refused")):
+            page = at.context.new_page()
+            with page.expect_navigation(url=re.compile(r".*/console/.*")):
+                page.goto(url)
+            page.wait_for_load_state()
+            if refused == "sign-in":
+                assert page.url.endswith("/console/sign-in"), page.url
+            else:
+                assert "Request refused" in page.inner_text("main"), page.url
+            page.close()
+        assert not user_record(admin, tenant_id, local_id).get("disabled")
+
+        # The same request with the token and from the console's origin works.
+        resp = requests.post(at.url(disable), data={"csrf": token}, cookies=jar,
+                             headers={"Origin": stack.admin_url}, timeout=HTTP_TIMEOUT, allow_redirects=False)
+        assert resp.status_code == 303, describe(resp)
+        assert user_record(admin, tenant_id, local_id).get("disabled") is True
+
+        # Sign out; the old cookie then opens nothing and changes nothing.
+        at.open("/console/")
+        at.click("header form button")
+        assert at.page.url.endswith("/console/sign-in") and at.cookie() in (None, "")
+        resp = requests.get(at.url(f"/console/tenants/{tenant_id}/users"), cookies=jar,
+                            timeout=HTTP_TIMEOUT, allow_redirects=False)
+        assert resp.status_code == 303 and resp.headers["location"] == "/console/sign-in", describe(resp)
+        resp = requests.post(at.url(f"/console/tenants/{tenant_id}/users/{local_id}/enable"),
+                             data={"csrf": token}, cookies=jar, timeout=HTTP_TIMEOUT, allow_redirects=False)
+        assert resp.status_code == 303 and resp.headers["location"] == "/console/sign-in", describe(resp)
+        assert user_record(admin, tenant_id, local_id).get("disabled") is True
+    finally:
+        evil.close()
+        at.close()
+
+
+def test_every_console_answer_carries_the_csp_and_a_session_cookie_that_scripts_cannot_read(stack):
+    resp = requests.post(stack.admin_url + "/console/sign-in", data={"credential": stack.admin_token},
+                         timeout=HTTP_TIMEOUT, allow_redirects=False)
+    assert resp.status_code == 303, describe(resp)
+    cookie = resp.headers["set-cookie"]
+    for attribute in ("HttpOnly", "SameSite=Strict", "Path=/console/"):
+        assert attribute in cookie, cookie
+    csp = resp.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+    page = requests.get(stack.admin_url + "/console/", cookies=resp.cookies, timeout=HTTP_TIMEOUT)
+    assert page.status_code == 200 and page.headers["cache-control"] == "no-store", describe(page)
+    assert page.headers["content-security-policy"] == csp
+
+
+def test_a_new_user_form_shows_errors_by_their_field_and_a_credential_secret_is_shown_once(
+        stack, admin, make_tenant, browser, artifacts):
+    tenant_id = make_tenant()["tenantId"]
+    taken = f"taken-{uuid.uuid4().hex[:8]}@example.com"
+    create_user(admin, tenant_id, taken)
+
+    at = Admin(browser, stack, artifacts)
+    scoped = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open(f"/console/tenants/{tenant_id}/users")
+        at.page.fill("#new-email", taken)
+        at.page.fill("#new-password", "correct horse 1")
+        at.click("#new-user button[type=submit]")
+        assert at.page.inner_text("#new-email-error") == "Another user of this scope has this address."
+        assert at.page.get_attribute("#new-email", "aria-invalid") == "true"
+        at.page.fill("#new-email", f"new-{uuid.uuid4().hex[:8]}@example.com")
+        at.page.fill("#new-password", "x")
+        at.click("#new-user button[type=submit]")
+        assert at.page.locator("#new-password-error").count() == 1 and at.page.locator("#new-email-error").count() == 0
+        at.shots("users-new-user-error")
+        at.page.fill("#new-password", "correct horse 1")
+        at.click("#new-user button[type=submit]")
+        assert "The user is created." in at.text()
+
+        # A credential for the tenant: its secret is on the answer to the form and nowhere after.
+        at.click("nav.scope a:has-text('Admin credentials')")
+        at.page.fill("#credential-name", "console ops")
+        at.click("form.card button[type=submit]")
+        secret = at.page.inner_text("code.secret-value").strip()
+        assert secret.startswith("tsa_")
+        at.shots("credentials-new-secret")
+        at.open(f"/console/tenants/{tenant_id}/credentials")
+        assert secret not in at.page.content() and at.page.locator("code.secret-value").count() == 0
+
+        # It opens the tenant's console; revoked, its session ends at once.
+        scoped.sign_in(secret)
+        assert scoped.page.url.endswith(f"/console/tenants/{tenant_id}/users")
+        assert scoped.page.locator("nav.scope a:has-text('Admin credentials')").count() == 0
+        at.open(f"/console/tenants/{tenant_id}/credentials")
+        at.click("button[aria-label^='Revoke console ops']")
+        assert "The credential is revoked" in at.text()
+        scoped.open(f"/console/tenants/{tenant_id}/users")
+        assert scoped.page.url.endswith("/console/sign-in")
+    finally:
+        scoped.close()
+        at.close()
