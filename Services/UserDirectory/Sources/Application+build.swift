@@ -177,7 +177,8 @@ public func buildDirectoryApplication(
             client: client, credentials: credentials, idleTimeout: configuration.consoleIdleTimeout,
             absoluteTimeout: configuration.consoleSessionLifetime),
         credentials: credentials, failures: adminFailures, tenants: tenants, accounts: accounts, cleanup: cleanup,
-        mailTemplates: MailTemplateStore(client: client), links: configuration.links, views: try ConsoleViews()
+        mailTemplates: MailTemplateStore(client: client), idpConfigs: IdpConfigStore(client: client),
+        links: configuration.links, views: try ConsoleViews()
     ).addRoutes(to: router)
 
     for prefix in identityToolkitPrefixes {

@@ -17,6 +17,7 @@ struct ConsoleController<Tenants: TenantStore> {
     let accounts: PostgresAccountStore
     let cleanup: CleanupStore
     let mailTemplates: MailTemplateStore
+    let idpConfigs: IdpConfigStore
     let links: ActionLinks
     let views: ConsoleViews
 
@@ -55,6 +56,11 @@ struct ConsoleController<Tenants: TenantStore> {
             pages.get("\(base)/cleanup", use: cleanupPage)
             pages.post("\(base)/cleanup", use: saveCleanup)
             pages.get("\(base)/audit", use: audit)
+            pages.get("\(base)/providers", use: providers)
+            pages.post("\(base)/providers/oidc", use: createOIDC)
+            pages.post("\(base)/providers/oidc/{provider}", use: saveOIDC)
+            pages.post("\(base)/providers/oidc/{provider}/delete", use: deleteOIDC)
+            pages.post("\(base)/providers/{provider}", use: saveBuiltIn)
             pages.get("\(base)/templates", use: templates)
             pages.post("\(base)/templates/{type}", use: saveTemplate)
             pages.post("\(base)/templates/{type}/reset", use: resetTemplate)
@@ -173,7 +179,7 @@ struct ConsoleController<Tenants: TenantStore> {
 
     // MARK: The page frame
 
-    enum Section: String { case users, methods, templates, cleanup, audit, credentials }
+    enum Section: String { case users, methods, providers, templates, cleanup, audit, credentials }
 
     /// What the layout shows: who is signed in, the sign-out form, and the scope's navigation.
     func chrome(

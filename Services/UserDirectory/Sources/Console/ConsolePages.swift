@@ -540,12 +540,13 @@ extension ConsoleController {
                 appName: appName.isEmpty ? "Tessera" : appName,
                 link: "https://app.example.com/__/auth/action?mode=\(type.mode)&oobCode=SAMPLE",
                 email: "ada@example.com", newEmail: "ada.lovelace@example.com", displayName: "Ada")
-            return [
+            var row: [String: Any] = [
                 "type": type.rawValue, "label": label, "subject": template.subject, "body": template.body,
                 "custom": custom[type] != nil, "previewSubject": preview.subject, "previewBody": preview.body,
-                "error": draft?.type == type ? draft?.error : nil, "base": Self.base(scope),
-                "csrf": context.consoleCSRF ?? "",
+                "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
             ]
+            if let draft, draft.type == type { row["error"] = draft.error }
+            return row
         }
         return views.render("templates", model, status: draft == nil ? .ok : .badRequest)
     }
@@ -644,11 +645,12 @@ extension ConsoleController {
         model["notice"] = Self.notice(request)
         model["csrf"] = context.consoleCSRF ?? ""
         model["rows"] = try await allTenants(logger: context.logger).map {
-            [
+            var row: [String: Any] = [
                 "id": $0.tenantId, "name": $0.displayName.isEmpty ? $0.tenantId : $0.displayName,
                 "csrf": context.consoleCSRF ?? "",
-                "deleteError": deleteError?.tenant == $0.tenantId ? deleteError?.message : nil,
             ]
+            if let deleteError, deleteError.tenant == $0.tenantId { row["deleteError"] = deleteError.message }
+            return row
         }
         model["displayName"] = displayName
         model["nameError"] = nameError

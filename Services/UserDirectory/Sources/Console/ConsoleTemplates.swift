@@ -14,6 +14,7 @@ enum ConsoleTemplates {
         ("layout", layout), ("signIn", signIn), ("error", error), ("home", home), ("users", users),
         ("user", user), ("methods", methods), ("cleanup", cleanup), ("audit", audit), ("tenants", tenants),
         ("credentials", credentials), ("templates", templates),
+        ("providers", providers),
     ]
 
     static let layout = """
@@ -44,6 +45,7 @@ enum ConsoleTemplates {
         <span class="scope-name">{{scopeName}}</span>
         <a href="{{base}}/users"{{#onUsers}} aria-current="page"{{/onUsers}}>Users</a>
         <a href="{{base}}/sign-in-methods"{{#onMethods}} aria-current="page"{{/onMethods}}>Sign-in methods</a>
+        <a href="{{base}}/providers"{{#onProviders}} aria-current="page"{{/onProviders}}>Identity providers</a>
         <a href="{{base}}/templates"{{#onTemplates}} aria-current="page"{{/onTemplates}}>Mail templates</a>
         <a href="{{base}}/cleanup"{{#onCleanup}} aria-current="page"{{/onCleanup}}>Anonymous cleanup</a>
         <a href="{{base}}/audit"{{#onAudit}} aria-current="page"{{/onAudit}}>Audit log</a>
@@ -337,6 +339,67 @@ enum ConsoleTemplates {
         </details>
         </section>
         {{/types}}
+        {{/content}}{{/layout}}
+        """
+
+    static let providers = """
+        {{<layout}}{{$content}}
+        <h1>Identity providers</h1>
+        <h2>Built-in providers</h2>
+        {{#builtIn}}
+        <form method="post" action="{{base}}/providers/{{id}}" class="card" id="{{field}}">
+        <h3>{{label}} <code>{{id}}</code></h3>
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <div class="check"><input type="checkbox" id="{{field}}-enabled" name="enabled" value="on"{{#enabled}} checked{{/enabled}}>
+        <label for="{{field}}-enabled">Enabled</label></div>
+        <label for="{{field}}-client">Client id</label>
+        <input id="{{field}}-client" name="clientId" value="{{clientId}}"
+         {{#error}}aria-invalid="true" aria-describedby="{{field}}-error"{{/error}}>
+        {{#error}}<p id="{{field}}-error" class="field-error">{{error}}</p>{{/error}}
+        <label for="{{field}}-secret">Client secret {{#secretSet}}(set; leave empty to keep it){{/secretSet}}</label>
+        <input id="{{field}}-secret" name="clientSecret" type="password" autocomplete="off">
+        <button type="submit">Save {{label}}</button>
+        </form>
+        {{/builtIn}}
+        <h2>OIDC providers</h2>
+        {{#oidc}}
+        <section class="card" id="{{field}}">
+        <h3>{{name}} <code>{{id}}</code></h3>
+        <p class="hint">Issuer {{issuer}} · client id {{clientId}}</p>
+        <form method="post" action="{{base}}/providers/oidc/{{id}}">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <div class="check"><input type="checkbox" id="{{field}}-enabled" name="enabled" value="on"{{#enabled}} checked{{/enabled}}>
+        <label for="{{field}}-enabled">Enabled</label></div>
+        <label for="{{field}}-domains">Trusted email domains (A.4: addresses it verifies; * for all)</label>
+        <input id="{{field}}-domains" name="trustedEmailDomains" value="{{domains}}"
+         {{#error}}aria-invalid="true" aria-describedby="{{field}}-error"{{/error}}>
+        {{#error}}<p id="{{field}}-error" class="field-error">{{error}}</p>{{/error}}
+        <button type="submit">Save {{name}}</button>
+        </form>
+        <form method="post" action="{{base}}/providers/oidc/{{id}}/delete" class="inline confirm-row">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <button type="submit" class="danger">Remove {{name}}</button>
+        </form>
+        </section>
+        {{/oidc}}
+        {{^oidc}}<p>No OIDC provider yet.</p>{{/oidc}}
+        <form method="post" action="{{base}}/providers/oidc" class="card" id="new-oidc">
+        <h3>New OIDC provider</h3>
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label for="oidc-id">Provider id (oidc.…)</label>
+        <input id="oidc-id" name="providerId" placeholder="oidc.example"
+         {{#newError}}aria-invalid="true" aria-describedby="oidc-error"{{/newError}}>
+        {{#newError}}<p id="oidc-error" class="field-error">{{newError}}</p>{{/newError}}
+        <label for="oidc-name">Display name</label><input id="oidc-name" name="displayName">
+        <label for="oidc-issuer">Issuer (https)</label><input id="oidc-issuer" name="issuer">
+        <label for="oidc-client">Client id</label><input id="oidc-client" name="clientId">
+        <label for="oidc-secret">Client secret (optional)</label>
+        <input id="oidc-secret" name="clientSecret" type="password" autocomplete="off">
+        <label for="oidc-domains">Trusted email domains</label><input id="oidc-domains" name="trustedEmailDomains">
+        <div class="check"><input type="checkbox" id="oidc-enabled" name="enabled" value="on" checked>
+        <label for="oidc-enabled">Enabled</label></div>
+        <button type="submit">Add provider</button>
+        </form>
         {{/content}}{{/layout}}
         """
 

@@ -1,0 +1,138 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import TesseraShared
+
+/// The console's identity providers page: the built-in providers and the scope's OIDC providers
+/// with their trusted email domains (A.4), changed through `IdpConfigStore` and checked by the
+/// admin API's own `IdpConfigController.validate`.
+extension ConsoleController {
+    @Sendable func providers(_ request: Request, context: AdminContext) async throws -> Response {
+        try await providersPage(request: request, context: context, scope: try await tenants.scope(of: context))
+    }
+
+    func providersPage(
+        request: Request, context: AdminContext, scope: Scope, error: (provider: String, message: String)? = nil
+    ) async throws -> Response {
+        let builtIn = try await idpConfigs.list(
+            scope: scope, oidc: false, after: nil, limit: 100, logger: context.logger)
+        let oidc = try await idpConfigs.list(scope: scope, oidc: true, after: nil, limit: 100, logger: context.logger)
+        var model = page(context, title: "Identity providers", scope: scope, section: .providers)
+        model["notice"] = Self.notice(request)
+        model["builtIn"] = FederatedProviders.builtIn.map { provider -> [String: Any] in
+            let config = builtIn.first { $0.providerId == provider.id }
+            var row: [String: Any] = [
+                "id": provider.id, "label": provider.description,
+                "field": provider.id.replacingOccurrences(of: ".", with: "-"),
+                "enabled": config?.enabled ?? false, "clientId": config?.clientId ?? "",
+                "secretSet": config?.clientSecret != nil, "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
+            ]
+            if let error, error.provider == provider.id { row["error"] = error.message }
+            return row
+        }
+        model["oidc"] = oidc.map { config -> [String: Any] in
+            var row: [String: Any] = [
+                "id": config.providerId, "field": config.providerId.replacingOccurrences(of: ".", with: "-"),
+                "name": config.displayName ?? config.providerId, "issuer": config.issuer ?? "",
+                "clientId": config.clientId, "enabled": config.enabled,
+                "domains": config.trustedEmailDomains.joined(separator: ", "), "base": Self.base(scope),
+                "csrf": context.consoleCSRF ?? "",
+            ]
+            if let error, error.provider == config.providerId { row["error"] = error.message }
+            return row
+        }
+        model["newError"] = error?.provider == "new" ? error?.message : nil
+        return views.render("providers", model, status: error == nil ? .ok : .badRequest)
+    }
+
+    static func domains(_ text: String?) -> [String] {
+        (text ?? "").split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\n" }).map(String.init)
+    }
+
+    /// A built-in provider's switch and client: created at its first save, updated after.
+    @Sendable func saveBuiltIn(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let id = try context.parameters.require("provider")
+        guard FederatedProviders.isBuiltIn(id) else { throw FirebaseError.invalid(.invalidProviderId) }
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        let enabled = form["enabled"] == "on"
+        let clientId = form["clientId"] ?? ""
+        // An empty secret field keeps the stored secret: it is never shown again.
+        let secret = form["clientSecret"].flatMap { $0.isEmpty ? nil : $0 }
+        do {
+            let updated = try await idpConfigs.update(scope: scope, providerId: id, logger: context.logger) { config in
+                config.enabled = enabled
+                config.clientId = clientId
+                if let secret { config.clientSecret = secret }
+                try IdpConfigController<Tenants>.validate(&config, oidc: false)
+            }
+            if updated == nil {
+                var config = IdpConfig(providerId: id, enabled: enabled, clientId: clientId, clientSecret: secret)
+                try IdpConfigController<Tenants>.validate(&config, oidc: false)
+                try await idpConfigs.create(scope: scope, config, logger: context.logger)
+            }
+        } catch let error as FirebaseError where error.errorCode == .invalidConfig {
+            return try await providersPage(
+                request: request, context: context, scope: scope, error: (id, Self.words(error)))
+        }
+        return Self.redirect(Self.base(scope) + "/providers?notice=saved")
+    }
+
+    @Sendable func createOIDC(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        do {
+            let id = try IdpConfigController<Tenants>.checkProviderID(
+                form["providerId"]?.trimmingCharacters(in: .whitespaces), oidc: true)
+            var config = IdpConfig(
+                providerId: id, enabled: form["enabled"] == "on", clientId: form["clientId"] ?? "",
+                clientSecret: form["clientSecret"].flatMap { $0.isEmpty ? nil : $0 },
+                issuer: form["issuer"]?.trimmingCharacters(in: .whitespaces),
+                displayName: form["displayName"].flatMap { $0.isEmpty ? nil : $0 },
+                trustedEmailDomains: Self.domains(form["trustedEmailDomains"]))
+            try IdpConfigController<Tenants>.validate(&config, oidc: true)
+            try await idpConfigs.create(scope: scope, config, logger: context.logger)
+        } catch let error as FirebaseError where error.errorCode != nil || error == .configurationExists {
+            let message =
+                error == .configurationExists ? "This scope already has a provider with this id." : Self.words(error)
+            return try await providersPage(request: request, context: context, scope: scope, error: ("new", message))
+        }
+        return Self.redirect(Self.base(scope) + "/providers?notice=saved")
+    }
+
+    @Sendable func saveOIDC(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let id = try context.parameters.require("provider")
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        let enabled = form["enabled"] == "on"
+        let domains = Self.domains(form["trustedEmailDomains"])
+        do {
+            guard
+                try await idpConfigs.update(
+                    scope: scope, providerId: id, logger: context.logger,
+                    { config in
+                        config.enabled = enabled
+                        config.trustedEmailDomains = domains
+                        try IdpConfigController<Tenants>.validate(&config, oidc: true)
+                    }) != nil
+            else { throw FirebaseError.configurationNotFound }
+        } catch let error as FirebaseError where error.errorCode == .invalidConfig {
+            return try await providersPage(
+                request: request, context: context, scope: scope, error: (id, Self.words(error)))
+        }
+        return Self.redirect(Self.base(scope) + "/providers?notice=saved")
+    }
+
+    @Sendable func deleteOIDC(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let id = try context.parameters.require("provider")
+        guard try await idpConfigs.delete(scope: scope, providerId: id, logger: context.logger) else {
+            throw FirebaseError.configurationNotFound
+        }
+        return Self.redirect(Self.base(scope) + "/providers?notice=saved")
+    }
+}
