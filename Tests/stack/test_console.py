@@ -13,6 +13,7 @@ Screenshots of every page at 1280 and 360 px go to test-artifacts/console/."""
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import threading
@@ -439,3 +440,43 @@ def test_providers_are_set_up_in_the_console_and_the_admin_api_sees_them(stack, 
         at.shots("providers")
     finally:
         at.close()
+
+
+def test_users_exported_from_one_tenant_import_into_another_and_sign_in_with_their_passwords(
+        stack, admin, client, make_tenant, browser, artifacts, tmp_path):
+    source = make_tenant()["tenantId"]
+    target = make_tenant(allowPasswordSignup=True)["tenantId"]
+    people = {f"move-{n}-{uuid.uuid4().hex[:6]}@example.com": f"pass phrase {n}" for n in range(3)}
+    for email, password in people.items():
+        create_user(admin, source, email, password)
+
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open(f"/console/tenants/{source}/transfer")
+        with at.page.expect_download() as download:
+            at.page.click("a[download]")
+        exported = tmp_path / "users.json"
+        download.value.save_as(str(exported))
+        data = json.loads(exported.read_text())
+        assert sorted(u["email"] for u in data["users"]) == sorted(people), data
+        assert all(u.get("passwordHash") and u.get("salt") for u in data["users"])
+        assert data["hashConfig"]["algorithm"] == "SCRYPT" and data["hashConfig"]["signerKey"]
+
+        at.open(f"/console/tenants/{target}/transfer")
+        at.page.set_input_files("#import-file", str(exported))
+        at.page.click("#import button[type=submit]")
+        at.page.locator("#import-status", has_text="Done").wait_for()
+        assert at.page.inner_text("#import-status") == "Done: 3 imported, 0 refused, of 3."
+        at.shots("transfer")
+        # The same file again: every user is refused (their ids exist), and said so.
+        at.page.click("#import button[type=submit]")
+        at.page.locator("#import-status", has_text="Done: 0").wait_for()
+        assert at.page.inner_text("#import-status") == "Done: 0 imported, 3 refused, of 3."
+        assert at.page.locator("#import-failures li").count() == 3
+    finally:
+        at.close()
+    for email, password in people.items():
+        resp = client.post("/v1/accounts:signInWithPassword",
+                           {"email": email, "password": password, "tenantId": target, "returnSecureToken": True})
+        assert expect_ok(resp)["email"] == email

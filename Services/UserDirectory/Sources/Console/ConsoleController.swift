@@ -44,6 +44,9 @@ struct ConsoleController<Tenants: TenantStore> {
         for base in Self.scopeBases {
             pages.get("\(base)/users", use: users)
             pages.post("\(base)/users", use: createUser)
+            pages.get("\(base)/transfer", use: transfer)
+            pages.get("\(base)/export.json", use: export)
+            pages.post("\(base)/import", use: importBatch)
             pages.get("\(base)/users/{localId}", use: user)
             for verb in UserAction.allCases {
                 pages.post("\(base)/users/{localId}/\(verb.rawValue)") { request, context in

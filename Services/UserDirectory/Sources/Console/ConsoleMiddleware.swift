@@ -35,7 +35,8 @@ struct ConsolePageMiddleware<Context: TesseraContext>: RouterMiddleware {
     static var headers: HTTPFields {
         [
             .contentSecurityPolicy:
-                "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+                + "form-action 'self'; "
                 + "frame-ancestors 'none'; base-uri 'none'",
             HTTPField.Name("X-Frame-Options")!: "DENY",
             HTTPField.Name("X-Content-Type-Options")!: "nosniff",
@@ -78,6 +79,7 @@ extension AdminPrincipal {
 struct ConsoleSessionMiddleware: RouterMiddleware {
     typealias Context = DirectoryContext
     static let cookieName = "tessera_console"
+    static let csrfHeader = HTTPField.Name("X-Tessera-CSRF")!
 
     let sessions: ConsoleSessionStore
     let authorize: Bool
@@ -99,8 +101,14 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
         var request = request
         if request.method != .get, request.method != .head {
             try Self.checkSameOrigin(request)
-            let form = try await Self.form(&request)
-            guard let csrf = form["csrf"], Secrets.constantTimeEquals(csrf, session.csrfToken) else {
+            // A form carries the token as a field; the page's script sends it as a header with JSON.
+            let presented: String?
+            if let header = request.headers[Self.csrfHeader] {
+                presented = header
+            } else {
+                presented = try await Self.form(&request)["csrf"]
+            }
+            guard let csrf = presented, Secrets.constantTimeEquals(csrf, session.csrfToken) else {
                 context.logger.notice("console form without its session's CSRF token")
                 throw ConsoleRefusal.staleForm
             }

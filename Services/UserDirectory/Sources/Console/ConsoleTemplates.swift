@@ -13,7 +13,7 @@ enum ConsoleTemplates {
     static let all: [(String, String)] = [
         ("layout", layout), ("signIn", signIn), ("error", error), ("home", home), ("users", users),
         ("user", user), ("methods", methods), ("cleanup", cleanup), ("audit", audit), ("tenants", tenants),
-        ("credentials", credentials), ("templates", templates),
+        ("credentials", credentials), ("templates", templates), ("transfer", transfer),
         ("providers", providers),
     ]
 
@@ -129,7 +129,7 @@ enum ConsoleTemplates {
         </div>
         <button type="submit">Search</button>
         </form>
-        <p class="count" role="status">{{countText}}</p>
+        <p class="count" role="status">{{countText}} · <a href="{{base}}/transfer">Import and export</a></p>
         <div class="table-wrap">
         <table>
         <caption class="visually-hidden">Users</caption>
@@ -399,6 +399,41 @@ enum ConsoleTemplates {
         <div class="check"><input type="checkbox" id="oidc-enabled" name="enabled" value="on" checked>
         <label for="oidc-enabled">Enabled</label></div>
         <button type="submit">Add provider</button>
+        </form>
+        {{/content}}{{/layout}}
+        """
+
+    static let transfer = """
+        {{<layout}}{{$content}}
+        <p><a href="{{base}}/users">← Users</a></p>
+        <h1>Import and export</h1>
+        <section class="card" aria-labelledby="export-heading">
+        <h2 id="export-heading">Export</h2>
+        <p>Every user of this scope in the Firebase CLI's format (<code>firebase auth:import</code> reads it),
+        password hashes included, with this scope's hash parameters under <code>hashConfig</code>.</p>
+        <p><a href="{{base}}/export.json" download>Download users (JSON)</a></p>
+        </section>
+        <form class="card" id="import" data-import="{{base}}/import" data-csrf="{{csrf}}" aria-labelledby="import-heading">
+        <h2 id="import-heading">Import</h2>
+        <p>A Firebase CLI export (<code>{"users": [...]}</code>) or a file exported here. Users whose id is
+        taken are reported and skipped; the others are created with their password hashes.</p>
+        <noscript><p class="field-error">Importing reads the file in your browser: it needs JavaScript.
+        The admin API's <code>accounts:batchCreate</code> takes the same file without it.</p></noscript>
+        <label for="import-file">Export file</label>
+        <input id="import-file" name="file" type="file" accept="application/json,.json" required>
+        <fieldset>
+        <legend>The hash parameters of its passwords (Firebase scrypt)</legend>
+        <p class="hint">Filled in from the file when it has them; this scope's own are:
+        rounds {{rounds}}, memory cost {{memCost}}.</p>
+        <label for="import-signer">Signer key (base64)</label><input id="import-signer" name="signerKey">
+        <label for="import-separator">Salt separator (base64)</label><input id="import-separator" name="saltSeparator">
+        <label for="import-rounds">Rounds</label><input id="import-rounds" name="rounds" inputmode="numeric" value="8">
+        <label for="import-mem">Memory cost</label><input id="import-mem" name="memoryCost" inputmode="numeric" value="14">
+        </fieldset>
+        <button type="submit">Import</button>
+        <progress id="import-progress" value="0" max="1" hidden></progress>
+        <p id="import-status" role="status" aria-live="polite"></p>
+        <ul id="import-failures" class="failures"></ul>
         </form>
         {{/content}}{{/layout}}
         """

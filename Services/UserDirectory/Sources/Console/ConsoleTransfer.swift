@@ -1,0 +1,73 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import TesseraShared
+
+/// Moving users in and out from the console: the export is the Firebase CLI's format
+/// (`{"users":[…]}`, what `firebase auth:import` reads) with the scope's hash parameters beside it;
+/// the import sends such a file in batches of 1,000 to the admin API's own `accounts:batchCreate`
+/// handler, from the page's script, which shows the progress.
+extension ConsoleController {
+    static var importBatch: Int { 1000 }
+
+    @Sendable func transfer(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let config = try await accounts.hashConfig(scope: scope, logger: context.logger)
+        var model = page(context, title: "Import and export", scope: scope, section: .users)
+        model["signerKey"] = config.signerKey
+        model["saltSeparator"] = config.saltSeparator
+        model["rounds"] = config.rounds
+        model["memCost"] = config.memCost
+        return views.render("transfer", model)
+    }
+
+    /// Every user of the scope, streamed page by page, with the hash parameters their hashes need.
+    @Sendable func export(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let config = try await accounts.hashConfig(scope: scope, logger: context.logger)
+        let accounts = self.accounts
+        let logger = context.logger
+        let hashConfig = ProjectConfigWire.HashConfigWire(
+            algorithm: "SCRYPT", signerKey: config.signerKey, saltSeparator: config.saltSeparator,
+            rounds: config.rounds, memoryCost: config.memCost)
+        let encoder = JSONEncoder()
+        let body = ResponseBody { writer in
+            try await writer.write(ByteBuffer(string: "{\"users\":["))
+            var after: String?
+            var first = true
+            repeat {
+                let page = try await accounts.batchGet(scope: scope, after: after, limit: 1000, logger: logger)
+                var buffer = ByteBuffer()
+                for user in page {
+                    if !first { buffer.writeString(",") }
+                    first = false
+                    buffer.writeBytes(
+                        try encoder.encode(
+                            AdminAccountsController<PostgresAccountStore, Tenants>.ExportedUserWire(user)))
+                }
+                try await writer.write(buffer)
+                after = page.count == 1000 ? page.last?.user.localId : nil
+            } while after != nil
+            try await writer.write(ByteBuffer(string: "],\"hashConfig\":"))
+            try await writer.write(ByteBuffer(bytes: try encoder.encode(hashConfig)))
+            try await writer.write(ByteBuffer(string: "}\n"))
+            try await writer.finish(nil)
+        }
+        let name = scope.isProject ? "project" : scope.key
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/json",
+                .contentDisposition: "attachment; filename=\"users-\(name).json\"",
+            ],
+            body: body)
+    }
+
+    /// One batch of the import: the admin API's `accounts:batchCreate` on this scope, as it is.
+    @Sendable func importBatch(_ request: Request, context: AdminContext) async throws -> Response {
+        try await ImportController(accounts: accounts, tenants: tenants).batchCreate(request, context: context)
+            .response(from: request, context: context)
+    }
+}
