@@ -37,13 +37,20 @@ public enum FederatedProviders {
     }
 
     /// Domains whose addresses a built-in provider owns (A.4).
-    static let trustedDomains: [String: Set<String>] = [
+    public static let trustedDomains: [String: Set<String>] = [
         "google.com": ["gmail.com"],
         "yahoo.com": ["yahoo.com"],
         "microsoft.com": ["outlook.com", "hotmail.com"],
     ]
     /// Providers that verify every address they hand out.
-    static let alwaysVerifying: Set<String> = ["apple.com"]
+    public static let alwaysVerifying: Set<String> = ["apple.com"]
+
+    /// The addresses a built-in provider is trusted for (A.4), in words.
+    public static func trustedFor(_ providerId: String) -> String {
+        if alwaysVerifying.contains(providerId) { return "every address it verifies" }
+        guard let domains = trustedDomains[providerId] else { return "no address (it never takes over an account)" }
+        return domains.sorted().map { "@" + $0 }.joined(separator: ", ")
+    }
 
     /// Whether `providerId` vouches for `email` (A.4): the built-in table, plus the domains a
     /// scope's OIDC provider is configured to verify (`"*"` = all). A provider that says the

@@ -384,6 +384,19 @@ def test_a_new_user_form_shows_errors_by_their_field_and_a_credential_secret_is_
         at.click("#new-user button[type=submit]")
         assert "The user is created." in at.text()
 
+        # Its profile: a bad claims object is refused next to its field; a good edit reaches the API.
+        created_id = at.page.url.split("/users/")[1].split("?")[0]
+        at.page.fill("#edit-claims", "{not json")
+        at.click("#profile-form button[type=submit]")
+        assert at.page.locator("#edit-claims-error").count() == 1
+        assert at.page.get_attribute("#edit-claims", "aria-invalid") == "true"
+        at.page.fill("#edit-claims", '{"role": "ops"}')
+        at.page.fill("#edit-name", "Ops Person")
+        at.click("#profile-form button[type=submit]")
+        assert "Saved." in at.text()
+        edited = user_record(admin, tenant_id, created_id)
+        assert edited["displayName"] == "Ops Person" and json.loads(edited["customAttributes"]) == {"role": "ops"}
+
         # A credential for the tenant: its secret is on the answer to the form and nowhere after.
         at.click("nav.scope a:has-text('Admin credentials')")
         at.page.fill("#credential-name", "console ops")
@@ -480,3 +493,32 @@ def test_users_exported_from_one_tenant_import_into_another_and_sign_in_with_the
         resp = client.post("/v1/accounts:signInWithPassword",
                            {"email": email, "password": password, "tenantId": target, "returnSecureToken": True})
         assert expect_ok(resp)["email"] == email
+
+
+def test_a_service_account_made_in_the_console_signs_custom_tokens_until_revoked(
+        stack, client, make_tenant, browser, artifacts):
+    from test_custom_tokens import private_key_of, sign, sign_in_raw, token_payload
+    tenant_id = make_tenant()["tenantId"]
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open(f"/console/tenants/{tenant_id}/service-accounts")
+        at.page.fill("#account-name", "backend")
+        at.click("#new-service-account button[type=submit]")
+        account = json.loads(at.page.inner_text("#service-account-json"))
+        assert account["type"] == "service_account" and account["private_key"].startswith("-----BEGIN PRIVATE KEY")
+        at.open(f"/console/tenants/{tenant_id}/service-accounts")
+        assert at.page.locator("#service-account-json").count() == 0 and "PRIVATE KEY" not in at.page.content()
+
+        token = sign(token_payload(account, "console-made", tenant_id=tenant_id), private_key_of(account),
+                     account["private_key_id"])
+        signed = sign_in_raw(client, token, tenant_id)
+        assert signed.status_code == 200, describe(signed)
+
+        at.click("button[aria-label^='Revoke backend']")
+        assert "The service account is revoked" in at.text()
+        refused = sign_in_raw(client, sign(token_payload(account, "console-made", tenant_id=tenant_id),
+                                           private_key_of(account), account["private_key_id"]), tenant_id)
+        assert refused.status_code == 400, describe(refused)
+    finally:
+        at.close()

@@ -170,6 +170,9 @@ public func buildDirectoryApplication(
         return JSONResponse(EmptyObject())
     }
 
+    let serviceAccounts = ServiceAccountController(
+        store: ServiceAccountStore(client: client, projectID: configuration.projectID), tenants: tenants,
+        projectID: configuration.projectID)
     let adminFailures = AdminAuthFailures(
         client: client, clientAddress: configuration.clientAddress, limit: configuration.adminAuthFailuresPerHour)
     ConsoleController(
@@ -178,7 +181,7 @@ public func buildDirectoryApplication(
             absoluteTimeout: configuration.consoleSessionLifetime),
         credentials: credentials, failures: adminFailures, tenants: tenants, accounts: accounts, cleanup: cleanup,
         mailTemplates: MailTemplateStore(client: client), idpConfigs: IdpConfigStore(client: client),
-        links: configuration.links, views: try ConsoleViews()
+        serviceAccounts: serviceAccounts, links: configuration.links, views: try ConsoleViews()
     ).addRoutes(to: router)
 
     for prefix in identityToolkitPrefixes {
@@ -205,10 +208,7 @@ public func buildDirectoryApplication(
         CleanupController(store: cleanup, tenants: tenants).addRoutes(to: admin)
         IdpConfigController(store: IdpConfigStore(client: client), tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)
-        ServiceAccountController(
-            store: ServiceAccountStore(client: client, projectID: configuration.projectID), tenants: tenants,
-            projectID: configuration.projectID
-        ).addRoutes(to: admin)
+        serviceAccounts.addRoutes(to: admin)
     }
 
     router.addRouteTable(internalSecret: configuration.internalSecret)

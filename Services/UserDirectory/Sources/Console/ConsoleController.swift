@@ -18,6 +18,7 @@ struct ConsoleController<Tenants: TenantStore> {
     let cleanup: CleanupStore
     let mailTemplates: MailTemplateStore
     let idpConfigs: IdpConfigStore
+    let serviceAccounts: ServiceAccountController<Tenants>
     let links: ActionLinks
     let views: ConsoleViews
 
@@ -54,6 +55,7 @@ struct ConsoleController<Tenants: TenantStore> {
                 }
             }
             pages.post("\(base)/users/{localId}/delete", use: deleteUser)
+            pages.post("\(base)/users/{localId}/profile", use: updateProfile)
             pages.get("\(base)/sign-in-methods", use: methods)
             pages.post("\(base)/sign-in-methods", use: saveMethods)
             pages.get("\(base)/cleanup", use: cleanupPage)
@@ -67,6 +69,9 @@ struct ConsoleController<Tenants: TenantStore> {
             pages.get("\(base)/templates", use: templates)
             pages.post("\(base)/templates/{type}", use: saveTemplate)
             pages.post("\(base)/templates/{type}/reset", use: resetTemplate)
+            pages.get("\(base)/service-accounts", use: serviceAccountList)
+            pages.post("\(base)/service-accounts", use: createServiceAccount)
+            pages.post("\(base)/service-accounts/{account}/revoke", use: revokeServiceAccount)
             pages.get("\(base)/credentials", use: credentialList)
             pages.post("\(base)/credentials", use: createCredential)
             pages.post("\(base)/credentials/{credential}/revoke", use: revokeCredential)
@@ -182,7 +187,9 @@ struct ConsoleController<Tenants: TenantStore> {
 
     // MARK: The page frame
 
-    enum Section: String { case users, methods, providers, templates, cleanup, audit, credentials }
+    enum Section: String {
+        case users, methods, providers, templates, cleanup, audit, credentials, serviceAccounts
+    }
 
     /// What the layout shows: who is signed in, the sign-out form, and the scope's navigation.
     func chrome(
@@ -253,6 +260,7 @@ struct ConsoleController<Tenants: TenantStore> {
             "revoked": "Every session of the user is revoked.", "deleted": "The user is deleted.",
             "saved": "Saved.", "created": "The tenant is created.", "created-user": "The user is created.",
             "revoked-credential": "The credential is revoked: it no longer opens the API or the console.",
+            "revoked-account": "The service account is revoked: custom tokens it signs are refused.",
             "tenant-deleted": "The tenant is deleted.",
             "reset-sent": "A password-reset mail is on its way.",
             "verification-sent": "A verification mail is on its way.",

@@ -266,9 +266,25 @@ extension ConsoleController {
         return try await userPage(user, scope: scope, request: request, context: context)
     }
 
+    /// What the profile form was sent with, and the errors to show next to its fields.
+    struct ProfileForm {
+        var displayName: String
+        var email: String
+        var phoneNumber: String
+        var claims: String
+        var errors: [String: String] = [:]
+
+        init(_ user: UserRecord) {
+            displayName = user.displayName ?? ""
+            email = user.email ?? ""
+            phoneNumber = user.phoneNumber ?? ""
+            claims = user.customAttributes ?? ""
+        }
+    }
+
     func userPage(
         _ user: UserRecord, scope: Scope, request: Request, context: AdminContext, deleteError: String? = nil,
-        status: HTTPResponse.Status = .ok
+        profile: ProfileForm? = nil, status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         let sessions = try await accounts.sessions(scope: scope, localId: user.localId, logger: context.logger)
         let heading = user.email ?? user.displayName ?? user.localId
@@ -317,6 +333,12 @@ extension ConsoleController {
         }
         model["confirmWord"] = user.email ?? user.localId
         model["deleteError"] = deleteError
+        let form = profile ?? ProfileForm(user)
+        model["profile"] = [
+            "displayName": form.displayName, "email": form.email, "phoneNumber": form.phoneNumber,
+            "claims": form.claims,
+        ]
+        for (field, message) in form.errors { model[field + "Error"] = message }
         return views.render("user", model, status: status)
     }
 
@@ -348,6 +370,54 @@ extension ConsoleController {
                 "tenant.id": .string(scope.key), "user.id": .string(user.localId), "action": .string(action.rawValue),
             ])
         return Self.redirect(Self.base(scope) + "/users/\(Self.segment(user.localId))?notice=\(action.notice)")
+    }
+
+    /// The profile form: the admin API's own checks (`checked`, `CustomClaims.validate`); an emptied
+    /// field removes the attribute, an empty password field keeps the password.
+    @Sendable func updateProfile(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let user = try await findUser(context, scope: scope)
+        var request = request
+        let fields = try await ConsoleSessionMiddleware.form(&request)
+        var form = ProfileForm(user)
+        form.displayName = fields["displayName"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        form.email = fields["email"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        form.phoneNumber = fields["phoneNumber"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        form.claims = fields["claims"]?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let password = fields["password"] ?? ""
+        do {
+            let checked = try AdminAccountsController<PostgresAccountStore, Tenants>.checked(
+                email: form.email.isEmpty ? nil : form.email, password: password.isEmpty ? nil : password,
+                phoneNumber: form.phoneNumber.isEmpty ? nil : form.phoneNumber,
+                displayName: form.displayName.isEmpty ? nil : form.displayName, photoUrl: nil)
+            var change = AdminUserChange()
+            if form.displayName.isEmpty {
+                change.deleteDisplayName = true
+            } else {
+                change.displayName = form.displayName
+            }
+            if let email = checked.email { change.email = email } else { change.deleteEmail = true }
+            if let phone = checked.phoneNumber { change.phoneNumber = phone } else { change.deletePhoneNumber = true }
+            change.customAttributes = .some(form.claims.isEmpty ? nil : try CustomClaims.validate(form.claims))
+            if !password.isEmpty { change.password = password }
+            _ = try await accounts.adminUpdate(
+                scope: scope, localId: user.localId, change: change, logger: context.logger)
+        } catch let error as FirebaseError where error.errorCode != nil {
+            let code = error.errorCode!
+            let field: String
+            switch code {
+            case .invalidEmail, .emailExists, .missingEmail: field = "email"
+            case .invalidPhoneNumber, .phoneNumberExists: field = "phoneNumber"
+            case .invalidClaims, .forbiddenClaim, .claimsTooLarge: field = "claims"
+            case _ where code.rawValue.contains("PASSWORD"): field = "password"
+            default: field = "displayName"
+            }
+            form.errors[field] =
+                code == .emailExists ? "Another user of this scope has this address." : Self.words(error)
+            return try await userPage(
+                user, scope: scope, request: request, context: context, profile: form, status: .badRequest)
+        }
+        return Self.redirect(Self.base(scope) + "/users/\(Self.segment(user.localId))?notice=saved")
     }
 
     @Sendable func deleteUser(_ request: Request, context: AdminContext) async throws -> Response {
@@ -383,6 +453,7 @@ extension ConsoleController {
         func switches(_ list: [ScopeSwitch]) -> [[String: Any]] {
             list.map { ["name": $0.rawValue, "label": $0.label, "on": $0.get(settings)] }
         }
+        model["authorizedDomains"] = links.authorizedDomains
         model["providerSwitches"] = switches(ScopeSwitch.allCases.filter(\.isProvider))
         model["selfService"] = switches(ScopeSwitch.allCases.filter { !$0.isProvider })
         return views.render("methods", model)
@@ -629,6 +700,52 @@ extension ConsoleController {
             throw FirebaseError.invalid(.credentialNotFound)
         }
         return Self.redirect(Self.base(scope) + "/credentials?notice=revoked-credential")
+    }
+
+    // MARK: Service accounts (custom tokens)
+
+    @Sendable func serviceAccountList(_ request: Request, context: AdminContext) async throws -> Response {
+        try await serviceAccountPage(request: request, context: context, scope: try await tenants.scope(of: context))
+    }
+
+    func serviceAccountPage(
+        request: Request, context: AdminContext, scope: Scope, created: String? = nil
+    ) async throws -> Response {
+        let list = try await serviceAccounts.store.list(
+            tenant: scope.tenantID, after: nil, limit: 200, logger: context.logger)
+        var model = page(context, title: "Service accounts", scope: scope, section: .serviceAccounts)
+        model["notice"] = Self.notice(request)
+        model["rows"] = list.map {
+            [
+                "id": $0.accountId, "name": $0.displayName.isEmpty ? "—" : $0.displayName, "email": $0.clientEmail,
+                "keyId": $0.privateKeyId, "created": Self.time($0.createTime), "base": Self.base(scope),
+                "csrf": context.consoleCSRF ?? "",
+            ]
+        }
+        // The new account's JSON with its private key: in this answer only (no-store), never again.
+        model["keyFile"] = created
+        return views.render("serviceAccounts", model)
+    }
+
+    @Sendable func createServiceAccount(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        let name = String((form["displayName"] ?? "").trimmingCharacters(in: .whitespaces).prefix(100))
+        let account = try await serviceAccounts.create(
+            tenant: scope.tenantID, displayName: name, publicKeyPem: nil, logger: context.logger)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let json = String(decoding: try encoder.encode(account), as: UTF8.self)
+        return try await serviceAccountPage(request: request, context: context, scope: scope, created: json)
+    }
+
+    @Sendable func revokeServiceAccount(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        let id = try context.parameters.require("account")
+        guard try await serviceAccounts.store.revoke(accountId: id, tenant: scope.tenantID, logger: context.logger)
+        else { throw FirebaseError.invalid(.credentialNotFound) }
+        return Self.redirect(Self.base(scope) + "/service-accounts?notice=revoked-account")
     }
 
     // MARK: Tenants (project admins)

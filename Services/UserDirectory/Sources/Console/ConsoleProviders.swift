@@ -27,6 +27,7 @@ extension ConsoleController {
                 "field": provider.id.replacingOccurrences(of: ".", with: "-"),
                 "enabled": config?.enabled ?? false, "clientId": config?.clientId ?? "",
                 "secretSet": config?.clientSecret != nil, "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
+                "trustedFor": FederatedProviders.trustedFor(provider.id),
             ]
             if let error, error.provider == provider.id { row["error"] = error.message }
             return row

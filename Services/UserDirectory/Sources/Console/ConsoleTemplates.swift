@@ -14,7 +14,7 @@ enum ConsoleTemplates {
         ("layout", layout), ("signIn", signIn), ("error", error), ("home", home), ("users", users),
         ("user", user), ("methods", methods), ("cleanup", cleanup), ("audit", audit), ("tenants", tenants),
         ("credentials", credentials), ("templates", templates), ("transfer", transfer),
-        ("providers", providers),
+        ("providers", providers), ("serviceAccounts", serviceAccounts),
     ]
 
     static let layout = """
@@ -49,6 +49,7 @@ enum ConsoleTemplates {
         <a href="{{base}}/templates"{{#onTemplates}} aria-current="page"{{/onTemplates}}>Mail templates</a>
         <a href="{{base}}/cleanup"{{#onCleanup}} aria-current="page"{{/onCleanup}}>Anonymous cleanup</a>
         <a href="{{base}}/audit"{{#onAudit}} aria-current="page"{{/onAudit}}>Audit log</a>
+        <a href="{{base}}/service-accounts"{{#onServiceAccounts}} aria-current="page"{{/onServiceAccounts}}>Service accounts</a>
         {{#projectAdmin}}<a href="{{base}}/credentials"{{#onCredentials}} aria-current="page"{{/onCredentials}}>Admin credentials</a>{{/projectAdmin}}
         </nav>
         {{/scopeName}}{{/chrome}}
@@ -187,6 +188,33 @@ enum ConsoleTemplates {
         {{#facts}}<dt>{{name}}</dt><dd>{{value}}</dd>{{/facts}}
         </dl>
         </section>
+        <form method="post" action="{{base}}/users/{{localIdPath}}/profile" class="card" id="profile-form">
+        <h2>Edit</h2>
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        {{#profile}}
+        <label for="edit-name">Display name</label>
+        <input id="edit-name" name="displayName" value="{{displayName}}"
+         {{#displayNameError}}aria-invalid="true" aria-describedby="edit-name-error"{{/displayNameError}}>
+        {{#displayNameError}}<p id="edit-name-error" class="field-error">{{displayNameError}}</p>{{/displayNameError}}
+        <label for="edit-email">Email</label>
+        <input id="edit-email" name="email" type="email" value="{{email}}"
+         {{#emailError}}aria-invalid="true" aria-describedby="edit-email-error"{{/emailError}}>
+        {{#emailError}}<p id="edit-email-error" class="field-error">{{emailError}}</p>{{/emailError}}
+        <label for="edit-phone">Phone number (E.164)</label>
+        <input id="edit-phone" name="phoneNumber" value="{{phoneNumber}}" placeholder="+15555550100"
+         {{#phoneNumberError}}aria-invalid="true" aria-describedby="edit-phone-error"{{/phoneNumberError}}>
+        {{#phoneNumberError}}<p id="edit-phone-error" class="field-error">{{phoneNumberError}}</p>{{/phoneNumberError}}
+        <label for="edit-claims">Custom claims (a JSON object)</label>
+        <textarea id="edit-claims" name="claims" rows="3"
+         {{#claimsError}}aria-invalid="true" aria-describedby="edit-claims-error"{{/claimsError}}>{{claims}}</textarea>
+        {{#claimsError}}<p id="edit-claims-error" class="field-error">{{claimsError}}</p>{{/claimsError}}
+        {{/profile}}
+        <label for="edit-password">New password (leave empty to keep it)</label>
+        <input id="edit-password" name="password" type="password" autocomplete="new-password"
+         {{#passwordError}}aria-invalid="true" aria-describedby="edit-password-error"{{/passwordError}}>
+        {{#passwordError}}<p id="edit-password-error" class="field-error">{{passwordError}}</p>{{/passwordError}}
+        <button type="submit">Save changes</button>
+        </form>
         <section class="card" aria-labelledby="providers">
         <h2 id="providers">Sign-in methods</h2>
         <div class="table-wrap"><table>
@@ -249,6 +277,12 @@ enum ConsoleTemplates {
         </fieldset>
         <button type="submit">Save</button>
         </form>
+        <section class="card" aria-labelledby="domains-heading">
+        <h2 id="domains-heading">Authorized domains</h2>
+        <p>Where mailed links may send users on (<code>continueUrl</code>) and the hosts links are built on.
+        The operator sets them for the deployment (<code>TESSERA_AUTHORIZED_DOMAINS</code>):</p>
+        <ul>{{#authorizedDomains}}<li><code>{{.}}</code></li>{{/authorizedDomains}}</ul>
+        </section>
         {{/content}}{{/layout}}
         """
 
@@ -349,6 +383,7 @@ enum ConsoleTemplates {
         {{#builtIn}}
         <form method="post" action="{{base}}/providers/{{id}}" class="card" id="{{field}}">
         <h3>{{label}} <code>{{id}}</code></h3>
+        <p class="hint">Trusted (A.4) for {{trustedFor}}: its sign-in takes over an unverified account with that address.</p>
         <input type="hidden" name="csrf" value="{{csrf}}">
         <div class="check"><input type="checkbox" id="{{field}}-enabled" name="enabled" value="on"{{#enabled}} checked{{/enabled}}>
         <label for="{{field}}-enabled">Enabled</label></div>
@@ -434,6 +469,43 @@ enum ConsoleTemplates {
         <progress id="import-progress" value="0" max="1" hidden></progress>
         <p id="import-status" role="status" aria-live="polite"></p>
         <ul id="import-failures" class="failures"></ul>
+        </form>
+        {{/content}}{{/layout}}
+        """
+
+    static let serviceAccounts = """
+        {{<layout}}{{$content}}
+        <h1>Service accounts</h1>
+        <p class="hint">They sign custom tokens for this scope (the Admin SDKs' <code>createCustomToken</code>).</p>
+        {{#keyFile}}
+        <section class="card secret" aria-labelledby="created-heading">
+        <h2 id="created-heading">The new account's key file</h2>
+        <p>Save it now as a JSON file: the private key is shown this once and Tessera keeps only the public key.</p>
+        <pre class="secret-value" id="service-account-json">{{keyFile}}</pre>
+        </section>
+        {{/keyFile}}
+        <div class="table-wrap">
+        <table>
+        <thead><tr><th scope="col">Name</th><th scope="col">Client email</th><th scope="col">Key id</th>
+        <th scope="col">Created</th><th scope="col">Revoke</th></tr></thead>
+        <tbody>
+        {{#rows}}
+        <tr><td>{{name}}</td><td><code>{{email}}</code></td><td><code>{{keyId}}</code></td><td>{{created}}</td>
+        <td><form method="post" action="{{base}}/service-accounts/{{id}}/revoke" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <button type="submit" class="danger" aria-label="Revoke {{name}} ({{id}})">Revoke</button>
+        </form></td></tr>
+        {{/rows}}
+        {{^rows}}<tr><td colspan="5">No service account for this scope.</td></tr>{{/rows}}
+        </tbody>
+        </table>
+        </div>
+        <form method="post" action="{{base}}/service-accounts" class="card" id="new-service-account">
+        <h2>New service account</h2>
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label for="account-name">Name</label>
+        <input id="account-name" name="displayName" maxlength="100">
+        <button type="submit">Create with a new key</button>
         </form>
         {{/content}}{{/layout}}
         """

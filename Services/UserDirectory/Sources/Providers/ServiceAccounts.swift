@@ -156,9 +156,20 @@ struct ServiceAccountController<Tenants: TenantStore> {
     @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<AccountWire> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let tenant = try await tenants.tenantID(of: context)
+        return JSONResponse(
+            try await create(
+                tenant: tenant, displayName: body.displayName ?? "", publicKeyPem: body.publicKeyPem,
+                logger: context.logger))
+    }
+
+    /// Creates an account with the given public key, or with a new key pair whose private half is in
+    /// this answer only (the admin API and the console alike).
+    func create(tenant: String?, displayName: String, publicKeyPem pem: String?, logger: Logger) async throws
+        -> AccountWire
+    {
         let publicKeyPem: String
         var privateKeyPem: String?
-        if let pem = body.publicKeyPem {
+        if let pem {
             guard let key = try? _RSA.Signing.PublicKey(pemRepresentation: pem) else {
                 throw FirebaseError.invalid(
                     .invalidConfig, "publicKeyPem must be a PEM RSA public key of at least 2048 bits.")
@@ -170,18 +181,17 @@ struct ServiceAccountController<Tenants: TenantStore> {
             publicKeyPem = key.publicKey.pemRepresentation
         }
         let account = try await store.create(
-            tenant: tenant, displayName: body.displayName ?? "", publicKeyPem: publicKeyPem, logger: context.logger)
-        context.logger.info(
+            tenant: tenant, displayName: displayName, publicKeyPem: publicKeyPem, logger: logger)
+        logger.info(
             "service account created",
             metadata: [
                 "account.id": .string(account.accountId), "key.generated": .stringConvertible(privateKeyPem != nil),
             ])
-        return JSONResponse(
-            AccountWire(
-                project_id: projectID, private_key_id: account.privateKeyId,
-                private_key: privateKeyPem.map { $0 + "\n" },
-                client_email: account.clientEmail, client_id: account.clientId, name: name(account),
-                accountId: account.accountId, displayName: account.displayName, tenantId: account.tenantId))
+        return AccountWire(
+            project_id: projectID, private_key_id: account.privateKeyId,
+            private_key: privateKeyPem.map { $0 + "\n" },
+            client_email: account.clientEmail, client_id: account.clientId, name: name(account),
+            accountId: account.accountId, displayName: account.displayName, tenantId: account.tenantId)
     }
 
     struct ListResponse: Encodable, Sendable {
