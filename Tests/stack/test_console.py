@@ -12,6 +12,8 @@ Screenshots of every page at 1280 and 360 px go to test-artifacts/console/."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 import os
@@ -121,6 +123,11 @@ class Admin:
 
     def close(self):
         self.context.close()
+
+
+def session_hash(cookie: str) -> str:
+    """What the directory keeps of a session cookie's value (Secrets.tokenHash)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(cookie.encode()).digest()).rstrip(b"=").decode()
 
 
 def csrf_of(page_html: str) -> str:
@@ -520,5 +527,58 @@ def test_a_service_account_made_in_the_console_signs_custom_tokens_until_revoked
         refused = sign_in_raw(client, sign(token_payload(account, "console-made", tenant_id=tenant_id),
                                            private_key_of(account), account["private_key_id"]), tenant_id)
         assert refused.status_code == 400, describe(refused)
+    finally:
+        at.close()
+
+
+def test_a_session_ends_when_idle_or_old_and_every_control_has_a_label_and_works_from_the_keyboard(
+        stack, admin, make_tenant, browser, artifacts):
+    from conftest import psql
+    tenant_id = make_tenant()["tenantId"]
+    local_id = create_user(admin, tenant_id, f"keys-{uuid.uuid4().hex[:8]}@example.com")
+    at = Admin(browser, stack, artifacts)
+    try:
+        # Keyboard only: the skip link, then the credential field, typed into, sent with Enter.
+        at.open("/console/sign-in")
+        at.page.keyboard.press("Tab")
+        assert at.page.evaluate("document.activeElement.className") == "skip"
+        for _ in range(3):  # past the header's link, to the field
+            at.page.keyboard.press("Tab")
+            if at.page.evaluate("document.activeElement.id") == "credential":
+                break
+        assert at.page.evaluate("document.activeElement.id") == "credential"
+        at.page.keyboard.type(stack.admin_token)
+        with at.page.expect_navigation():
+            at.page.keyboard.press("Enter")
+        assert at.page.url.endswith("/console/")
+
+        base = f"/console/tenants/{tenant_id}"
+        for path in ("/console/", "/console/tenants", f"{base}/users", f"{base}/users/{local_id}",
+                     f"{base}/sign-in-methods", f"{base}/providers", f"{base}/templates", f"{base}/cleanup",
+                     f"{base}/audit", f"{base}/service-accounts", f"{base}/credentials", f"{base}/transfer"):
+            at.open(path)
+            unlabelled = at.page.eval_on_selector_all(
+                "input:not([type=hidden]), select, textarea",
+                "els => els.filter(e => e.labels.length === 0).map(e => e.name || e.id)")
+            assert not unlabelled, (path, unlabelled)
+            nameless = at.page.eval_on_selector_all(
+                "button, a", "els => els.filter(e => !(e.innerText || e.getAttribute('aria-label') || '').trim())"
+                ".map(e => e.outerHTML)")
+            assert not nameless, (path, nameless)
+        at.open(f"{base}/templates")
+        at.shots("templates")
+        at.open(f"{base}/service-accounts")
+        at.shots("service-accounts")
+
+        # Idle past the idle timeout (30 min), then past the lifetime (12 h): each time, signed out.
+        psql(stack, "UPDATE console_sessions SET last_seen_at = now() - interval '31 minutes' "
+                    f"WHERE session_hash = '{session_hash(at.cookie())}'")
+        at.open(f"{base}/users")
+        assert at.page.url.endswith("/console/sign-in")
+        at.sign_in(stack.admin_token)
+        psql(stack, "UPDATE console_sessions SET created_at = now() - interval '13 hours' "
+                    f"WHERE session_hash = '{session_hash(at.cookie())}'")
+        at.open(f"{base}/users")
+        assert at.page.url.endswith("/console/sign-in")
     finally:
         at.close()
