@@ -582,3 +582,13 @@ def test_a_session_ends_when_idle_or_old_and_every_control_has_a_label_and_works
         assert at.page.url.endswith("/console/sign-in")
     finally:
         at.close()
+
+
+def test_the_session_cookie_is_secure_behind_tls(stack):
+    """Behind a TLS ingress (X-Forwarded-Proto: https, which the local nginx sets from its scheme) the
+    cookie is Secure; over plain HTTP (this stack) it cannot be, or the browser would drop it."""
+    for proto, secure in (("https", True), ("http", False)):
+        resp = requests.post(stack.directory_url + "/console/sign-in", data={"credential": stack.admin_token},
+                             headers={"X-Forwarded-Proto": proto}, timeout=HTTP_TIMEOUT, allow_redirects=False)
+        assert resp.status_code == 303, describe(resp)
+        assert ("; Secure" in resp.headers["set-cookie"]) == secure, resp.headers["set-cookie"]
