@@ -844,3 +844,27 @@ def fake_idp(stack: Stack):
     idp.start()
     yield idp
     idp.stop()
+
+
+# --------------------------------------------------------------------------------------
+# The browser of the browser tests (test_action_page.py, test_console.py)
+# --------------------------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+# One Chromium per test file that asks for it, a fresh context (cookie jar) per visitor. Module scope,
+# not session: while Playwright's sync API is started, the main thread has a running asyncio loop
+# (asyncio.run() would fail in any later test), so it stops when that file's tests are done.
+@pytest.fixture(scope="module")
+def browser():
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} not found: run scripts/browser-deps (Debian's chromium package)", pytrace=False)
+    from playwright.sync_api import sync_playwright
+    playwright = sync_playwright().start()
+    # Root (the CI container) cannot use Chromium's sandbox.
+    args = ["--no-sandbox"] if os.geteuid() == 0 else []
+    chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+    yield chromium
+    chromium.close()
+    playwright.stop()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
 import uuid
 from html.parser import HTMLParser
@@ -24,7 +23,6 @@ import requests
 
 from conftest import HTTP_TIMEOUT, REPO_ROOT, describe, expect_error, expect_ok, oob_link, psql
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "action-page"
 ACTION_PATH = "/__/auth/action"
 CSRF_COOKIE = "tessera_action_csrf"
@@ -43,23 +41,6 @@ def address() -> str:
 # --------------------------------------------------------------------------------------
 # The browser: one Chromium for the file, a fresh context (cookie jar) per visitor
 # --------------------------------------------------------------------------------------
-
-# One Chromium for all of this file's tests. Module scope, not session: while Playwright's sync API is
-# started, the main thread has a running asyncio loop (asyncio.run() would fail in any later test), so it
-# stops when this file's tests are done.
-@pytest.fixture(scope="module")
-def browser():
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} not found: run scripts/browser-deps (Debian's chromium package)", pytrace=False)
-    from playwright.sync_api import sync_playwright
-    playwright = sync_playwright().start()
-    # Root (the CI container) cannot use Chromium's sandbox.
-    args = ["--no-sandbox"] if os.geteuid() == 0 else []
-    chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-    yield chromium
-    chromium.close()
-    playwright.stop()
-
 
 @pytest.fixture(scope="session")
 def artifacts() -> Path:

@@ -16,7 +16,6 @@ import base64
 import hashlib
 import html
 import json
-import os
 import re
 import threading
 import uuid
@@ -28,24 +27,10 @@ import requests
 
 from conftest import HTTP_TIMEOUT, REPO_ROOT, describe, expect_ok
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "console"
 COOKIE = "tessera_console"
 BROWSER_TIMEOUT_MS = 15_000
 WIDTHS = (1280, 360)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} not found: run scripts/browser-deps (Debian's chromium package)", pytrace=False)
-    from playwright.sync_api import sync_playwright
-    playwright = sync_playwright().start()
-    args = ["--no-sandbox"] if os.geteuid() == 0 else []
-    chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-    yield chromium
-    chromium.close()
-    playwright.stop()
 
 
 @pytest.fixture(scope="module")
