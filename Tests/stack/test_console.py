@@ -479,6 +479,18 @@ def test_users_exported_from_one_tenant_import_into_another_and_sign_in_with_the
         at.page.locator("#import-status", has_text="Done: 0").wait_for()
         assert at.page.inner_text("#import-status") == "Done: 0 imported, 3 refused, of 3."
         assert at.page.locator("#import-failures li").count() == 3
+        # Hashes without the parameters they need: the API's error, in words, and nothing imported.
+        at.page.fill("#import-signer", "")
+        broken = tmp_path / "no-key.json"
+        broken.write_text(json.dumps({"users": [dict(u, localId=u["localId"] + "-x", email="x" + u["email"])
+                                                for u in data["users"]]}))
+        at.page.set_input_files("#import-file", str(broken))
+        at.page.click("#import button[type=submit]")
+        at.page.locator("#import-status", has_text="Import stopped").wait_for()
+        assert "MISSING_SIGNER_KEY" in at.page.inner_text("#import-status")
+        # The export is in the source tenant's audit log.
+        at.open(f"/console/tenants/{source}/audit")
+        assert f"GET /console/tenants/{source}/export.json" in at.text()
     finally:
         at.close()
     for email, password in people.items():

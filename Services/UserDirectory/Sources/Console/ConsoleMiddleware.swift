@@ -56,6 +56,8 @@ struct ConsolePageMiddleware<Context: TesseraContext>: RouterMiddleware {
         } catch let refusal as ConsoleRefusal {
             response = views.error(refusal.status, heading: refusal.heading, message: refusal.message)
         } catch let error as FirebaseError {
+            // The page's script posts JSON (the import) and reads the API's JSON errors.
+            if request.headers[.contentType]?.hasPrefix("application/json") == true { throw error }
             response = views.error(for: error)
         }
         for field in Self.headers { response.headers[field.name] = field.value }
