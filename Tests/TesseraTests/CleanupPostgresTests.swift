@@ -12,16 +12,16 @@ struct CleanupPostgresTests {
     static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
     /// A tenant with auto-cleanup on and `count` anonymous users already due.
-    func dueUsers(_ client: PostgresClient, count: Int) async throws -> (PostgresAccountStore, [String]) {
+    func dueUsers(_ client: PostgresClient, count: Int) async throws -> (Accounts, [String]) {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: .zero)
         _ = try await tenants.create(
             ScopeSettings(
                 tenantId: "t1", displayName: "t1", allowPasswordSignup: true, enableAnonymousUser: true,
                 autodeleteAnonymousUsers: true), logger: logger)
-        let accounts = PostgresAccountStore(client: client, anonymousRetention: .zero, hasher: Self.hasher)
+        let accounts = Accounts(client: client, anonymousRetention: .zero, hasher: Self.hasher)
         var ids: [String] = []
         for _ in 0..<count {
-            let (user, _) = try await accounts.signUpAnonymous(
+            let (user, _) = try await accounts.sessions.signUpAnonymous(
                 scope: Scope(key: "t1"), refreshTokenHash: UUID().uuidString,
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600, logger: logger)
             ids.append(user.localId)
@@ -43,14 +43,14 @@ struct CleanupPostgresTests {
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let granted = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 30), logger: logger)
             #expect(granted.tenants == ["t1"])
-            _ = try await accounts.signUpPassword(
+            _ = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
                     scope: Scope(key: "t1"), email: "upgraded@example.com", password: "correct horse", displayName: nil,
                     localId: ids[0], session: NewSession(refreshTokenHash: UUID().uuidString, expiresAt: 4_000_000_000)),
                 logger: logger)
             let answer = try await deleteDue(store, granted.lease, limit: 10)
             #expect(answer.due == 2 && answer.deleted == 2)
-            let left = try await accounts.adminLookup(
+            let left = try await accounts.admin.lookup(
                 scope: Scope(key: "t1"), localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
             #expect(left.map(\.localId) == [ids[0]])
             // The deleted users' sessions ended with them; the upgraded user's did not.
@@ -99,7 +99,7 @@ struct CleanupPostgresTests {
                 return try await batch.value
             }
             #expect(answer.due == 3 && answer.deleted == 2)
-            let left = try await accounts.adminLookup(
+            let left = try await accounts.admin.lookup(
                 scope: Scope(key: "t1"), localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
             #expect(left.map(\.localId) == [ids[1]])
         }

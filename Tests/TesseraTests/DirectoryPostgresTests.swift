@@ -221,12 +221,12 @@ struct DirectoryPostgresTests {
     func anonymousSignUpSwitches() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
             let expires = Int64(Date().timeIntervalSince1970) + 3600
             func signUp() async throws {
-                _ = try await accounts.signUpAnonymous(
+                _ = try await accounts.sessions.signUpAnonymous(
                     scope: Scope(key: "t1"), refreshTokenHash: UUID().uuidString, sessionExpiresAt: expires,
                     logger: logger)
             }
@@ -242,7 +242,7 @@ struct DirectoryPostgresTests {
             _ = try await tenants.update("t1", logger: logger) { $0.disableAuth = false }
             try await signUp()
             await expectFirebaseError("TENANT_NOT_FOUND") {
-                _ = try await accounts.signUpAnonymous(
+                _ = try await accounts.sessions.signUpAnonymous(
                     scope: Scope(key: "missing"), refreshTokenHash: "h", sessionExpiresAt: expires, logger: logger)
             }
         }
@@ -251,14 +251,14 @@ struct DirectoryPostgresTests {
     /// Creates an anonymous user in a fresh tenant; returns its id and first refresh-token hash.
     func newSession(_ client: PostgresClient, tenant: String = "t1") async throws -> (String, String) {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
-        let accounts = PostgresAccountStore(
+        let accounts = Accounts(
             client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
         if try await tenants.get(tenant, logger: logger) == nil {
             _ = try await tenants.create(
                 ScopeSettings(tenantId: tenant, displayName: tenant, enableAnonymousUser: true), logger: logger)
         }
         let hash = "h-\(UUID())"
-        let (user, _) = try await accounts.signUpAnonymous(
+        let (user, _) = try await accounts.sessions.signUpAnonymous(
             scope: Scope(key: tenant), refreshTokenHash: hash,
             sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
             logger: logger)
@@ -285,23 +285,23 @@ struct DirectoryPostgresTests {
     @Test("rotation: a current token rotates, a grace retry replays, a later reuse revokes the family")
     func rotationRules() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
-            let rotated = try await accounts.rotateRefreshToken(rotation(first, "second"), logger: logger)
+            let rotated = try await accounts.sessions.rotateRefreshToken(rotation(first, "second"), logger: logger)
             #expect(rotated.outcome == .rotated && rotated.user.localId == localId)
-            let replay = try await accounts.rotateRefreshToken(rotation(first, "other"), logger: logger)
+            let replay = try await accounts.sessions.rotateRefreshToken(rotation(first, "other"), logger: logger)
             #expect(replay.outcome == .replayed && replay.sealedSuccessor == "sealed:second")
             #expect(replay.session.tokenIssuedAt == rotated.session.tokenIssuedAt)
             // Outside the window (grace 0 s): reuse of the first token revokes the whole family.
             await expectFirebaseError("TOKEN_EXPIRED") {
-                _ = try await accounts.rotateRefreshToken(rotation(first, "third", grace: -1), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation(first, "third", grace: -1), logger: logger)
             }
             await expectFirebaseError("TOKEN_EXPIRED") {
-                _ = try await accounts.rotateRefreshToken(rotation("second", "fourth"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation("second", "fourth"), logger: logger)
             }
             await expectFirebaseError("INVALID_REFRESH_TOKEN") {
-                _ = try await accounts.rotateRefreshToken(rotation("unknown", "x"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation("unknown", "x"), logger: logger)
             }
         }
     }
@@ -309,7 +309,7 @@ struct DirectoryPostgresTests {
     @Test("a rotation returns the user as it now is: this refresh's time, its provider links in order")
     func rotationReturnsTheUser() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let tenant = "rotation-tenant"
             let (localId, first) = try await newSession(client, tenant: tenant)
@@ -317,14 +317,14 @@ struct DirectoryPostgresTests {
             try await client.query(
                 "UPDATE users SET last_refresh_at = 1, display_name = 'Ada' WHERE tenant_id = \(tenant) AND local_id = \(localId)",
                 logger: logger)
-            let before = PostgresAccountStore.nowMillis()
-            let rotated = try await accounts.rotateRefreshToken(rotation(first, "r-second"), logger: logger)
+            let before = AccountRows.nowMillis()
+            let rotated = try await accounts.sessions.rotateRefreshToken(rotation(first, "r-second"), logger: logger)
             #expect(rotated.outcome == .rotated)
             #expect(rotated.user.localId == localId && rotated.user.displayName == "Ada")
             // Written by the rotation itself, not read before it.
             #expect((rotated.user.lastRefreshAt ?? 0) >= before)
             #expect(rotated.user.providerUserInfo.map(\.providerId) == ["apple.com", "google.com"])
-            let replay = try await accounts.rotateRefreshToken(rotation(first, "r-other"), logger: logger)
+            let replay = try await accounts.sessions.rotateRefreshToken(rotation(first, "r-other"), logger: logger)
             #expect(replay.outcome == .replayed && replay.user.lastRefreshAt == rotated.user.lastRefreshAt)
             #expect(replay.user.providerUserInfo.map(\.rawId) == ["a-1", "g-1"])
         }
@@ -333,26 +333,30 @@ struct DirectoryPostgresTests {
     @Test("a client's lookup: the user with its links, or TENANT_NOT_FOUND, PROJECT_DISABLED, USER_NOT_FOUND")
     func lookupOfOneUser() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let tenant = "lookup-tenant"
             let (localId, _) = try await newSession(client, tenant: tenant)
             let (other, _) = try await newSession(client, tenant: tenant)
             try await linkTwoProviders(client, tenant: tenant, localId: localId)
-            let user = try await accounts.userForClient(scope: Scope(key: tenant), localId: localId, logger: logger)
+            let user = try await accounts.sessions.userForClient(
+                scope: Scope(key: tenant), localId: localId, logger: logger)
             #expect(user.localId == localId && user.providerUserInfo.map(\.rawId) == ["a-1", "g-1"])
-            let unlinked = try await accounts.userForClient(scope: Scope(key: tenant), localId: other, logger: logger)
+            let unlinked = try await accounts.sessions.userForClient(
+                scope: Scope(key: tenant), localId: other, logger: logger)
             #expect(unlinked.localId == other && unlinked.providerUserInfo.isEmpty)
             await expectFirebaseError("USER_NOT_FOUND") {
-                _ = try await accounts.userForClient(scope: Scope(key: tenant), localId: "nobody", logger: logger)
+                _ = try await accounts.sessions.userForClient(
+                    scope: Scope(key: tenant), localId: "nobody", logger: logger)
             }
             await expectFirebaseError("TENANT_NOT_FOUND") {
-                _ = try await accounts.userForClient(
+                _ = try await accounts.sessions.userForClient(
                     scope: Scope(key: "no-such-tenant"), localId: localId, logger: logger)
             }
             try await client.query("UPDATE tenants SET disable_auth = true WHERE tenant_id = \(tenant)", logger: logger)
             await expectFirebaseError("PROJECT_DISABLED") {
-                _ = try await accounts.userForClient(scope: Scope(key: tenant), localId: localId, logger: logger)
+                _ = try await accounts.sessions.userForClient(
+                    scope: Scope(key: tenant), localId: localId, logger: logger)
             }
         }
     }
@@ -360,7 +364,7 @@ struct DirectoryPostgresTests {
     @Test("a session ends when idle too long or past its absolute lifetime (A.2)")
     func sessionLifetimes() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             // Idle: last used two hours ago, idle limit one hour.
             let (idleUser, idleToken) = try await newSession(client)
@@ -368,7 +372,7 @@ struct DirectoryPostgresTests {
                 "UPDATE refresh_families SET last_used_at = now() - interval '2 hours' WHERE local_id = \(idleUser)",
                 logger: logger)
             await expectFirebaseError("TOKEN_EXPIRED") {
-                _ = try await accounts.rotateRefreshToken(rotation(idleToken, "i1"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation(idleToken, "i1"), logger: logger)
             }
             // Absolute: recently used, but past its end.
             let (oldUser, oldToken) = try await newSession(client)
@@ -376,24 +380,27 @@ struct DirectoryPostgresTests {
                 "UPDATE refresh_families SET expires_at = now() - interval '1 second' WHERE local_id = \(oldUser)",
                 logger: logger)
             await expectFirebaseError("TOKEN_EXPIRED") {
-                _ = try await accounts.rotateRefreshToken(rotation(oldToken, "a1"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation(oldToken, "a1"), logger: logger)
             }
             // A fresh session within both limits rotates.
             let (_, fresh) = try await newSession(client)
-            #expect(try await accounts.rotateRefreshToken(rotation(fresh, "f1"), logger: logger).outcome == .rotated)
+            #expect(
+                try await accounts.sessions.rotateRefreshToken(rotation(fresh, "f1"), logger: logger).outcome
+                    == .rotated)
         }
     }
 
     @Test("twenty concurrent rotations of one token produce one successor")
     func concurrentRotations() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (_, first) = try await newSession(client)
             let answers = try await withThrowingTaskGroup(of: RotateRefreshTokenResponse.self) { group in
                 for index in 0..<20 {
                     group.addTask {
-                        try await accounts.rotateRefreshToken(rotation(first, "candidate-\(index)"), logger: logger)
+                        try await accounts.sessions.rotateRefreshToken(
+                            rotation(first, "candidate-\(index)"), logger: logger)
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -404,7 +411,7 @@ struct DirectoryPostgresTests {
             #expect(successors.count == 1)
             let successor = String(try #require(successors.first).dropFirst("sealed:".count))
             // The successor is the one current token of the family and rotates normally.
-            let next = try await accounts.rotateRefreshToken(rotation(successor, "after"), logger: logger)
+            let next = try await accounts.sessions.rotateRefreshToken(rotation(successor, "after"), logger: logger)
             #expect(next.outcome == .rotated && next.session.familyId == winner.session.familyId)
         }
     }
@@ -412,23 +419,23 @@ struct DirectoryPostgresTests {
     @Test("a validSince bump, a disabled user and a deleted user end the session")
     func revocation() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
             try await client.query("UPDATE users SET disabled = true WHERE local_id = \(localId)", logger: logger)
             await expectFirebaseError("USER_DISABLED") {
-                _ = try await accounts.rotateRefreshToken(rotation(first, "n1"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation(first, "n1"), logger: logger)
             }
             try await client.query(
                 "UPDATE users SET disabled = false, valid_since = valid_since + 100 WHERE local_id = \(localId)",
                 logger: logger)
             await expectFirebaseError("TOKEN_EXPIRED") {
-                _ = try await accounts.rotateRefreshToken(rotation(first, "n2"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation(first, "n2"), logger: logger)
             }
             let (other, token) = try await newSession(client)
-            #expect(try await accounts.delete(scope: Scope(key: "t1"), localId: other, logger: logger))
+            #expect(try await accounts.admin.delete(scope: Scope(key: "t1"), localId: other, logger: logger))
             await expectFirebaseError("USER_NOT_FOUND") {
-                _ = try await accounts.rotateRefreshToken(rotation(token, "n3"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation(token, "n3"), logger: logger)
             }
             // A new user that happens to get the same id inherits none of the old sessions.
             try await client.query(
@@ -437,7 +444,7 @@ struct DirectoryPostgresTests {
                 VALUES ('t1', \(other), 0, 0, true)
                 """, logger: logger)
             await expectFirebaseError("USER_NOT_FOUND") {
-                _ = try await accounts.rotateRefreshToken(rotation(token, "n4"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation(token, "n4"), logger: logger)
             }
         }
     }
@@ -445,7 +452,7 @@ struct DirectoryPostgresTests {
     @Test("a session that started in the second before validSince ends, whatever the fraction")
     func validSinceUsesWholeSeconds() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
             // Started at 1000.6 s; validSince 1001: the session predates it and must end (a rounding
@@ -456,7 +463,7 @@ struct DirectoryPostgresTests {
             try await client.query(
                 "UPDATE users SET valid_since = 1001 WHERE local_id = \(localId)", logger: logger)
             await expectFirebaseError("TOKEN_EXPIRED") {
-                _ = try await accounts.rotateRefreshToken(rotation(first, "n1"), logger: logger)
+                _ = try await accounts.sessions.rotateRefreshToken(rotation(first, "n1"), logger: logger)
             }
         }
     }
@@ -464,24 +471,24 @@ struct DirectoryPostgresTests {
     @Test("users are scoped by tenant: the same id is invisible from another tenant")
     func tenantIsolation() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client, tenant: "ta")
             _ = try await newSession(client, tenant: "tb")
             #expect(
-                try await accounts.adminLookup(
+                try await accounts.admin.lookup(
                     scope: Scope(key: "ta"), localIds: [localId], emails: [], phoneNumbers: [], federated: [],
                     logger: logger
                 ).count == 1)
             #expect(
-                try await accounts.adminLookup(
+                try await accounts.admin.lookup(
                     scope: Scope(key: "tb"), localIds: [localId], emails: [], phoneNumbers: [], federated: [],
                     logger: logger
                 ).isEmpty)
             await expectFirebaseError("USER_NOT_FOUND") {
-                _ = try await accounts.userForClient(scope: Scope(key: "tb"), localId: localId, logger: logger)
+                _ = try await accounts.sessions.userForClient(scope: Scope(key: "tb"), localId: localId, logger: logger)
             }
-            #expect(!(try await accounts.delete(scope: Scope(key: "tb"), localId: localId, logger: logger)))
+            #expect(!(try await accounts.admin.delete(scope: Scope(key: "tb"), localId: localId, logger: logger)))
         }
     }
 
@@ -489,17 +496,17 @@ struct DirectoryPostgresTests {
     func deletionSwitch() async throws {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client)
             _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = true }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") {
-                try await accounts.deleteByUser(scope: Scope(key: "t1"), localId: localId, logger: logger)
+                try await accounts.sessions.deleteByUser(scope: Scope(key: "t1"), localId: localId, logger: logger)
             }
-            #expect(try await accounts.delete(scope: Scope(key: "t1"), localId: localId, logger: logger))
+            #expect(try await accounts.admin.delete(scope: Scope(key: "t1"), localId: localId, logger: logger))
             _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = false }
             await expectFirebaseError("USER_NOT_FOUND") {
-                try await accounts.deleteByUser(scope: Scope(key: "t1"), localId: localId, logger: logger)
+                try await accounts.sessions.deleteByUser(scope: Scope(key: "t1"), localId: localId, logger: logger)
             }
         }
     }

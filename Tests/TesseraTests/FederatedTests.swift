@@ -140,7 +140,7 @@ struct FederatedPostgresTests {
     let logger = PostgresSupport.logger
     static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
-    func setUp(_ client: PostgresClient) async throws -> PostgresAccountStore {
+    func setUp(_ client: PostgresClient) async throws -> Accounts {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: .seconds(3600))
         _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
         for provider in ["google.com", "facebook.com"] {
@@ -148,7 +148,7 @@ struct FederatedPostgresTests {
                 scope: Scope(key: "t1"), IdpConfig(providerId: provider, enabled: true, clientId: "client"),
                 logger: logger)
         }
-        return PostgresAccountStore(client: client, anonymousRetention: .seconds(3600), hasher: Self.hasher)
+        return Accounts(client: client, anonymousRetention: .seconds(3600), hasher: Self.hasher)
     }
 
     func request(_ identity: FederatedIdentity, linkTo: String? = nil) -> SignInWithIdpRequest {
@@ -165,7 +165,9 @@ struct FederatedPostgresTests {
             let identity = FederatedIdentity(
                 providerId: "google.com", rawId: "sub-1", email: "racer@gmail.com", emailVerified: true)
             let answers = try await withThrowingTaskGroup(of: SignInWithIdpResponse.self) { group in
-                for _ in 0..<8 { group.addTask { try await accounts.signInWithIdp(request(identity), logger: logger) } }
+                for _ in 0..<8 {
+                    group.addTask { try await accounts.federated.signInWithIdp(request(identity), logger: logger) }
+                }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(Set(answers.compactMap { $0.user?.localId }).count == 1)
@@ -180,27 +182,27 @@ struct FederatedPostgresTests {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             let accounts = try await setUp(client)
             let facebook = FederatedIdentity(providerId: "facebook.com", rawId: "fb-1", email: "pat@gmail.com")
-            let created = try await accounts.signInWithIdp(request(facebook), logger: logger)
+            let created = try await accounts.federated.signInWithIdp(request(facebook), logger: logger)
             #expect(created.isNewUser && created.user?.emailVerified == false)
             let localId = try #require(created.user?.localId)
 
             // Another untrusted sign-in with the same email: needConfirmation, nothing written.
             let facebook2 = FederatedIdentity(providerId: "facebook.com", rawId: "fb-2", email: "pat@gmail.com")
-            let refused = try await accounts.signInWithIdp(request(facebook2), logger: logger)
+            let refused = try await accounts.federated.signInWithIdp(request(facebook2), logger: logger)
             #expect(refused.outcome == .needConfirmation && refused.user == nil)
             #expect(refused.verifiedProvider == ["facebook.com"])
 
             // Google for @gmail.com takes the account over: facebook unlinked, email verified.
             let google = FederatedIdentity(
                 providerId: "google.com", rawId: "g-1", email: "pat@gmail.com", emailVerified: true, displayName: "Pat")
-            let taken = try await accounts.signInWithIdp(request(google), logger: logger)
+            let taken = try await accounts.federated.signInWithIdp(request(google), logger: logger)
             #expect(taken.outcome == .signedIn && taken.user?.localId == localId && !taken.isNewUser)
             #expect(taken.user?.providerUserInfo.map(\.providerId) == ["google.com"])
             #expect(taken.user?.emailVerified == true && taken.user?.displayName == "Pat")
 
             // The same identity again is FEDERATED_USER_ID_ALREADY_LINKED when linked elsewhere.
             await expectFirebaseError("FEDERATED_USER_ID_ALREADY_LINKED") {
-                _ = try await accounts.signInWithIdp(request(google, linkTo: localId), logger: logger)
+                _ = try await accounts.federated.signInWithIdp(request(google, linkTo: localId), logger: logger)
             }
         }
     }

@@ -11,10 +11,10 @@ import Testing
 struct PasswordPostgresTests {
     let logger = PostgresSupport.logger
 
-    func repositories(_ client: PostgresClient) -> (PostgresTenantStore, PostgresAccountStore) {
+    func repositories(_ client: PostgresClient) -> (PostgresTenantStore, Accounts) {
         (
             PostgresTenantStore(client: client, anonymousRetention: .seconds(3600)),
-            PostgresAccountStore(
+            Accounts(
                 client: client, anonymousRetention: .seconds(3600), hasher: DirectoryPostgresTests.hasher)
         )
     }
@@ -37,7 +37,7 @@ struct PasswordPostgresTests {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants)
-            let (user, first) = try await accounts.signUpPassword(
+            let (user, first) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
                     scope: Scope(key: "t1"), email: "ada@example.com", password: "correct horse", displayName: "Ada",
                     localId: nil, session: newSession()), logger: logger)
@@ -51,7 +51,7 @@ struct PasswordPostgresTests {
             let (hash, salt, algorithm) = try #require(stored)
             #expect(algorithm == "SCRYPT" && !hash.contains("correct") && Data(base64Encoded: salt)?.count == 12)
 
-            let (signedIn, signedInSession) = try await accounts.signInWithPassword(
+            let (signedIn, signedInSession) = try await accounts.passwords.signInWithPassword(
                 SignInWithPasswordRequest(
                     scope: Scope(key: "t1"), email: "ada@example.com", password: "correct horse", session: newSession()),
                 logger: logger)
@@ -60,7 +60,7 @@ struct PasswordPostgresTests {
             // Email enumeration protection is on by default: one code for both failures.
             for (email, password) in [("ada@example.com", "wrong horse"), ("nobody@example.com", "whatever1")] {
                 await expectFirebaseError("INVALID_LOGIN_CREDENTIALS") {
-                    _ = try await accounts.signInWithPassword(
+                    _ = try await accounts.passwords.signInWithPassword(
                         SignInWithPasswordRequest(
                             scope: Scope(key: "t1"), email: email, password: password, session: newSession()),
                         logger: logger)
@@ -68,14 +68,14 @@ struct PasswordPostgresTests {
             }
             _ = try await tenants.updateProjectConfig(logger: logger) { _, p in p.enableImprovedEmailPrivacy = false }
             await expectFirebaseError("INVALID_PASSWORD") {
-                _ = try await accounts.signInWithPassword(
+                _ = try await accounts.passwords.signInWithPassword(
                     SignInWithPasswordRequest(
                         scope: Scope(key: "t1"), email: "ada@example.com", password: "wrong horse",
                         session: newSession()),
                     logger: logger)
             }
             await expectFirebaseError("EMAIL_NOT_FOUND") {
-                _ = try await accounts.signInWithPassword(
+                _ = try await accounts.passwords.signInWithPassword(
                     SignInWithPasswordRequest(
                         scope: Scope(key: "t1"), email: "nobody@example.com", password: "whatever1",
                         session: newSession()),
@@ -84,7 +84,7 @@ struct PasswordPostgresTests {
             // A disabled user is told so before the password is even checked (B.5.13).
             try await client.query("UPDATE users SET disabled = true WHERE local_id = \(user.localId)", logger: logger)
             await expectFirebaseError("USER_DISABLED") {
-                _ = try await accounts.signInWithPassword(
+                _ = try await accounts.passwords.signInWithPassword(
                     SignInWithPasswordRequest(
                         scope: Scope(key: "t1"), email: "ada@example.com", password: "wrong horse",
                         session: newSession()),
@@ -98,12 +98,12 @@ struct PasswordPostgresTests {
         try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
             // One hashing thread, so a job holding it keeps the sign-in's verification waiting.
             let pool = HashingPool(threads: 1, queueLength: 8)
-            let accounts = PostgresAccountStore(
+            let accounts = Accounts(
                 client: client, anonymousRetention: .seconds(3600),
                 hasher: PasswordHasher(pool: pool, rounds: 8, memCost: 8))
             let (tenants, _) = repositories(client)
             try await makeTenant(tenants)
-            let (user, _) = try await accounts.signUpPassword(
+            let (user, _) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
                     scope: Scope(key: "t1"), email: "ada@example.com", password: "old horse", displayName: nil,
                     localId: nil, session: newSession()), logger: logger)
@@ -117,7 +117,7 @@ struct PasswordPostgresTests {
             for await _ in holding.stream { break }
             let attempt = newSession()
             let signIn = Task {
-                try await accounts.signInWithPassword(
+                try await accounts.passwords.signInWithPassword(
                     SignInWithPasswordRequest(
                         scope: Scope(key: "t1"), email: "ada@example.com", password: "old horse", session: attempt),
                     logger: logger)
@@ -153,7 +153,7 @@ struct PasswordPostgresTests {
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants)
             func signUp(_ tenant: String, _ email: String) async throws {
-                _ = try await accounts.signUpPassword(
+                _ = try await accounts.passwords.signUpPassword(
                     SignUpPasswordRequest(
                         scope: Scope(wire: tenant), email: email, password: "secret1", displayName: nil, localId: nil,
                         session: newSession()), logger: logger)
@@ -168,7 +168,7 @@ struct PasswordPostgresTests {
             _ = try await tenants.update("t2", logger: logger) { $0.allowPasswordSignup = false }
             await expectFirebaseError("OPERATION_NOT_ALLOWED") { try await signUp("t2", "new@example.com") }
             await expectFirebaseError("PASSWORD_LOGIN_DISABLED") {
-                _ = try await accounts.signInWithPassword(
+                _ = try await accounts.passwords.signInWithPassword(
                     SignInWithPasswordRequest(
                         scope: Scope(key: "t2"), email: "grace@example.com", password: "secret1", session: newSession()),
                     logger: logger)
@@ -182,11 +182,11 @@ struct PasswordPostgresTests {
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants) { $0.autodeleteAnonymousUsers = true }
             let anonymousHash = "anon-\(UUID())"
-            let (anonymous, _) = try await accounts.signUpAnonymous(
+            let (anonymous, _) = try await accounts.sessions.signUpAnonymous(
                 scope: Scope(key: "t1"), refreshTokenHash: anonymousHash,
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
                 logger: logger)
-            let (upgraded, session) = try await accounts.signUpPassword(
+            let (upgraded, session) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
                     scope: Scope(key: "t1"), email: "lin@example.com", password: "secret1", displayName: nil,
                     localId: anonymous.localId, session: newSession()), logger: logger)
@@ -198,7 +198,7 @@ struct PasswordPostgresTests {
             ).decode((Bool, Bool).self).first { _ in true }
             #expect(due.map { $0.0 && !$0.1 } == true)
             await expectFirebaseError("TOKEN_EXPIRED") {
-                _ = try await accounts.rotateRefreshToken(
+                _ = try await accounts.sessions.rotateRefreshToken(
                     RotateRefreshTokenRequest(
                         tokenHash: anonymousHash, newTokenHash: "n", sealedSuccessor: "s",
                         graceSeconds: 10, idleSeconds: 3600), logger: logger)
@@ -221,7 +221,7 @@ struct PasswordPostgresTests {
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants)
             let firstSession = newSession()
-            let (user, _) = try await accounts.signUpPassword(
+            let (user, _) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
                     scope: Scope(key: "t1"), email: "kay@example.com", password: "secret1", displayName: nil,
                     localId: nil, session: firstSession), logger: logger)
@@ -230,7 +230,7 @@ struct PasswordPostgresTests {
             )
                 async throws -> UpdateAccountResponse
             {
-                try await accounts.updateAccount(
+                try await accounts.passwords.updateAccount(
                     UpdateAccountRequest(
                         scope: Scope(key: "t1"), localId: user.localId, displayName: displayName, photoUrl: nil,
                         deleteAttribute: delete, email: email, password: password, deleteProvider: [],
@@ -242,16 +242,16 @@ struct PasswordPostgresTests {
             let changed = try await update(password: "secret2")
             #expect(changed.session?.signInProvider == "password")
             await expectFirebaseError("TOKEN_EXPIRED") {
-                _ = try await accounts.rotateRefreshToken(
+                _ = try await accounts.sessions.rotateRefreshToken(
                     RotateRefreshTokenRequest(
                         tokenHash: firstSession.refreshTokenHash, newTokenHash: "n", sealedSuccessor: "s",
                         graceSeconds: 10, idleSeconds: 3600), logger: logger)
             }
-            _ = try await accounts.signInWithPassword(
+            _ = try await accounts.passwords.signInWithPassword(
                 SignInWithPasswordRequest(
                     scope: Scope(key: "t1"), email: "kay@example.com", password: "secret2", session: newSession()),
                 logger: logger)
-            _ = try await accounts.signUpPassword(
+            _ = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
                     scope: Scope(key: "t1"), email: "other@example.com", password: "secret1", displayName: nil,
                     localId: nil, session: newSession()), logger: logger)
@@ -290,8 +290,8 @@ struct EmailLinkPostgresTests {
     let logger = PostgresSupport.logger
     let base = PasswordPostgresTests()
 
-    func sendLink(_ accounts: PostgresAccountStore, to email: String) async throws -> String {
-        let sent = try await accounts.sendOobCode(
+    func sendLink(_ accounts: Accounts, to email: String) async throws -> String {
+        let sent = try await accounts.oob.sendOobCode(
             SendOobCodeRequest(
                 scope: Scope(key: "t1"), requestType: .emailSignIn, email: email, localId: nil, newEmail: nil,
                 linkPrefix: "http://localhost/__/auth/action?mode=signIn&apiKey=k&lang=en", continueUrl: nil,
@@ -299,10 +299,10 @@ struct EmailLinkPostgresTests {
         return try #require(sent.oobCode)
     }
 
-    func complete(_ accounts: PostgresAccountStore, _ email: String, _ code: String, linkTo: String? = nil)
+    func complete(_ accounts: Accounts, _ email: String, _ code: String, linkTo: String? = nil)
         async throws -> SignInWithEmailLinkResponse
     {
-        try await accounts.signInWithEmailLink(
+        try await accounts.emailLinks.signInWithEmailLink(
             SignInWithEmailLinkRequest(
                 scope: Scope(key: "t1"), email: email, oobCode: code, linkTo: linkTo, session: base.newSession()),
             logger: logger)
@@ -337,11 +337,11 @@ struct EmailLinkPostgresTests {
             _ = try await tenants.update("t1", logger: logger) { $0.enableEmailLinkSignin = true }
             let code = try await sendLink(accounts, to: "a@example.com")
             await #expect(throws: FirebaseError.self) { _ = try await complete(accounts, "b@example.com", code) }
-            let (owner, _) = try await accounts.signUpPassword(
+            let (owner, _) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
                     scope: Scope(key: "t1"), email: "taken@example.com", password: "correct horse", displayName: nil,
                     localId: nil, session: base.newSession()), logger: logger)
-            let (other, _) = try await accounts.signUpAnonymous(
+            let (other, _) = try await accounts.sessions.signUpAnonymous(
                 scope: Scope(key: "t1"), refreshTokenHash: "h-anon",
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 60,
                 logger: logger)

@@ -93,7 +93,7 @@ struct QueryPlanPostgresTests {
                 "INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id) VALUES ('grown', 'apple.com', 'a7', 'u7')",
                 logger: logger)
             let users = try await client.withConnection { connection in
-                try await PostgresAccountStore.fetchUsers(
+                try await AccountRows.fetchUsers(
                     connection, scope: Scope(key: "grown"), localIds: ["u1999", "u7", "none", "u7", "solo"],
                     logger: logger)
             }

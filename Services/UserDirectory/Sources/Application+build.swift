@@ -129,7 +129,7 @@ public func buildDirectoryApplication(
         threads: configuration.hashThreads, queueLength: configuration.hashQueue, metrics: metrics)
     let hasher = PasswordHasher(
         pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
-    let accounts = PostgresAccountStore(
+    let accounts = Accounts(
         client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
         oobCodeTTL: configuration.oobCodeTTL)
     let router = Router(context: DirectoryContext.self)
@@ -194,7 +194,7 @@ public func buildDirectoryApplication(
         AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)
         TenantController(store: tenants, projectID: configuration.projectID) { scope, logger in
-            let config = try await accounts.hashConfig(scope: scope, logger: logger)
+            let config = try await accounts.admin.hashConfig(scope: scope, logger: logger)
             return ProjectConfigWire.HashConfigWire(
                 algorithm: "SCRYPT", signerKey: config.signerKey, saltSeparator: config.saltSeparator,
                 rounds: config.rounds, memoryCost: config.memCost)

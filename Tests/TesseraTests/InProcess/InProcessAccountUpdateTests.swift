@@ -18,7 +18,7 @@ struct InProcessAccountUpdateTests {
             "/v1/accounts:update", #"{"tenantId":"\#(tenant)","idToken":"\#(idToken ?? "")",\#(fields)}"#)
     }
 
-    static func adminUpdate(_ service: TokenHarness, _ tenant: String, _ fields: String) async throws -> Answer {
+    static func update(_ service: TokenHarness, _ tenant: String, _ fields: String) async throws -> Answer {
         try await service.directory.admin.post(service.directory.accountsPath(tenant, "update"), "{\(fields)}")
     }
 
@@ -209,7 +209,7 @@ struct InProcessAccountUpdateTests {
             let token = session["idToken"]?.stringValue
             try await Self.waitUntil(epochSeconds: try Self.issuedAt(token) + 1.05)
             let disabled = try expectOK(
-                try await Self.adminUpdate(service, tenant, #""localId":"\#(localID)","disableUser":true"#))
+                try await Self.update(service, tenant, #""localId":"\#(localID)","disableUser":true"#))
             #expect(disabled["localId"]?.stringValue == localID)
 
             try expectError(try await InProcessPasswordTests.signIn(service, tenant, email), "USER_DISABLED")
@@ -221,7 +221,7 @@ struct InProcessAccountUpdateTests {
             try expectError(try await Self.update(service, tenant, token, #""displayName":"x""#), "USER_DISABLED")
             #expect(try await service.directory.lookupUsers(tenant, [localID]).first?["disabled"]?.boolValue == true)
 
-            try expectOK(try await Self.adminUpdate(service, tenant, #""localId":"\#(localID)","disableUser":false"#))
+            try expectOK(try await Self.update(service, tenant, #""localId":"\#(localID)","disableUser":false"#))
             let fresh = try expectOK(try await InProcessPasswordTests.signIn(service, tenant, email))
             _ = try await service.refresh(try #require(fresh["refreshToken"]?.stringValue))
             try expectError(try await service.refreshRaw(session["refreshToken"]?.stringValue), "TOKEN_EXPIRED")
@@ -239,11 +239,11 @@ struct InProcessAccountUpdateTests {
             try await Self.waitUntil(epochSeconds: try Self.issuedAt(token) + 1.05)
             let localID = try #require(session["localId"]?.stringValue)
             let now = Int(Date().timeIntervalSince1970)
-            try expectOK(try await Self.adminUpdate(service, tenant, #""localId":"\#(localID)","validSince":\#(now)"#))
+            try expectOK(try await Self.update(service, tenant, #""localId":"\#(localID)","validSince":\#(now)"#))
             try expectError(try await service.refreshRaw(session["refreshToken"]?.stringValue), "TOKEN_EXPIRED")
             try expectError(try await service.lookup(token, tenant: tenant), "TOKEN_EXPIRED")
-            try expectError(try await Self.adminUpdate(service, tenant, #""localId":"no-such-user""#), "USER_NOT_FOUND")
-            try expectError(try await Self.adminUpdate(service, tenant, ""), "MISSING_LOCAL_ID")
+            try expectError(try await Self.update(service, tenant, #""localId":"no-such-user""#), "USER_NOT_FOUND")
+            try expectError(try await Self.update(service, tenant, ""), "MISSING_LOCAL_ID")
         }
     }
 }

@@ -47,17 +47,7 @@ struct AccountQuery: Sendable {
     var returnUsers = true
 }
 
-extension PostgresAccountStore {
-    /// A LIKE pattern for the strings that start with `prefix` (its `%`, `_` and `\` taken literally).
-    static func likePrefix(_ prefix: String) -> String {
-        var pattern = ""
-        for character in prefix {
-            if character == "%" || character == "_" || character == "\\" { pattern.append("\\") }
-            pattern.append(character)
-        }
-        return pattern + "%"
-    }
-
+extension AdminUsers {
     /// Runs `query` in `scope`: how many users match, and the requested page of them.
     func search(_ query: AccountQuery, scope: Scope, logger: Logger) async throws -> (count: Int, users: [UserRecord]) {
         try await client.withConnection { connection in
@@ -66,7 +56,7 @@ extension PostgresAccountStore {
                 tenant_id = \(scope) AND (NOT \(query.isFiltered) OR email = ANY(\(query.emails))
                     OR local_id = ANY(\(query.localIDs)) OR phone_number = ANY(\(query.phoneNumbers))
                     OR (\(query.anonymous) AND is_anonymous)
-                    OR email LIKE \(query.emailPrefix.map(Self.likePrefix)) ESCAPE '\\')
+                    OR email LIKE \(query.emailPrefix.map(AccountRows.likePrefix)) ESCAPE '\\')
                 AND (NOT \(query.onlyAnonymous) OR is_anonymous) AND (NOT \(query.onlyDisabled) OR disabled)
                 AND (NOT \(query.onlyUnverified) OR NOT email_verified)
                 AND (\(query.provider)::text IS NULL
@@ -91,8 +81,20 @@ extension PostgresAccountStore {
             for try await id in try await connection.query(pageQuery, logger: logger).decode(String.self) {
                 ordered.append(id)
             }
-            let users = try await Self.fetchUsers(connection, scope: scope, localIds: ordered, logger: logger)
+            let users = try await AccountRows.fetchUsers(connection, scope: scope, localIds: ordered, logger: logger)
             return (count, users)
         }
+    }
+}
+
+extension AccountRows {
+    /// A LIKE pattern for the strings that start with `prefix` (its `%`, `_` and `\` taken literally).
+    static func likePrefix(_ prefix: String) -> String {
+        var pattern = ""
+        for character in prefix {
+            if character == "%" || character == "_" || character == "\\" { pattern.append("\\") }
+            pattern.append(character)
+        }
+        return pattern + "%"
     }
 }

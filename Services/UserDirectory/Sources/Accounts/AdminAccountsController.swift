@@ -4,7 +4,7 @@ import Logging
 import TesseraShared
 
 /// Admin user management under `/v1/projects/{p}[/tenants/{t}]/…` (API.md B.2.3, B.6).
-struct AdminAccountsController<Accounts: AccountStore, Tenants: TenantStore> {
+struct AdminAccountsController<Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants
 
@@ -78,7 +78,7 @@ struct AdminAccountsController<Accounts: AccountStore, Tenants: TenantStore> {
         user.photoUrl = body.photoUrl
         user.emailVerified = body.emailVerified ?? false
         user.disabled = body.disabled ?? false
-        let created = try await accounts.adminCreate(scope: scope, user: user, logger: context.logger)
+        let created = try await accounts.admin.create(scope: scope, user: user, logger: context.logger)
         context.logger.info(
             "user created by admin", metadata: ["tenant.id": .string(scope.key), "user.id": .string(created.localId)])
         return JSONResponse(
@@ -125,7 +125,7 @@ struct AdminAccountsController<Accounts: AccountStore, Tenants: TenantStore> {
             guard let rawId = id.rawId, !rawId.isEmpty else { throw FirebaseError.invalid(.missingRawId) }
             federated.append((providerId, rawId))
         }
-        let users = try await accounts.adminLookup(
+        let users = try await accounts.admin.lookup(
             scope: scope, localIds: body.localId ?? [], emails: body.email ?? [], phoneNumbers: body.phoneNumber ?? [],
             federated: federated, logger: context.logger)
         return JSONResponse(LookupResponse(users: users))
@@ -142,7 +142,7 @@ struct AdminAccountsController<Accounts: AccountStore, Tenants: TenantStore> {
         let body = try await request.decodeJSON(DeleteRequest.self, context: context)
         let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
         guard let localId = body.localId, !localId.isEmpty else { throw FirebaseError.invalid(.missingLocalId) }
-        guard try await accounts.delete(scope: scope, localId: localId, logger: context.logger) else {
+        guard try await accounts.admin.delete(scope: scope, localId: localId, logger: context.logger) else {
             throw FirebaseError.invalid(.userNotFound)
         }
         context.logger.info(
@@ -173,7 +173,7 @@ struct AdminAccountsController<Accounts: AccountStore, Tenants: TenantStore> {
         let ids = body.localIds ?? []
         guard !ids.isEmpty else { throw FirebaseError.invalid(.missingLocalId) }
         guard ids.count <= 1000 else { throw FirebaseError.invalid(.localIdListExceedsLimit) }
-        let refused = try await accounts.batchDelete(
+        let refused = try await accounts.admin.batchDelete(
             scope: scope, localIds: ids, force: body.force ?? false, logger: context.logger)
         context.logger.info(
             "users deleted by admin",
@@ -228,7 +228,7 @@ struct AdminAccountsController<Accounts: AccountStore, Tenants: TenantStore> {
         guard requested > 0 else { throw FirebaseError.invalid(.invalidArgument, "maxResults must be positive") }
         let limit = min(requested, 1000)
         let after = request.uri.queryParameters.get("nextPageToken").flatMap { $0.isEmpty ? nil : $0 }
-        let page = try await accounts.batchGet(scope: scope, after: after, limit: limit, logger: context.logger)
+        let page = try await accounts.admin.batchGet(scope: scope, after: after, limit: limit, logger: context.logger)
         let users = page.map(ExportedUserWire.init)
         return JSONResponse(
             BatchGetResponse(
@@ -299,7 +299,7 @@ struct AdminAccountsController<Accounts: AccountStore, Tenants: TenantStore> {
             }
         }
         guard
-            let user = try await accounts.adminUpdate(
+            let user = try await accounts.admin.update(
                 scope: scope, localId: localId, change: change, logger: context.logger)
         else { throw FirebaseError.invalid(.userNotFound) }
         context.logger.info(

@@ -6,7 +6,7 @@ import TesseraShared
 /// Admin `accounts:sendOobCode` (B.2.3): for a user named by email, either the mail is queued as
 /// for a client, or with `returnOobLink` the code and link are returned and nothing is mailed.
 struct AdminOobController<Tenants: TenantStore> {
-    let accounts: PostgresAccountStore
+    let accounts: Accounts
     let tenants: Tenants
     let links: ActionLinks
 
@@ -46,7 +46,7 @@ struct AdminOobController<Tenants: TenantStore> {
             newEmail = normalized
         }
         let continueUrl = try links.checkContinueURL(body.continueUrl)
-        let answer = try await accounts.sendOobCode(
+        let answer = try await accounts.oob.sendOobCode(
             SendOobCodeRequest(
                 scope: scope, requestType: type, email: email, localId: nil, newEmail: newEmail,
                 linkPrefix: try links.prefix(mode: type.mode, tenant: scope.tenantID, request: request),

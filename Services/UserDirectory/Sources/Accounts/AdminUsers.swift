@@ -24,7 +24,14 @@ public struct ExportedUser: Sendable {
     public var salt: String?
 }
 
-extension PostgresAccountStore {
+/// What admins do to users (B.2.3): create, change, look up, export, delete, search, import.
+public struct AdminUsers: Sendable {
+    let client: PostgresClient
+    let hasher: PasswordHasher
+    let hashKey: HashKeyStore
+}
+
+extension AdminUsers {
     /// A scope's hash config (B.7.1 `signIn.hashConfig`, a tenant's `hashConfig`): what its exports'
     /// hashes need. Each tenant has its own key (issue #23); the default scope's is the project's.
     public func hashConfig(scope: Scope, logger: Logger) async throws -> (
@@ -46,18 +53,7 @@ extension PostgresAccountStore {
         return keys.key(for: p) == keys.own
     }
 
-    /// Maps a unique violation to the Firebase code of the constraint it hit.
-    static func uniqueViolation(_ error: PSQLError) -> FirebaseError? {
-        guard error.has(.uniqueViolation) else { return nil }
-        switch error.serverInfo?[.constraintName] {
-        case "users_pkey": return .invalid(.duplicateLocalId)
-        case "users_email_key": return .invalid(.emailExists)
-        case "users_phone_key": return .invalid(.phoneNumberExists)
-        default: return nil
-        }
-    }
-
-    public func adminCreate(scope: Scope, user new: AdminNewUser, logger: Logger) async throws -> UserRecord {
+    public func create(scope: Scope, user new: AdminNewUser, logger: Logger) async throws -> UserRecord {
         var stored: StoredPassword?
         if let password = new.password {
             stored = try await hasher.hash(
@@ -66,7 +62,7 @@ extension PostgresAccountStore {
         let localId = new.localId ?? Secrets.randomAlphanumeric(28)
         do {
             return try await client.transaction(logger: logger) { connection in
-                let now = Self.nowMillis()
+                let now = AccountRows.nowMillis()
                 try await connection.query(
                     """
                     INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
@@ -77,18 +73,20 @@ extension PostgresAccountStore {
                         \(stored?.salt), \(stored?.hash), \(stored == nil ? nil : now), false)
                     """, logger: logger)
                 guard
-                    let user = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                        .first
+                    let user = try await AccountRows.fetchUsers(
+                        connection, scope: scope, localIds: [localId], logger: logger
+                    )
+                    .first
                 else { throw FirebaseError.internal }
                 return user
             }
         } catch let error as PSQLError {
-            throw Self.uniqueViolation(error) ?? error
+            throw AccountRows.uniqueViolation(error) ?? error
         }
     }
 
     /// Users matching any of the identifiers, each once (B.2.3 lookup; never USER_NOT_FOUND).
-    public func adminLookup(
+    public func lookup(
         scope: Scope, localIds: [String], emails: [String], phoneNumbers: [String],
         federated: [(providerId: String, rawId: String)], logger: Logger
     ) async throws -> [UserRecord] {
@@ -109,7 +107,7 @@ extension PostgresAccountStore {
                     """, logger: logger)
                 for try await id in linked.decode(String.self) { ids.append(id) }
             }
-            return try await Self.fetchUsers(connection, scope: scope, localIds: ids, logger: logger)
+            return try await AccountRows.fetchUsers(connection, scope: scope, localIds: ids, logger: logger)
         }
     }
 
@@ -124,7 +122,8 @@ extension PostgresAccountStore {
                 """, logger: logger)
             var page: [(String, String?, String?, String?, String?)] = []
             for try await row in rows.decode((String, String?, String?, String?, String?).self) { page.append(row) }
-            let users = try await Self.fetchUsers(connection, scope: scope, localIds: page.map(\.0), logger: logger)
+            let users = try await AccountRows.fetchUsers(
+                connection, scope: scope, localIds: page.map(\.0), logger: logger)
             return zip(users, page).map { user, row in
                 // Only hashes the published hash config describes are exported (B.7.1); others are
                 // stripped, as production strips hashes it cannot describe.
@@ -158,6 +157,96 @@ extension PostgresAccountStore {
                 WHERE tenant_id = \(scope) AND local_id = ANY(\(deletable)) AND revoked_at IS NULL
                 """, logger: logger)
             return localIds.enumerated().filter { refused.contains($0.element) }.map { ($0.offset, $0.element) }
+        }
+    }
+}
+
+extension AccountRows {
+    /// Maps a unique violation to the Firebase code of the constraint it hit.
+    static func uniqueViolation(_ error: PSQLError) -> FirebaseError? {
+        guard error.has(.uniqueViolation) else { return nil }
+        switch error.serverInfo?[.constraintName] {
+        case "users_pkey": return .invalid(.duplicateLocalId)
+        case "users_email_key": return .invalid(.emailExists)
+        case "users_phone_key": return .invalid(.phoneNumberExists)
+        default: return nil
+        }
+    }
+}
+
+extension AdminUsers {
+    public func delete(scope: Scope, localId: String, logger: Logger) async throws -> Bool {
+        try await client.transaction(logger: logger) { connection in
+            try await AccountRows.deleteUser(connection, scope: scope, localId: localId, logger: logger)
+        }
+    }
+
+    public func update(scope: Scope, localId: String, change: AdminUserChange, logger: Logger) async throws
+        -> UserRecord?
+    {
+        var stored: StoredPassword?
+        if let password = change.password {
+            stored = try await hasher.hash(
+                password, key: try await hashKey.get(client, scope: scope, logger: logger).own)
+        }
+        do {
+            return try await client.transaction(logger: logger) { connection in
+                guard try await AccountRows.lockUser(connection, scope: scope, localId: localId, logger: logger),
+                    let before = try await AccountRows.fetchUsers(
+                        connection, scope: scope, localIds: [localId], logger: logger
+                    )
+                    .first
+                else { return nil }
+                let now = AccountRows.nowMillis()
+                let email = change.deleteEmail ? nil : (change.email ?? before.email)
+                let emailChanged = email != before.email
+                // A new email is unverified unless the same call says otherwise.
+                let emailVerified = change.emailVerified ?? (emailChanged ? false : before.emailVerified)
+                let phone = change.deletePhoneNumber ? nil : (change.phoneNumber ?? before.phoneNumber)
+                let claims: String? = change.customAttributes ?? before.customAttributes
+                let credentialsChanged = stored != nil || emailChanged
+                // A disable ends every session and ID token issued before it, for good (A.2): enabling the
+                // user again does not bring them back. `validSince` does it; the families stay unrevoked
+                // so that a refresh while disabled still answers USER_DISABLED (B.2.2), TOKEN_EXPIRED after.
+                let disabling = change.disabled == true && !before.disabled
+                try await connection.query(
+                    """
+                    UPDATE users SET disabled = coalesce(\(change.disabled), disabled),
+                        email = \(email), email_verified = \(emailVerified), phone_number = \(phone),
+                        custom_attributes = \(claims),
+                        valid_since = CASE WHEN \(credentialsChanged || disabling) THEN \(now / 1000)
+                            ELSE coalesce(\(change.validSince), valid_since) END,
+                        display_name = CASE WHEN \(change.deleteDisplayName) THEN NULL
+                            ELSE coalesce(\(change.displayName), display_name) END,
+                        photo_url = CASE WHEN \(change.deletePhotoUrl) THEN NULL
+                            ELSE coalesce(\(change.photoUrl), photo_url) END
+                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    """, logger: logger)
+                if let stored {
+                    try await connection.query(
+                        """
+                        UPDATE users SET password_algorithm = \(stored.algorithm), password_params = \(stored.params),
+                            password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now),
+                            is_anonymous = false, anonymous_due_at = NULL
+                        WHERE tenant_id = \(scope) AND local_id = \(localId)
+                        """, logger: logger)
+                }
+                if !change.deleteProviders.isEmpty {
+                    try await connection.query(
+                        """
+                        DELETE FROM provider_links
+                        WHERE tenant_id = \(scope) AND local_id = \(localId) AND provider_id = ANY(\(change.deleteProviders))
+                        """, logger: logger)
+                }
+                if credentialsChanged {
+                    try await AccountRows.revokeSessions(
+                        connection, scope: scope, localId: localId, reason: "admin_change", logger: logger)
+                }
+                return try await AccountRows.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
+                    .first
+            }
+        } catch let error as PSQLError {
+            throw AccountRows.uniqueViolation(error) ?? error
         }
     }
 }

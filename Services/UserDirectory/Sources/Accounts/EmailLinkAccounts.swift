@@ -6,14 +6,19 @@ import TesseraShared
 /// Email-link (passwordless) sign-in (A.3, B.5.5): the EMAIL_SIGNIN code mailed by `sendOobCode`
 /// proves the address, so completing it signs in (or signs up) the address's user with a verified
 /// email, or gives the address to a signed-in user; it is a trusted method for A.4.
-extension PostgresAccountStore {
+/// Email-link sign-in and linking (A.3, B.5.5).
+struct EmailLinkAccounts: Sendable {
+    let client: PostgresClient
+}
+
+extension EmailLinkAccounts {
     public func signInWithEmailLink(_ request: SignInWithEmailLinkRequest, logger: Logger) async throws
         -> SignInWithEmailLinkResponse
     {
         let scope = request.scope
-        let flags = try await flags(scope, logger: logger)
+        let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
         guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid(.operationNotAllowed) }
-        let code = try await readCode(request.oobCode, scope: scope, logger: logger)
+        let code = try await AccountRows.readCode(client, request.oobCode, scope: scope, logger: logger)
         guard code.type == .emailSignIn else { throw FirebaseError.invalid(.invalidOobCode) }
         guard code.email == request.email else {
             throw FirebaseError.invalid(.invalidEmail, "The email provided does not match the sign-in email address.")
@@ -23,16 +28,16 @@ extension PostgresAccountStore {
                 let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
                 guard flags.enableEmailLinkSignin else { throw FirebaseError.invalid(.operationNotAllowed) }
                 // One use only, even when two tabs complete the same link at once.
-                try await Self.consumeCode(connection, hash: code.hash, logger: logger)
-                let now = Self.nowMillis()
-                let owner = try await Self.userID(connection, scope: scope, email: request.email, logger: logger)
+                try await AccountRows.consumeCode(connection, hash: code.hash, logger: logger)
+                let now = AccountRows.nowMillis()
+                let owner = try await AccountRows.userID(connection, scope: scope, email: request.email, logger: logger)
                 let localId: String
                 var isNewUser = false
                 if let linkTo = request.linkTo {
                     // The signed-in user takes the address; no other account may have it.
                     if let owner, owner != linkTo { throw FirebaseError.invalid(.emailExists) }
-                    guard try await Self.lockUser(connection, scope: scope, localId: linkTo, logger: logger),
-                        let user = try await Self.fetchUsers(
+                    guard try await AccountRows.lockUser(connection, scope: scope, localId: linkTo, logger: logger),
+                        let user = try await AccountRows.fetchUsers(
                             connection, scope: scope, localIds: [linkTo], logger: logger
                         ).first
                     else { throw FirebaseError.invalid(.userNotFound) }
@@ -41,13 +46,13 @@ extension PostgresAccountStore {
                         try await connection.query(
                             "UPDATE users SET valid_since = \(now / 1000) WHERE tenant_id = \(scope) AND local_id = \(linkTo)",
                             logger: logger)
-                        try await Self.revokeSessions(
+                        try await AccountRows.revokeSessions(
                             connection, scope: scope, localId: linkTo, reason: "credential_change", logger: logger)
                     }
                     localId = linkTo
                 } else if let owner {
-                    guard try await Self.lockUser(connection, scope: scope, localId: owner, logger: logger),
-                        let user = try await Self.fetchUsers(
+                    guard try await AccountRows.lockUser(connection, scope: scope, localId: owner, logger: logger),
+                        let user = try await AccountRows.fetchUsers(
                             connection, scope: scope, localIds: [owner], logger: logger
                         ).first
                     else { throw FirebaseError.invalid(.userNotFound) }
@@ -55,7 +60,7 @@ extension PostgresAccountStore {
                     // The mailbox's owner proves an address nobody had proved: whoever set the
                     // password or linked untrusted providers may not own it (A.4's takeover row).
                     if !user.emailVerified {
-                        try await Self.takeOver(
+                        try await AccountRows.takeOver(
                             connection, scope: scope, localId: owner, nowMillis: now, by: "emailLink", logger: logger)
                     }
                     localId = owner
@@ -78,7 +83,7 @@ extension PostgresAccountStore {
                         last_login_at = \(now), is_anonymous = false, anonymous_due_at = NULL
                     WHERE tenant_id = \(scope) AND local_id = \(localId)
                     """, logger: logger)
-                let (user, session) = try await Self.startSession(
+                let (user, session) = try await AccountRows.startSession(
                     connection, scope: scope, localId: localId, provider: "password", nowMillis: now,
                     session: request.session, logger: logger)
                 return SignInWithEmailLinkResponse(user: user, session: session, isNewUser: isNewUser)

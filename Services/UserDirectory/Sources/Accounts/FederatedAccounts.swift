@@ -5,7 +5,13 @@ import TesseraShared
 
 /// Federated sign-in and linking (API.md A.3, A.4, B.5.3, B.5.4). The token service has verified
 /// the provider's credential; this decides, in one transaction, which account it opens.
-extension PostgresAccountStore {
+/// Federated sign-in and linking (B.5.3, B.5.4, A.4): which user a provider's identity is, in one
+/// transaction.
+struct FederatedAccounts: Sendable {
+    let client: PostgresClient
+}
+
+extension FederatedAccounts {
     /// The configuration the token service verifies a credential with: unknown providers are
     /// `INVALID_PROVIDER_ID`, ones the scope has not enabled `OPERATION_NOT_ALLOWED`.
     public func idpConfig(_ request: IdpConfigRequest, logger: Logger) async throws -> IdpConfigResponse {
@@ -38,7 +44,7 @@ extension PostgresAccountStore {
             attempt += 1
             do {
                 return try await client.transaction(logger: logger) { connection in
-                    try await Self.federatedSignIn(connection, scope: scope, request: request, logger: logger)
+                    try await AccountRows.federatedSignIn(connection, scope: scope, request: request, logger: logger)
                 }
             } catch let error as PSQLError where error.has(.uniqueViolation) && attempt < 3 {
                 logger.debug("federated sign-in raced another; retrying")
@@ -49,6 +55,9 @@ extension PostgresAccountStore {
         }
     }
 
+}
+
+extension AccountRows {
     static func federatedSignIn(
         _ connection: PostgresConnection, scope: Scope, request: SignInWithIdpRequest, logger: Logger
     ) async throws -> SignInWithIdpResponse {

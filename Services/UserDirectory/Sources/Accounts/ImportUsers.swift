@@ -20,7 +20,7 @@ public struct ImportUser: Sendable {
     public var providers: [ProviderUserInfo] = []
 }
 
-extension PostgresAccountStore {
+extension AdminUsers {
     /// One imported user as the insert reads it: a `users` row in JSON, keys named after the columns
     /// (`jsonb_populate_recordset` takes the types from the table; a nil is a missing key, NULL).
     private struct ImportRow: Encodable {
@@ -64,7 +64,7 @@ extension PostgresAccountStore {
         -> [(index: Int, message: String)]
     {
         guard !users.isEmpty else { return [] }
-        let now = Self.nowMillis()
+        let now = AccountRows.nowMillis()
         let rows = users.map { _, user in
             ImportRow(
                 local_id: user.localId, email: user.email, email_verified: user.emailVerified,
@@ -142,7 +142,7 @@ extension PostgresAccountStore {
 /// `POST …/accounts:batchCreate` (B.2.3, B.6, B.7.1): import up to 1000 users with their password
 /// hashes, verified later per the declared algorithm (A.9).
 struct ImportController<Tenants: TenantStore> {
-    let accounts: PostgresAccountStore
+    let accounts: Accounts
     let tenants: Tenants
 
     func addRoutes(to group: RouterGroup<AdminContext>) {
@@ -301,7 +301,7 @@ struct ImportController<Tenants: TenantStore> {
                 throw FirebaseError.invalid(.duplicateEmail, email)
             }
         }
-        let key = try await accounts.hashKey.get(accounts.client, scope: scope, logger: context.logger).own
+        let key = try await accounts.admin.hashKey.get(accounts.admin.client, scope: scope, logger: context.logger).own
         var failures: [Response.Failure] = []
         var accepted: [(index: Int, user: ImportUser)] = []
         for (index, wire) in users.enumerated() {
@@ -348,7 +348,7 @@ struct ImportController<Tenants: TenantStore> {
                 guard (try? Credentials.checkPassword(raw)) != nil else {
                     fail("Password must be 6 to 4096 characters."); continue
                 }
-                user.password = try await accounts.hasher.hash(raw, key: key)
+                user.password = try await accounts.admin.hasher.hash(raw, key: key)
             } else if let passwordHash = wire.passwordHash {
                 guard let hash else { throw FirebaseError.invalid(.missingHashAlgorithm) }
                 // A hash that is not base64, is empty, or costs more than import allows fails this
@@ -375,7 +375,7 @@ struct ImportController<Tenants: TenantStore> {
             if providerFailure { fail("federatedId or (providerId & rawId) is required"); continue }
             accepted.append((index, user))
         }
-        let refused = try await accounts.importUsers(scope: scope, users: accepted, logger: context.logger)
+        let refused = try await accounts.admin.importUsers(scope: scope, users: accepted, logger: context.logger)
         failures += refused.map { Response.Failure(index: $0.index, message: $0.message) }
         failures.sort { $0.index < $1.index }
         context.logger.info(

@@ -4,7 +4,7 @@ import Logging
 import TesseraShared
 
 /// The internal API for the token service and the cleanup worker (see `InternalPath`).
-struct InternalController<Accounts: AccountStore> {
+struct InternalController {
     let accounts: Accounts
     let schemaVersion: Int
 
@@ -22,19 +22,19 @@ struct InternalController<Accounts: AccountStore> {
         group.post(RouterPath(InternalPath.updateAccount), use: updateAccount)
         group.post(RouterPath(InternalPath.sendOobCode)) { request, context in
             let body = try await request.decodeJSON(SendOobCodeRequest.self, context: context)
-            return JSONResponse(try await accounts.sendOobCode(body, logger: context.logger))
+            return JSONResponse(try await accounts.oob.sendOobCode(body, logger: context.logger))
         }
         group.post(RouterPath(InternalPath.resetPassword)) { request, context in
             let body = try await request.decodeJSON(ResetPasswordRequest.self, context: context)
-            return JSONResponse(try await accounts.resetPassword(body, logger: context.logger))
+            return JSONResponse(try await accounts.oob.resetPassword(body, logger: context.logger))
         }
         group.post(RouterPath(InternalPath.idpConfig)) { request, context in
             let body = try await request.decodeJSON(IdpConfigRequest.self, context: context)
-            return JSONResponse(try await accounts.idpConfig(body, logger: context.logger))
+            return JSONResponse(try await accounts.federated.idpConfig(body, logger: context.logger))
         }
         group.post(RouterPath(InternalPath.signInWithIdp)) { request, context in
             let body = try await request.decodeJSON(SignInWithIdpRequest.self, context: context)
-            let answer = try await accounts.signInWithIdp(body, logger: context.logger)
+            let answer = try await accounts.federated.signInWithIdp(body, logger: context.logger)
             context.logger.info(
                 "federated sign-in",
                 metadata: [
@@ -47,7 +47,7 @@ struct InternalController<Accounts: AccountStore> {
         }
         group.post(RouterPath(InternalPath.signInWithCustomToken)) { request, context in
             let body = try await request.decodeJSON(SignInWithCustomTokenRequest.self, context: context)
-            let answer = try await accounts.signInWithCustomToken(body, logger: context.logger)
+            let answer = try await accounts.customTokens.signInWithCustomToken(body, logger: context.logger)
             context.logger.info(
                 "custom-token sign-in",
                 metadata: [
@@ -58,7 +58,7 @@ struct InternalController<Accounts: AccountStore> {
         }
         group.post(RouterPath(InternalPath.signInWithEmailLink)) { request, context in
             let body = try await request.decodeJSON(SignInWithEmailLinkRequest.self, context: context)
-            let answer = try await accounts.signInWithEmailLink(body, logger: context.logger)
+            let answer = try await accounts.emailLinks.signInWithEmailLink(body, logger: context.logger)
             context.logger.info(
                 "email-link sign-in",
                 metadata: [
@@ -69,7 +69,7 @@ struct InternalController<Accounts: AccountStore> {
         }
         group.post(RouterPath(InternalPath.applyOobCode)) { request, context in
             let body = try await request.decodeJSON(ApplyOobCodeRequest.self, context: context)
-            return JSONResponse(try await accounts.applyOobCode(body, logger: context.logger))
+            return JSONResponse(try await accounts.oob.applyOobCode(body, logger: context.logger))
         }
     }
 
@@ -77,7 +77,7 @@ struct InternalController<Accounts: AccountStore> {
         -> JSONResponse<SessionCreatedResponse>
     {
         let body = try await request.decodeJSON(SignUpPasswordRequest.self, context: context)
-        let (user, session) = try await accounts.signUpPassword(body, logger: context.logger)
+        let (user, session) = try await accounts.passwords.signUpPassword(body, logger: context.logger)
         context.logger.info(
             body.localId == nil ? "password user created" : "password linked to user",
             metadata: ["tenant.id": .string(body.scope.key), "user.id": .string(user.localId)])
@@ -88,7 +88,7 @@ struct InternalController<Accounts: AccountStore> {
         -> JSONResponse<SessionCreatedResponse>
     {
         let body = try await request.decodeJSON(SignInWithPasswordRequest.self, context: context)
-        let (user, session) = try await accounts.signInWithPassword(body, logger: context.logger)
+        let (user, session) = try await accounts.passwords.signInWithPassword(body, logger: context.logger)
         return JSONResponse(SessionCreatedResponse(user: user, session: session))
     }
 
@@ -96,14 +96,14 @@ struct InternalController<Accounts: AccountStore> {
         -> JSONResponse<AuthMethodsResponse>
     {
         let body = try await request.decodeJSON(AuthMethodsRequest.self, context: context)
-        return JSONResponse(try await accounts.authMethods(body, logger: context.logger))
+        return JSONResponse(try await accounts.passwords.authMethods(body, logger: context.logger))
     }
 
     @Sendable func updateAccount(_ request: Request, context: DirectoryInternalContext) async throws
         -> JSONResponse<UpdateAccountResponse>
     {
         let body = try await request.decodeJSON(UpdateAccountRequest.self, context: context)
-        let answer = try await accounts.updateAccount(body, logger: context.logger)
+        let answer = try await accounts.passwords.updateAccount(body, logger: context.logger)
         context.logger.info(
             "user updated itself",
             metadata: [
@@ -117,7 +117,7 @@ struct InternalController<Accounts: AccountStore> {
         -> JSONResponse<SessionCreatedResponse>
     {
         let body = try await request.decodeJSON(SignUpAnonymousRequest.self, context: context)
-        let (user, session) = try await accounts.signUpAnonymous(
+        let (user, session) = try await accounts.sessions.signUpAnonymous(
             scope: body.scope, refreshTokenHash: body.refreshTokenHash,
             sessionExpiresAt: body.sessionExpiresAt, clientIP: body.clientIP, logger: context.logger)
         context.logger.info(
@@ -130,7 +130,7 @@ struct InternalController<Accounts: AccountStore> {
         AccountResponse
     > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
-        let user = try await accounts.userForClient(
+        let user = try await accounts.sessions.userForClient(
             scope: body.scope, localId: body.localId, logger: context.logger)
         return JSONResponse(AccountResponse(user: user))
     }
@@ -139,7 +139,7 @@ struct InternalController<Accounts: AccountStore> {
         EmptyObject
     > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
-        try await accounts.deleteByUser(
+        try await accounts.sessions.deleteByUser(
             scope: body.scope, localId: body.localId, logger: context.logger)
         context.logger.info(
             "user deleted itself",
@@ -151,6 +151,6 @@ struct InternalController<Accounts: AccountStore> {
         -> JSONResponse<RotateRefreshTokenResponse>
     {
         let body = try await request.decodeJSON(RotateRefreshTokenRequest.self, context: context)
-        return JSONResponse(try await accounts.rotateRefreshToken(body, logger: context.logger))
+        return JSONResponse(try await accounts.sessions.rotateRefreshToken(body, logger: context.logger))
     }
 }

@@ -5,10 +5,21 @@ import TesseraShared
 
 /// Out-of-band codes (B.2.1 sendOobCode, resetPassword, update{oobCode}; A.7): single use,
 /// expiring, stored as SHA-256; the mail that carries a code is queued in the same transaction.
-extension PostgresAccountStore {
+/// Out-of-band codes (B.5.8–B.5.10, A.7): sending them (and their mail), password resets and
+/// applying verification and email-change codes.
+struct OobAccounts: Sendable {
+    let client: PostgresClient
+    let hasher: PasswordHasher
+    let hashKey: HashKeyStore
+    let oobCodeTTL: Duration
+    /// Mail work done after the answer (protected password resets).
+    let detachedWork: DetachedWork
+}
+
+extension OobAccounts {
     public func sendOobCode(_ request: SendOobCodeRequest, logger: Logger) async throws -> SendOobCodeResponse {
         let scope = request.scope
-        let flags = try await flags(scope, logger: logger)
+        let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
         if request.requestType == .emailSignIn, !flags.enableEmailLinkSignin {
             throw FirebaseError.invalid(.operationNotAllowed)
         }
@@ -64,7 +75,7 @@ extension PostgresAccountStore {
             // admins, by email. A sign-in link may go to an address no account has: it signs up.
             if request.localId == nil {
                 guard let email = request.email else { throw FirebaseError.invalid(.missingEmail) }
-                if let id = try await Self.userID(connection, scope: scope, email: email, logger: logger) {
+                if let id = try await AccountRows.userID(connection, scope: scope, email: email, logger: logger) {
                     localId = id
                 } else if signIn {
                     localId = nil
@@ -83,9 +94,11 @@ extension PostgresAccountStore {
             }
             var user: UserRecord?
             if let localId {
-                guard try await Self.lockUser(connection, scope: scope, localId: localId, logger: logger),
-                    let found = try await Self.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                        .first
+                guard try await AccountRows.lockUser(connection, scope: scope, localId: localId, logger: logger),
+                    let found = try await AccountRows.fetchUsers(
+                        connection, scope: scope, localIds: [localId], logger: logger
+                    )
+                    .first
                 else { throw FirebaseError.invalid(.userNotFound) }
                 user = found
                 // Mails per account are limited for end users; an admin asking for the link is not.
@@ -105,7 +118,7 @@ extension PostgresAccountStore {
             case .verifyAndChangeEmail:
                 guard let newEmail = request.newEmail else { throw FirebaseError.invalid(.missingNewEmail) }
                 if newEmail != user?.email,
-                    try await Self.userID(connection, scope: scope, email: newEmail, logger: logger) != nil
+                    try await AccountRows.userID(connection, scope: scope, email: newEmail, logger: logger) != nil
                 {
                     throw FirebaseError.invalid(.emailExists)
                 }
@@ -130,7 +143,7 @@ extension PostgresAccountStore {
             if request.returnLink {
                 return SendOobCodeResponse(email: recipient, oobCode: code, oobLink: link)
             }
-            let appName = try await Self.appName(connection, scope: scope, logger: logger)
+            let appName = try await AccountRows.appName(connection, scope: scope, logger: logger)
             let template =
                 try await MailTemplateStore.read(connection, scope: scope, type: request.requestType, logger: logger)
                 ?? MailTemplate.standard(request.requestType)
@@ -157,8 +170,8 @@ extension PostgresAccountStore {
     /// tells what the code is for and leaves it unused.
     public func resetPassword(_ request: ResetPasswordRequest, logger: Logger) async throws -> OobCodeResponse {
         let scope = request.scope
-        let flags = try await flags(scope, logger: logger)
-        let code = try await readCode(request.oobCode, scope: scope, logger: logger)
+        let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
+        let code = try await AccountRows.readCode(client, request.oobCode, scope: scope, logger: logger)
         guard let newPassword = request.newPassword else {
             return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: nil)
         }
@@ -169,8 +182,8 @@ extension PostgresAccountStore {
         let stored = try await hasher.hash(
             newPassword, key: try await hashKey.get(client, scope: scope, logger: logger).own)
         return try await client.transaction(logger: logger) { connection in
-            try await Self.consumeCode(connection, hash: code.hash, logger: logger)
-            let now = Self.nowMillis()
+            try await AccountRows.consumeCode(connection, hash: code.hash, logger: logger)
+            let now = AccountRows.nowMillis()
             // `before.email_verified`: the row as it was, read in the same statement (the old
             // version of the updated row, which this statement's FROM sees).
             let updated = try await connection.query(
@@ -195,7 +208,7 @@ extension PostgresAccountStore {
                     "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)",
                     logger: logger)
             }
-            try await Self.revokeSessions(
+            try await AccountRows.revokeSessions(
                 connection, scope: scope, localId: localId, reason: "password_reset", logger: logger)
             logger.info("password reset", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
             return OobCodeResponse(requestType: code.type, email: code.email, newEmail: nil, user: nil)
@@ -205,15 +218,15 @@ extension PostgresAccountStore {
     /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code.
     public func applyOobCode(_ request: ApplyOobCodeRequest, logger: Logger) async throws -> OobCodeResponse {
         let scope = request.scope
-        _ = try await flags(scope, logger: logger)
-        let code = try await readCode(request.oobCode, scope: scope, logger: logger)
+        _ = try await ScopeFlags.read(client, scope: scope, logger: logger)
+        let code = try await AccountRows.readCode(client, request.oobCode, scope: scope, logger: logger)
         guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail, let localId = code.localId else {
             throw FirebaseError.invalid(.invalidOobCode)
         }
         do {
             return try await client.transaction(logger: logger) { connection in
-                try await Self.consumeCode(connection, hash: code.hash, logger: logger)
-                let now = Self.nowMillis()
+                try await AccountRows.consumeCode(connection, hash: code.hash, logger: logger)
+                let now = AccountRows.nowMillis()
                 let changing = code.type == .verifyAndChangeEmail
                 let updated = try await connection.query(
                     """
@@ -226,11 +239,11 @@ extension PostgresAccountStore {
                 for try await _ in updated.decode(String.self) { found = true }
                 guard found else { throw FirebaseError.invalid(.invalidOobCode) }
                 if changing {
-                    try await Self.revokeSessions(
+                    try await AccountRows.revokeSessions(
                         connection, scope: scope, localId: localId, reason: "credential_change", logger: logger)
                 }
                 guard
-                    let user = try await Self.fetchUsers(
+                    let user = try await AccountRows.fetchUsers(
                         connection, scope: scope, localIds: [localId], logger: logger
                     ).first
                 else { throw FirebaseError.internal }
@@ -250,12 +263,26 @@ extension PostgresAccountStore {
         var newEmail: String?
     }
 
+}
+
+extension CharacterSet {
+    /// Characters that may stand unescaped in a query value.
+    static let urlQueryValueAllowed: CharacterSet = {
+        var set = CharacterSet.urlQueryAllowed
+        set.remove(charactersIn: "&=+?#")
+        return set
+    }()
+}
+
+extension AccountRows {
     /// A code that exists in this scope, unused and unexpired, and sent for the credentials its user
     /// still has: a password reset, an email change, a disable, an account takeover or an admin's
     /// revocation after it was sent moved the user's `credential_seq` (migration 14's trigger), and the
     /// code carries the sequence it was sent at. A sequence, not clocks: a change a millisecond after
     /// the code was sent ends it.
-    func readCode(_ code: String, scope: Scope, logger: Logger) async throws -> StoredCode {
+    static func readCode(_ client: PostgresClient, _ code: String, scope: Scope, logger: Logger) async throws
+        -> OobAccounts.StoredCode
+    {
         let hash = Secrets.tokenHash(code)
         let rows = try await client.query(
             """
@@ -271,7 +298,7 @@ extension PostgresAccountStore {
             if used { break }
             if expired { throw FirebaseError.invalid(.expiredOobCode) }
             guard let type = OobRequestType(rawValue: type) else { break }
-            return StoredCode(hash: hash, localId: localId, type: type, email: email, newEmail: newEmail)
+            return OobAccounts.StoredCode(hash: hash, localId: localId, type: type, email: email, newEmail: newEmail)
         }
         throw FirebaseError.invalid(.invalidOobCode)
     }
@@ -317,13 +344,4 @@ extension PostgresAccountStore {
         for try await name in rows.decode(String.self) where !name.isEmpty { return name }
         return "Tessera"
     }
-}
-
-extension CharacterSet {
-    /// Characters that may stand unescaped in a query value.
-    static let urlQueryValueAllowed: CharacterSet = {
-        var set = CharacterSet.urlQueryAllowed
-        set.remove(charactersIn: "&=+?#")
-        return set
-    }()
 }

@@ -95,6 +95,11 @@ struct ScopeFlags {
 }
 
 extension ScopeFlags {
+    /// The scope's switches, on a connection of the pool's.
+    static func read(_ client: PostgresClient, scope: Scope, logger: Logger) async throws -> ScopeFlags {
+        try await client.withConnection { try await read($0, scope: scope, lock: false, logger: logger) }
+    }
+
     /// The switches from a row of `ScopeFlagsRead.columns`.
     init(_ row: ScopeFlagsRead.Row) throws {
         // Named in the order of `ScopeFlagsRead.columns`.
@@ -124,18 +129,23 @@ extension ScopeFlags {
     }
 }
 
-extension PostgresAccountStore {
-    func flags(_ scope: Scope, logger: Logger) async throws -> ScopeFlags {
-        try await client.withConnection { try await ScopeFlags.read($0, scope: scope, lock: false, logger: logger) }
-    }
+/// Email/password sign-up and sign-in, the sign-in methods of an address, and an end user's own
+/// account changes (B.5.1, B.5.2, B.5.6, B.5.11): policy (scope switches, rate limits, hashing) over
+/// the user rows.
+struct PasswordAccounts: Sendable {
+    let client: PostgresClient
+    let hasher: PasswordHasher
+    let hashKey: HashKeyStore
+}
 
+extension PasswordAccounts {
     /// Email/password sign-up (B.2.1, B.5.2): a new user, or an existing one (`localId`) that keeps
     /// its id. Hashing happens before the transaction, so no connection waits on scrypt.
     public func signUpPassword(_ request: SignUpPasswordRequest, logger: Logger) async throws -> (
         UserRecord, SessionInfo
     ) {
         let scope = request.scope
-        let flags = try await flags(scope, logger: logger)
+        let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
         if !flags.allowPasswordSignup { throw FirebaseError.invalid(.operationNotAllowed) }
         if request.localId == nil, flags.disabledUserSignup { throw FirebaseError.invalid(.adminOnlyOperation) }
         if try await emailTaken(scope: scope, email: request.email, logger: logger) {
@@ -146,10 +156,11 @@ extension PostgresAccountStore {
         do {
             return try await client.transaction(logger: logger) { connection in
                 let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
-                let now = Self.nowMillis()
+                let now = AccountRows.nowMillis()
                 let localId: String
                 if let existing = request.localId {
-                    guard try await Self.lockUser(connection, scope: scope, localId: existing, logger: logger) else {
+                    guard try await AccountRows.lockUser(connection, scope: scope, localId: existing, logger: logger)
+                    else {
                         throw FirebaseError.invalid(.userNotFound)
                     }
                     localId = existing
@@ -161,7 +172,7 @@ extension PostgresAccountStore {
                             valid_since = \(now / 1000), last_login_at = \(now), is_anonymous = false, anonymous_due_at = NULL
                         WHERE tenant_id = \(scope) AND local_id = \(localId)
                         """, logger: logger)
-                    try await Self.revokeSessions(
+                    try await AccountRows.revokeSessions(
                         connection, scope: scope, localId: localId, reason: "credential_change", logger: logger)
                 } else {
                     try await flags.admitNewAccount(
@@ -176,7 +187,7 @@ extension PostgresAccountStore {
                             \(now), \(now), \(stored.algorithm), \(stored.params), \(stored.salt), \(stored.hash), \(now))
                         """, logger: logger)
                 }
-                return try await Self.startSession(
+                return try await AccountRows.startSession(
                     connection, scope: scope, localId: localId, provider: "password", nowMillis: now,
                     session: request.session, logger: logger)
             }
@@ -253,7 +264,7 @@ extension PostgresAccountStore {
         }
         // Re-hash with the current parameters on a successful sign-in (A.9).
         let current = hasher.isOutdated(stored) ? try await hasher.hash(request.password, key: keys.own) : stored
-        let now = Self.nowMillis()
+        let now = AccountRows.nowMillis()
         let familyId = UUID()
         // One statement, so atomic: it signs in only if the password is still the one verified (it
         // may have changed meanwhile) and the account is still enabled.
@@ -275,7 +286,7 @@ extension PostgresAccountStore {
     /// What `createAuthUri` may tell about an email (B.2.1, B.5.9).
     public func authMethods(_ request: AuthMethodsRequest, logger: Logger) async throws -> AuthMethodsResponse {
         let scope = request.scope
-        let flags = try await flags(scope, logger: logger)
+        let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
         if flags.emailPrivacy {
             return AuthMethodsResponse(protected: true, registered: false, signinMethods: [], allProviders: [])
         }
@@ -285,7 +296,7 @@ extension PostgresAccountStore {
             var id: String?
             for try await localId in rows.decode(String.self) { id = localId }
             guard let id else { return nil }
-            return try await Self.fetchUsers(connection, scope: scope, localIds: [id], logger: logger).first
+            return try await AccountRows.fetchUsers(connection, scope: scope, localIds: [id], logger: logger).first
         }
         guard let user else {
             return AuthMethodsResponse(protected: false, registered: false, signinMethods: [], allProviders: [])
@@ -303,7 +314,7 @@ extension PostgresAccountStore {
     /// and the re-authentication window.
     public func updateAccount(_ request: UpdateAccountRequest, logger: Logger) async throws -> UpdateAccountResponse {
         let scope = request.scope
-        _ = try await flags(scope, logger: logger)
+        _ = try await ScopeFlags.read(client, scope: scope, logger: logger)
         var stored: StoredPassword?
         if let password = request.password {
             stored = try await hasher.hash(
@@ -314,12 +325,13 @@ extension PostgresAccountStore {
         do {
             return try await client.transaction(logger: logger) { connection in
                 // Lock first, then read: the row read is the row this transaction changes.
-                guard try await Self.lockUser(connection, scope: scope, localId: request.localId, logger: logger),
-                    let before = try await Self.fetchUsers(
+                guard
+                    try await AccountRows.lockUser(connection, scope: scope, localId: request.localId, logger: logger),
+                    let before = try await AccountRows.fetchUsers(
                         connection, scope: scope, localIds: [request.localId], logger: logger
                     ).first
                 else { throw FirebaseError.invalid(.userNotFound) }
-                let now = Self.nowMillis()
+                let now = AccountRows.nowMillis()
                 var displayName = request.displayName ?? before.displayName
                 var photoUrl = request.photoUrl ?? before.photoUrl
                 if deleteAttributes.contains("DISPLAY_NAME") { displayName = nil }
@@ -381,16 +393,16 @@ extension PostgresAccountStore {
                     """, logger: logger)
                 var session: SessionInfo?
                 if credentialsChanged {
-                    try await Self.revokeSessions(
+                    try await AccountRows.revokeSessions(
                         connection, scope: scope, localId: request.localId, reason: "credential_change", logger: logger)
-                    session = try await Self.createSession(
+                    session = try await AccountRows.createSession(
                         connection, scope: scope, localId: request.localId,
                         provider: stored != nil ? "password" : request.currentSignInProvider, authTime: now / 1000,
                         refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
                         logger: logger)
                 }
                 guard
-                    let user = try await Self.fetchUsers(
+                    let user = try await AccountRows.fetchUsers(
                         connection, scope: scope, localIds: [request.localId], logger: logger
                     ).first
                 else { throw FirebaseError.internal }
@@ -414,26 +426,6 @@ extension PostgresAccountStore {
         return false
     }
 
-    /// Locks a user row for the rest of the transaction; false if there is none.
-    static func lockUser(_ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger) async throws
-        -> Bool
-    {
-        let rows = try await connection.query(
-            "SELECT 1 FROM users WHERE tenant_id = \(scope) AND local_id = \(localId) FOR UPDATE", logger: logger)
-        for try await _ in rows.decode(Int.self) { return true }
-        return false
-    }
-
-    /// Ends every live session of a user (a credential change, B.5.11).
-    static func revokeSessions(
-        _ connection: PostgresConnection, scope: Scope, localId: String, reason: String, logger: Logger
-    ) async throws {
-        try await connection.query(
-            """
-            UPDATE refresh_families SET revoked_at = now(), revoked_reason = \(reason)
-            WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
-            """, logger: logger)
-    }
 }
 
 /// The scope's switches (prepared: read by nearly every end-user call), `$1` the scope.
@@ -519,7 +511,7 @@ struct PasswordSignIn: PostgresPreparedStatement {
         FROM u \(UsersByID.linksJoin(tenant: "u.tenant_id", localId: "u.local_id"))
         ORDER BY l.provider_id
         """
-    typealias Row = PostgresAccountStore.UserRow
+    typealias Row = AccountRows.UserRow
     var scope: Scope
     var localId: String
     var verifiedHash: String
@@ -545,4 +537,27 @@ struct PasswordSignIn: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+extension AccountRows {
+    /// Locks a user row for the rest of the transaction; false if there is none.
+    static func lockUser(_ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger) async throws
+        -> Bool
+    {
+        let rows = try await connection.query(
+            "SELECT 1 FROM users WHERE tenant_id = \(scope) AND local_id = \(localId) FOR UPDATE", logger: logger)
+        for try await _ in rows.decode(Int.self) { return true }
+        return false
+    }
+
+    /// Ends every live session of a user (a credential change, B.5.11).
+    static func revokeSessions(
+        _ connection: PostgresConnection, scope: Scope, localId: String, reason: String, logger: Logger
+    ) async throws {
+        try await connection.query(
+            """
+            UPDATE refresh_families SET revoked_at = now(), revoked_reason = \(reason)
+            WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
+            """, logger: logger)
+    }
 }

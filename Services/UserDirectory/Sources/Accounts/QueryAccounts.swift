@@ -6,7 +6,7 @@ import TesseraShared
 /// `POST …/accounts:query` (also `…:queryAccounts`, B.2.3): count, sort, page and filter users.
 /// Filters (`expression`, OR-ed): `email`, `userId`, `phoneNumber`, and Tessera's `anonymous: true`.
 struct QueryController<Tenants: TenantStore> {
-    let accounts: PostgresAccountStore
+    let accounts: Accounts
     let tenants: Tenants
 
     func addRoutes(to group: RouterGroup<AdminContext>) {
@@ -64,7 +64,7 @@ struct QueryController<Tenants: TenantStore> {
         query.phoneNumbers = expressions.compactMap(\.phoneNumber)
         query.anonymous = expressions.contains { $0.anonymous == true }
         query.returnUsers = body.returnUserInfo ?? true
-        let (count, page) = try await accounts.search(query, scope: scope, logger: context.logger)
+        let (count, page) = try await accounts.admin.search(query, scope: scope, logger: context.logger)
         return JSONResponse(
             QueryResponse(recordsCount: String(count), userInfo: query.returnUsers ? page.map(UserInfoWire.init) : nil))
     }

@@ -13,7 +13,7 @@ struct UserSession: Sendable {
     var revokedReason: String?
 }
 
-extension PostgresAccountStore {
+extension AdminUsers {
     /// The user's sessions, newest first (at most `limit`).
     func sessions(scope: Scope, localId: String, limit: Int = 50, logger: Logger) async throws -> [UserSession] {
         let rows = try await client.query(

@@ -14,7 +14,7 @@ struct ConsoleController<Tenants: TenantStore> {
     let credentials: AdminCredentialStore
     let failures: AdminAuthFailures
     let tenants: Tenants
-    let accounts: PostgresAccountStore
+    let accounts: Accounts
     let cleanup: CleanupStore
     let mailTemplates: MailTemplateStore
     let idpConfigs: IdpConfigStore

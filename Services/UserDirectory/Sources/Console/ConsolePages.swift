@@ -133,7 +133,7 @@ extension ConsoleController {
         }
         query.limit = Self.pageSize
         query.offset = pageIndex * Self.pageSize
-        let (count, users) = try await accounts.search(query, scope: scope, logger: context.logger)
+        let (count, users) = try await accounts.admin.search(query, scope: scope, logger: context.logger)
 
         var model = page(context, title: "Users", scope: scope, section: .users)
         model["notice"] = Self.notice(request)
@@ -193,7 +193,7 @@ extension ConsoleController {
         do {
             guard !form.email.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
             guard !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
-            let checked = try AdminAccountsController<PostgresAccountStore, Tenants>.checked(
+            let checked = try AdminAccountsController<Tenants>.checked(
                 email: form.email, password: password, phoneNumber: nil,
                 displayName: form.displayName.isEmpty ? nil : form.displayName, photoUrl: nil)
             var user = AdminNewUser()
@@ -201,7 +201,7 @@ extension ConsoleController {
             user.password = password
             user.displayName = form.displayName.isEmpty ? nil : form.displayName
             user.emailVerified = form.emailVerified
-            let created = try await accounts.adminCreate(scope: scope, user: user, logger: context.logger)
+            let created = try await accounts.admin.create(scope: scope, user: user, logger: context.logger)
             return Self.redirect(Self.base(scope) + "/users/\(Self.segment(created.localId))?notice=created-user")
         } catch let error as FirebaseError where error.errorCode != nil {
             let code = error.errorCode!
@@ -251,7 +251,7 @@ extension ConsoleController {
     func findUser(_ context: AdminContext, scope: Scope) async throws -> UserRecord {
         let localId = try context.parameters.require("localId")
         guard
-            let user = try await accounts.adminLookup(
+            let user = try await accounts.admin.lookup(
                 scope: scope, localIds: [localId], emails: [], phoneNumbers: [], federated: [], logger: context.logger
             ).first
         else {
@@ -286,7 +286,7 @@ extension ConsoleController {
         _ user: UserRecord, scope: Scope, request: Request, context: AdminContext, deleteError: String? = nil,
         profile: ProfileForm? = nil, status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let sessions = try await accounts.sessions(scope: scope, localId: user.localId, logger: context.logger)
+        let sessions = try await accounts.admin.sessions(scope: scope, localId: user.localId, logger: context.logger)
         let heading = user.email ?? user.displayName ?? user.localId
         var model = page(context, title: heading, scope: scope, section: .users)
         model["notice"] = Self.notice(request)
@@ -354,14 +354,14 @@ extension ConsoleController {
         case .sendReset, .sendVerification:
             guard let email = user.email else { throw FirebaseError.invalid(.missingEmail) }
             let type: OobRequestType = action == .sendReset ? .passwordReset : .verifyEmail
-            _ = try await accounts.sendOobCode(
+            _ = try await accounts.oob.sendOobCode(
                 SendOobCodeRequest(
                     scope: scope, requestType: type, email: email, localId: nil, newEmail: nil,
                     linkPrefix: try links.prefix(mode: type.mode, tenant: scope.tenantID, request: request),
                     continueUrl: nil, returnLink: false), logger: context.logger)
         }
         if action != .sendReset, action != .sendVerification {
-            _ = try await accounts.adminUpdate(
+            _ = try await accounts.admin.update(
                 scope: scope, localId: user.localId, change: change, logger: context.logger)
         }
         context.logger.info(
@@ -386,7 +386,7 @@ extension ConsoleController {
         form.claims = fields["claims"]?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let password = fields["password"] ?? ""
         do {
-            let checked = try AdminAccountsController<PostgresAccountStore, Tenants>.checked(
+            let checked = try AdminAccountsController<Tenants>.checked(
                 email: form.email.isEmpty ? nil : form.email, password: password.isEmpty ? nil : password,
                 phoneNumber: form.phoneNumber.isEmpty ? nil : form.phoneNumber,
                 displayName: form.displayName.isEmpty ? nil : form.displayName, photoUrl: nil)
@@ -400,7 +400,7 @@ extension ConsoleController {
             if let phone = checked.phoneNumber { change.phoneNumber = phone } else { change.deletePhoneNumber = true }
             change.customAttributes = .some(form.claims.isEmpty ? nil : try CustomClaims.validate(form.claims))
             if !password.isEmpty { change.password = password }
-            _ = try await accounts.adminUpdate(
+            _ = try await accounts.admin.update(
                 scope: scope, localId: user.localId, change: change, logger: context.logger)
         } catch let error as FirebaseError where error.errorCode != nil {
             let code = error.errorCode!
@@ -432,7 +432,7 @@ extension ConsoleController {
                 user, scope: scope, request: request, context: context,
                 deleteError: "Type \(word) exactly to delete this user.", status: .badRequest)
         }
-        _ = try await accounts.delete(scope: scope, localId: user.localId, logger: context.logger)
+        _ = try await accounts.admin.delete(scope: scope, localId: user.localId, logger: context.logger)
         return Self.redirect(Self.base(scope) + "/users?notice=deleted")
     }
 

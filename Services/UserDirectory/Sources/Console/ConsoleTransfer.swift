@@ -14,7 +14,7 @@ extension ConsoleController {
 
     @Sendable func transfer(_ request: Request, context: AdminContext) async throws -> Response {
         let scope = try await tenants.scope(of: context)
-        let config = try await accounts.hashConfig(scope: scope, logger: context.logger)
+        let config = try await accounts.admin.hashConfig(scope: scope, logger: context.logger)
         var model = page(context, title: "Import and export", scope: scope, section: .users)
         model["signerKey"] = config.signerKey
         model["saltSeparator"] = config.saltSeparator
@@ -26,7 +26,7 @@ extension ConsoleController {
     /// Every user of the scope, streamed page by page, with the hash parameters their hashes need.
     @Sendable func export(_ request: Request, context: AdminContext) async throws -> Response {
         let scope = try await tenants.scope(of: context)
-        let config = try await accounts.hashConfig(scope: scope, logger: context.logger)
+        let config = try await accounts.admin.hashConfig(scope: scope, logger: context.logger)
         let accounts = self.accounts
         let logger = context.logger
         let hashConfig = ProjectConfigWire.HashConfigWire(
@@ -42,14 +42,14 @@ extension ConsoleController {
             var after: String?
             var first = true
             repeat {
-                let page = try await accounts.batchGet(scope: scope, after: after, limit: 1000, logger: logger)
+                let page = try await accounts.admin.batchGet(scope: scope, after: after, limit: 1000, logger: logger)
                 var buffer = ByteBuffer()
                 for user in page {
                     if !first { buffer.writeString(",") }
                     first = false
                     buffer.writeBytes(
                         try encoder.encode(
-                            AdminAccountsController<PostgresAccountStore, Tenants>.ExportedUserWire(user)))
+                            AdminAccountsController<Tenants>.ExportedUserWire(user)))
                 }
                 try await writer.write(buffer)
                 after = page.count == 1000 ? page.last?.user.localId : nil

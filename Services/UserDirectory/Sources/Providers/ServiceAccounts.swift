@@ -309,21 +309,26 @@ enum CustomTokens {
     }
 }
 
-extension PostgresAccountStore {
+/// Custom-token sign-in (B.4): the directory holds the service accounts' public keys.
+struct CustomTokenAccounts: Sendable {
+    let client: PostgresClient
+}
+
+extension CustomTokenAccounts {
     /// `signInWithCustomToken` (B.4): verifies the token, creates the user on first use
     /// (`disabledUserSignup` applies) and starts a session that carries the token's claims.
     public func signInWithCustomToken(_ request: SignInWithCustomTokenRequest, logger: Logger) async throws
         -> SignInWithCustomTokenResponse
     {
         let scope = request.scope
-        _ = try await flags(scope, logger: logger)
+        _ = try await ScopeFlags.read(client, scope: scope, logger: logger)
         let verified = try await CustomTokens.verify(
             request.token, scope: scope, accounts: ServiceAccountStore(client: client, projectID: ""), logger: logger)
         return try await client.transaction(logger: logger) { connection in
             let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
-            let now = Self.nowMillis()
+            let now = AccountRows.nowMillis()
             var isNewUser = false
-            if !(try await Self.lockUser(connection, scope: scope, localId: verified.uid, logger: logger)) {
+            if !(try await AccountRows.lockUser(connection, scope: scope, localId: verified.uid, logger: logger)) {
                 try await flags.admitNewAccount(connection, scope: scope, clientIP: request.clientIP, logger: logger)
                 let inserted = try await connection.query(
                     """
@@ -333,10 +338,10 @@ extension PostgresAccountStore {
                     ON CONFLICT (tenant_id, local_id) DO NOTHING RETURNING local_id
                     """, logger: logger)
                 for try await _ in inserted.decode(String.self) { isNewUser = true }
-                _ = try await Self.lockUser(connection, scope: scope, localId: verified.uid, logger: logger)
+                _ = try await AccountRows.lockUser(connection, scope: scope, localId: verified.uid, logger: logger)
             }
             guard
-                let before = try await Self.fetchUsers(
+                let before = try await AccountRows.fetchUsers(
                     connection, scope: scope, localIds: [verified.uid], logger: logger
                 ).first
             else { throw FirebaseError.internal }
@@ -349,13 +354,15 @@ extension PostgresAccountStore {
                     WHERE tenant_id = \(scope) AND local_id = \(verified.uid)
                     """, logger: logger)
             }
-            let session = try await Self.createSession(
+            let session = try await AccountRows.createSession(
                 connection, scope: scope, localId: verified.uid, provider: "custom", authTime: now / 1000,
                 refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
                 extraClaims: verified.claims, logger: logger)
             guard
-                let user = try await Self.fetchUsers(connection, scope: scope, localIds: [verified.uid], logger: logger)
-                    .first
+                let user = try await AccountRows.fetchUsers(
+                    connection, scope: scope, localIds: [verified.uid], logger: logger
+                )
+                .first
             else { throw FirebaseError.internal }
             return SignInWithCustomTokenResponse(user: user, session: session, isNewUser: isNewUser)
         }

@@ -1,0 +1,60 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// The directory's account use cases (issue #24): one service per flow, each holding only what it
+/// uses (the PostgreSQL client, the hasher and the hash keys, the retention, the code TTL), and each
+/// deciding its flow's policy (scope switches, rate limits, hashing, email privacy) over statements
+/// that bind the scope. Statements two flows share are `AccountRows`.
+public struct Accounts: Sendable {
+    let sessions: SessionAccounts
+    let passwords: PasswordAccounts
+    let oob: OobAccounts
+    let federated: FederatedAccounts
+    let emailLinks: EmailLinkAccounts
+    let customTokens: CustomTokenAccounts
+    public let admin: AdminUsers
+
+    public init(
+        client: PostgresClient, anonymousRetention: Duration, hasher: PasswordHasher,
+        oobCodeTTL: Duration = .seconds(3600)
+    ) {
+        // One cache of the hash keys for every flow that hashes.
+        let hashKey = HashKeyStore()
+        sessions = SessionAccounts(client: client, anonymousRetention: anonymousRetention)
+        passwords = PasswordAccounts(client: client, hasher: hasher, hashKey: hashKey)
+        oob = OobAccounts(
+            client: client, hasher: hasher, hashKey: hashKey, oobCodeTTL: oobCodeTTL,
+            detachedWork: DetachedWork(limit: 256))
+        federated = FederatedAccounts(client: client)
+        emailLinks = EmailLinkAccounts(client: client)
+        customTokens = CustomTokenAccounts(client: client)
+        admin = AdminUsers(client: client, hasher: hasher, hashKey: hashKey)
+    }
+}
+
+/// What an admin may change with `accounts:update` (B.2.3). Admin calls ignore the self-service
+/// switches and work on disabled users.
+public struct AdminUserChange: Sendable {
+    public var disabled: Bool?
+    public var emailVerified: Bool?
+    /// Seconds; tokens issued before it are refused.
+    public var validSince: Int64?
+    public var displayName: String?
+    public var photoUrl: String?
+    public var deleteDisplayName = false
+    public var deletePhotoUrl = false
+    /// Normalised.
+    public var email: String?
+    public var deleteEmail = false
+    public var password: String?
+    public var phoneNumber: String?
+    public var deletePhoneNumber = false
+    /// Validated claims text; `.some(nil)` clears them.
+    public var customAttributes: String??
+    /// Federated providers to unlink (`password` and `phone` are handled by their own fields).
+    public var deleteProviders: [String] = []
+
+    public init() {}
+}

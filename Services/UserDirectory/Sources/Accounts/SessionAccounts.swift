@@ -1,0 +1,120 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TesseraShared
+
+/// Anonymous sign-up, the end user's own lookup and deletion, and refresh-token rotation (A.2, A.5).
+struct SessionAccounts: Sendable {
+    let client: PostgresClient
+    let anonymousRetention: Duration
+
+    public func signUpAnonymous(
+        scope: Scope, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String? = nil, logger: Logger
+    ) async throws -> (UserRecord, SessionInfo) {
+        let retentionSeconds = anonymousRetention.timeInterval
+        return try await client.transaction(logger: logger) { connection in
+            let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
+            if !flags.enableAnonymousUser { throw FirebaseError.invalid(.adminOnlyOperation) }
+            try await flags.admitNewAccount(connection, scope: scope, clientIP: clientIP, logger: logger)
+            let autodelete = flags.autodeleteAnonymousUsers
+
+            let now = AccountRows.nowMillis()
+            let nowSeconds = now / 1000
+            let localId = Secrets.randomAlphanumeric(28)
+            let familyId = UUID()
+            // The user, its session and the session's first token in one statement (one round trip).
+            try await connection.query(
+                """
+                WITH new_user AS (
+                    INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,
+                        is_anonymous, anonymous_due_at)
+                    VALUES (\(scope), \(localId), \(nowSeconds), \(now), \(now), \(now), true,
+                        CASE WHEN \(autodelete) THEN now() + make_interval(secs => \(retentionSeconds)) END)
+                ), new_family AS (
+                    INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
+                        expires_at, created_at)
+                    VALUES (\(scope), \(familyId), \(localId), 'anonymous', \(nowSeconds),
+                        to_timestamp(\(Double(sessionExpiresAt))), to_timestamp(\(Double(nowSeconds))))
+                )
+                INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
+                VALUES (\(refreshTokenHash), \(scope), \(familyId), \(nowSeconds))
+                """, logger: logger)
+            let session = SessionInfo(
+                newFamily: familyId, provider: "anonymous", authTime: nowSeconds, extraClaims: nil)
+            let user = UserRecord(
+                tenantId: scope.tenantID, localId: localId, validSince: nowSeconds, createdAt: now,
+                lastLoginAt: now, lastRefreshAt: now)
+            return (user, session)
+        }
+    }
+
+    /// A user as its own client sees it (`accounts:lookup`): one statement checks the scope and reads
+    /// the user with its links.
+    public func userForClient(scope: Scope, localId: String, logger: Logger) async throws -> UserRecord {
+        var scopeDisabled: Bool?
+        var users = UserRows()
+        for try await (disabled, user) in try await client.execute(
+            UserOfEnabledScope(scope: scope, localId: localId), logger: logger)
+        {
+            scopeDisabled = disabled
+            users.add(user)
+        }
+        guard let scopeDisabled else { throw FirebaseError.invalid(.tenantNotFound) }
+        if scopeDisabled { throw FirebaseError.invalid(.projectDisabled) }
+        guard let user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
+        return user
+    }
+
+    public func deleteByUser(scope: Scope, localId: String, logger: Logger) async throws {
+        try await client.transaction(logger: logger) { connection in
+            let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
+            if flags.disabledUserDeletion { throw FirebaseError.invalid(.adminOnlyOperation) }
+            if !(try await AccountRows.deleteUser(connection, scope: scope, localId: localId, logger: logger)) {
+                throw FirebaseError.invalid(.userNotFound)
+            }
+        }
+    }
+
+    /// Rotates a refresh token: one statement (migration 11's function) makes every check of A.2 and
+    /// the rotation atomically, under the family's row lock, and returns the user with its links.
+    public func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
+        -> RotateRefreshTokenResponse
+    {
+        let now = AccountRows.nowMillis()
+        let rows = try await client.execute(
+            RotateRefreshToken(
+                tokenHash: request.tokenHash, newTokenHash: request.newTokenHash, sealed: request.sealedSuccessor,
+                graceSeconds: Double(request.graceSeconds), idleSeconds: Double(request.idleSeconds), nowMillis: now),
+            logger: logger)
+        var answer: AccountRows.RotationRow?
+        var users = UserRows()
+        for try await (rotation, user) in rows {
+            answer = rotation
+            users.add(user)
+        }
+        guard let (outcome, _, familyId, localId, provider, authTime, extraClaims, sealed, issuedAt) = answer,
+            outcome == "rotated" || outcome == "replayed", let familyId, let localId, let provider, let authTime,
+            let issuedAt
+        else {
+            switch answer?.0 {
+            case "reuse"?:
+                logger.notice("refresh token reuse detected; session revoked")
+                throw FirebaseError.invalid(.tokenExpired)
+            case let outcome? where AccountRows.rotationErrors.contains(outcome):
+                throw FirebaseError.invalid(ErrorCode(rawValue: outcome)!)
+            default:
+                logger.error("unexpected refresh rotation outcome", metadata: ["outcome": "\(answer?.0 ?? "none")"])
+                throw FirebaseError.internal
+            }
+        }
+        guard let user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
+        let session = SessionInfo(
+            familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
+            tokenIssuedAt: issuedAt, extraClaims: extraClaims)
+        if outcome == "replayed" {
+            guard let sealed else { throw FirebaseError.internal }
+            return .init(outcome: .replayed, user: user, session: session, sealedSuccessor: sealed)
+        }
+        return .init(outcome: .rotated, user: user, session: session, sealedSuccessor: nil)
+    }
+}
