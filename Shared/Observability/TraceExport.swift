@@ -70,18 +70,24 @@ extension ApplicationProtocol {
     /// Runs the application until SIGTERM or SIGINT. Graceful shutdown stops accepting connections,
     /// finishes the requests in flight, then stops the background services in reverse order; the
     /// trace exporter, when there is one, stops last and flushes. A shutdown that takes longer than
-    /// `shutdownTimeout` cancels what is left, so an orchestrator's grace period is never exceeded.
+    /// `shutdownTimeout` cancels what is left, and a process still there 2 s later logs a line and
+    /// exits with status 1 (`ShutdownWatchdog`), so an orchestrator's grace period is never exceeded.
     public func runUntilTerminated(
         tracing: TraceExport?, shutdownTimeout: Duration, logger: Logger
     ) async throws {
         var services: [any Service] = []
         if let tracing { services.append(tracing.service) }
         services.append(self)
+        // Last, so the first told of a graceful shutdown: it times the whole of it.
+        let watchdog = ShutdownWatchdog(allowance: shutdownTimeout + .seconds(2), logger: logger)
+        services.append(watchdog)
         var configuration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         configuration.maximumGracefulShutdownDuration = shutdownTimeout
-        configuration.maximumCancellationDuration = .seconds(2)
+        // No cancellation limit: past it ServiceLifecycle calls fatalError; the watchdog exits instead.
+        configuration.maximumCancellationDuration = nil
+        defer { watchdog.disarm() }
         try await ServiceGroup(configuration: configuration).run()
     }
 }
