@@ -29,6 +29,10 @@ struct InProcessAuditTests {
                 try await scoped.post(
                     directory.accountsPath(tenant, "update"), #"{"localId":"\#(localID)","disableUser":true}"#))
             try expectOK(try await scoped.post(directory.accountsPath(tenant, "delete"), #"{"localId":"\#(localID)"}"#))
+            // Reads sent as POSTs (a lookup, a query) change nothing and are not written down.
+            try expectOK(
+                try await scoped.post(directory.accountsPath(tenant, "lookup"), #"{"localId":["\#(localID)"]}"#))
+            try expectOK(try await scoped.post(directory.accountsPath(tenant, "query"), #"{"returnUserInfo":false}"#))
             // A refused call changes nothing and is not a write.
             try expectError(
                 try await scoped.post(directory.accountsPath(tenant, "delete"), #"{"localId":"\#(localID)"}"#),

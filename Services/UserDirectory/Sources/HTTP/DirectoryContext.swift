@@ -136,6 +136,12 @@ struct AdminAuditMiddleware: RouterMiddleware {
     typealias Context = AdminContext
     let credentials: AdminCredentialStore
 
+    /// The reads the protocol sends as POSTs (B.2.3): looking users up and querying them change nothing.
+    static func isRead(_ template: String) -> Bool {
+        template.hasSuffix("accounts:lookup") || template.hasSuffix("accounts:query")
+            || template.hasSuffix(":queryAccounts")
+    }
+
     static func deletesTenant(_ request: Request, _ template: String) -> Bool {
         (request.method == .delete && template.hasSuffix("{tenant}")) || template == "/console/tenants/{tenant}/delete"
     }
@@ -143,13 +149,13 @@ struct AdminAuditMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
-        guard request.method != .get else { return try await next(request, context) }
+        let template = context.endpointPath ?? request.uri.path
+        guard request.method != .get, !Self.isRead(template) else { return try await next(request, context) }
         var request = request
         let body = try await request.collectBody(upTo: 32 << 20)
         let response = try await next(request, context)
         // A console form that was handled answers 303 (to the page that shows the result).
         guard (200..<300).contains(response.status.code) || response.status == .seeOther else { return response }
-        let template = context.endpointPath ?? request.uri.path
         let fields = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(body.readableBytesView))) ?? [:]
         let target: String
         if let id = fields["localId"]?.stringValue ?? context.parameters.get("localId") {
