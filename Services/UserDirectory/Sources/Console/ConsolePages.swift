@@ -113,7 +113,8 @@ extension ConsoleController {
         let provider = parameters.get("provider") ?? ""
         let show = parameters.get("show") ?? "all"
         let sort = parameters.get("sort") ?? "created-desc"
-        let pageIndex = max(0, parameters.get("page").flatMap { Int($0) } ?? 0)
+        // Bounded, so the offset cannot overflow (a trap would take the directory down).
+        let pageIndex = min(max(0, parameters.get("page").flatMap { Int($0) } ?? 0), 100_000)
 
         var query = AccountQuery()
         if !q.isEmpty {
