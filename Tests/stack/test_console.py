@@ -21,6 +21,7 @@ import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -169,6 +170,16 @@ def test_an_admin_finds_a_user_disables_and_enables_them_turns_anonymous_on_and_
         at.click(f"a[href='/console/tenants/{tenant_id}/users/{local_id}']")
         assert at.page.inner_text("h1") == email
         at.shots("user")
+        # An id with characters a path must encode (imported ids may hold any): its page opens and acts.
+        odd = "odd id+1/é"
+        path = f"/v1/projects/{stack.project_id}/tenants/{tenant_id}/accounts"
+        expect_ok(admin.request("POST", path, json={"localId": odd, "email": f"odd-{uuid.uuid4().hex[:6]}@example.com"}))
+        at.open(f"/console/tenants/{tenant_id}/users?q={quote(odd)}")
+        at.click("table a")
+        assert odd in at.text()
+        at.click("button:has-text('Disable')")
+        assert "The user is disabled" in at.text() and user_record(admin, tenant_id, odd).get("disabled") is True
+        at.open(f"/console/tenants/{tenant_id}/users/{local_id}")
 
         # Disable, then enable; the admin API sees each change.
         at.click("button:has-text('Disable')")

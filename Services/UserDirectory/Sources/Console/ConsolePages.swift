@@ -250,7 +250,9 @@ extension ConsoleController {
     }
 
     func findUser(_ context: AdminContext, scope: Scope) async throws -> UserRecord {
-        let localId = try context.parameters.require("localId")
+        // Links carry the id percent-encoded (`segment`): an imported id may hold any character.
+        let raw = try context.parameters.require("localId")
+        let localId = raw.removingPercentEncoding ?? raw
         guard
             let user = try await accounts.admin.lookup(
                 scope: scope, localIds: [localId], emails: [], phoneNumbers: [], federated: [], logger: context.logger
