@@ -605,3 +605,31 @@ def test_the_session_cookie_is_secure_behind_tls(stack):
                              headers={"X-Forwarded-Proto": proto}, timeout=HTTP_TIMEOUT, allow_redirects=False)
         assert resp.status_code == 303, describe(resp)
         assert ("; Secure" in resp.headers["set-cookie"]) == secure, resp.headers["set-cookie"]
+
+
+def test_a_mail_template_is_checked_by_its_form_saved_previewed_and_reset(stack, admin, make_tenant, browser,
+                                                                          artifacts):
+    tenant_id = make_tenant()["tenantId"]
+    api = f"/v2/projects/{stack.project_id}/tenants/{tenant_id}/mailTemplates"
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open(f"/console/tenants/{tenant_id}/templates")
+        at.page.fill("#PASSWORD_RESET-body", "No link here.")
+        at.click("#PASSWORD_RESET button[type=submit]")
+        assert "%LINK%" in at.page.inner_text("#PASSWORD_RESET-error")
+        assert at.page.get_attribute("#PASSWORD_RESET-body", "aria-invalid") == "true"
+        at.page.fill("#PASSWORD_RESET-subject", "Reset for %APP_NAME%")
+        at.page.fill("#PASSWORD_RESET-body", "Hello %DISPLAY_NAME%, follow %LINK%")
+        at.click("#PASSWORD_RESET button[type=submit]")
+        assert "Saved." in at.text()
+        # The preview is the real renderer's: placeholders filled with the sample user.
+        assert "Hello Ada, follow https://app.example.com/" in at.page.inner_text("#PASSWORD_RESET pre")
+        saved = {t["requestType"]: t for t in expect_ok(admin.request("GET", api))["templates"]}
+        assert saved["PASSWORD_RESET"]["custom"] is True
+        assert saved["PASSWORD_RESET"]["body"] == "Hello %DISPLAY_NAME%, follow %LINK%"
+        at.click("#PASSWORD_RESET button:has-text('Back to the built-in template')")
+        saved = {t["requestType"]: t for t in expect_ok(admin.request("GET", api))["templates"]}
+        assert saved["PASSWORD_RESET"]["custom"] is False
+    finally:
+        at.close()

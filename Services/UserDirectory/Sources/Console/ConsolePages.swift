@@ -587,11 +587,13 @@ extension ConsoleController {
 
     // MARK: Mail templates
 
-    static var templateTypes: [(OobRequestType, String)] {
-        [
-            (.verifyEmail, "Email verification"), (.passwordReset, "Password reset"),
-            (.verifyAndChangeEmail, "Email change"), (.emailSignIn, "Email link sign-in"),
-        ]
+    static func label(_ type: OobRequestType) -> String {
+        switch type {
+        case .verifyEmail: "Email verification"
+        case .passwordReset: "Password reset"
+        case .verifyAndChangeEmail: "Email change"
+        case .emailSignIn: "Email link sign-in"
+        }
     }
 
     @Sendable func templates(_ request: Request, context: AdminContext) async throws -> Response {
@@ -608,14 +610,15 @@ extension ConsoleController {
         let appName = try await settings(scope, logger: context.logger).displayName
         var model = page(context, title: "Mail templates", scope: scope, section: .templates)
         model["notice"] = Self.notice(request)
-        model["types"] = Self.templateTypes.map { type, label -> [String: Any] in
+        // The types and their order are the admin API's (`MailTemplateController.types`).
+        model["types"] = MailTemplateController<Tenants>.types.map { type -> [String: Any] in
             let template = draft?.type == type ? draft!.template : custom[type] ?? MailTemplate.standard(type)
             let preview = template.render(
                 appName: appName.isEmpty ? "Tessera" : appName,
                 link: "https://app.example.com/__/auth/action?mode=\(type.mode)&oobCode=SAMPLE",
                 email: "ada@example.com", newEmail: "ada.lovelace@example.com", displayName: "Ada")
             var row: [String: Any] = [
-                "type": type.rawValue, "label": label, "subject": template.subject, "body": template.body,
+                "type": type.rawValue, "label": Self.label(type), "subject": template.subject, "body": template.body,
                 "custom": custom[type] != nil, "previewSubject": preview.subject, "previewBody": preview.body,
                 "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
             ]
@@ -625,16 +628,9 @@ extension ConsoleController {
         return views.render("templates", model, status: draft == nil ? .ok : .badRequest)
     }
 
-    func templateType(_ context: AdminContext) throws -> OobRequestType {
-        guard let type = OobRequestType(rawValue: try context.parameters.require("type")) else {
-            throw FirebaseError.invalidArgument("INVALID_ARGUMENT : no such mail template")
-        }
-        return type
-    }
-
     @Sendable func saveTemplate(_ request: Request, context: AdminContext) async throws -> Response {
         let scope = try await tenants.scope(of: context)
-        let type = try templateType(context)
+        let type = try MailTemplateController<Tenants>.type(context)
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         // Browsers send a textarea's lines with CRLF; the stored body keeps LF, as the API's.
@@ -653,7 +649,8 @@ extension ConsoleController {
 
     @Sendable func resetTemplate(_ request: Request, context: AdminContext) async throws -> Response {
         let scope = try await tenants.scope(of: context)
-        try await mailTemplates.reset(scope: scope, type: try templateType(context), logger: context.logger)
+        try await mailTemplates.reset(
+            scope: scope, type: try MailTemplateController<Tenants>.type(context), logger: context.logger)
         return Self.redirect(Self.base(scope) + "/templates?notice=saved")
     }
 
@@ -747,7 +744,7 @@ extension ConsoleController {
         let scope = try await tenants.scope(of: context)
         let id = try context.parameters.require("account")
         guard try await serviceAccounts.store.revoke(accountId: id, tenant: scope.tenantID, logger: context.logger)
-        else { throw FirebaseError.invalid(.credentialNotFound) }
+        else { throw FirebaseError.configurationNotFound }
         return Self.redirect(Self.base(scope) + "/service-accounts?notice=revoked-account")
     }
 
