@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 
 @testable import TesseraShared
@@ -11,7 +12,7 @@ import Testing
 struct PasswordPostgresTests {
     let logger = PostgresSupport.logger
 
-    func repositories(_ client: PostgresClient) -> (PostgresTenantStore, Accounts) {
+    func repositories(_ client: Database) -> (PostgresTenantStore, Accounts) {
         (
             PostgresTenantStore(client: client, anonymousRetention: .seconds(3600)),
             Accounts(
@@ -34,7 +35,7 @@ struct PasswordPostgresTests {
 
     @Test("sign-up stores a salted hash, never the password; sign-in accepts it and refuses others")
     func signUpAndSignIn() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants)
             let (user, first) = try await accounts.passwords.signUpPassword(
@@ -95,7 +96,7 @@ struct PasswordPostgresTests {
 
     @Test("a password changed while the old one is being verified signs nobody in and writes no session")
     func passwordChangedDuringVerification() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             // One hashing thread, so a job holding it keeps the sign-in's verification waiting.
             let pool = HashingPool(threads: 1, queueLength: 8)
             let accounts = Accounts(
@@ -149,7 +150,7 @@ struct PasswordPostgresTests {
 
     @Test("emails are unique per tenant; the switches refuse sign-up and sign-in")
     func uniquenessAndSwitches() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants)
             func signUp(_ tenant: String, _ email: String) async throws {
@@ -178,7 +179,7 @@ struct PasswordPostgresTests {
 
     @Test("an anonymous user upgraded to email/password keeps its id; older sessions end")
     func anonymousUpgrade() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants) { $0.autodeleteAnonymousUsers = true }
             let anonymousHash = "anon-\(UUID())"
@@ -217,7 +218,7 @@ struct PasswordPostgresTests {
 
     @Test("a password change revokes every older session and starts a new one; profile edits do not")
     func updates() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants)
             let firstSession = newSession()
@@ -262,6 +263,13 @@ struct PasswordPostgresTests {
     }
 }
 
+/// Whether a job ran (set on a hashing thread, read by the test).
+final class RanFlag: Sendable {
+    private let state = Mutex(false)
+    func set() { state.withLock { $0 = true } }
+    var value: Bool { state.withLock { $0 } }
+}
+
 @Suite("hashing pool")
 struct HashingPoolTests {
     @Test("a saturated pool answers 503 with Retry-After at once instead of queueing")
@@ -281,6 +289,90 @@ struct HashingPoolTests {
         }
         try await slow
         try await pool.run {}  // capacity is back
+        try await pool.shutdown()
+    }
+
+    @Test("a hash that would wait longer than the limit is refused at once, Retry-After covering the queue")
+    func admissionByExpectedWait() async throws {
+        let pool = HashingPool(threads: 1, queueLength: 64, maxWait: .milliseconds(100))
+        try await pool.run { Thread.sleep(forTimeInterval: 0.3) }  // the mean is now about 300 ms
+        #expect(pool.meanRunTime >= .milliseconds(250))
+        let gate = DispatchSemaphore(value: 0)
+        let started = AsyncStream<Void>.makeStream()
+        async let held: Void = pool.run {
+            started.continuation.yield()
+            gate.wait()
+        }
+        for await _ in started.stream { break }
+        // One hash ahead, 300 ms each: 300 ms of waiting is more than the 100 ms allowed.
+        let asked = ContinuousClock.now
+        do {
+            try await pool.run {}
+            Issue.record("a hash that had to wait 300 ms was admitted")
+        } catch let error as FirebaseError {
+            #expect(error.status.code == 503 && error.code == "UNAVAILABLE")
+            #expect(error.retryAfterSeconds == 1)
+        }
+        #expect(ContinuousClock.now - asked < .milliseconds(50))
+        gate.signal()
+        try await held
+        try await pool.run {}  // an empty pool admits again
+        try await pool.shutdown()
+    }
+
+    @Test("a hash whose caller has gone, or that waited past twice the limit, is not run when its turn comes")
+    func abandonedHashIsDropped() async throws {
+        let pool = HashingPool(threads: 1, queueLength: 8)
+        let gate = DispatchSemaphore(value: 0)
+        let started = AsyncStream<Void>.makeStream()
+        async let held: Void = pool.run {
+            started.continuation.yield()
+            gate.wait()
+        }
+        for await _ in started.stream { break }
+        let ran = RanFlag()
+        let waiting = Task { try await pool.run { ran.set() } }
+        while pool.depth < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        waiting.cancel()
+        gate.signal()
+        try await held
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(!ran.value)
+        try await pool.shutdown()
+
+        // Admitted while the pool had no mean yet, then held past twice the 50 ms limit.
+        let slow = HashingPool(threads: 1, queueLength: 8, maxWait: .milliseconds(50))
+        let release = DispatchSemaphore(value: 0)
+        let holding = AsyncStream<Void>.makeStream()
+        async let blocker: Void = slow.run {
+            holding.continuation.yield()
+            release.wait()
+        }
+        for await _ in holding.stream { break }
+        let late = Task { try await slow.run { ran.set() } }
+        while slow.depth < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(150))
+        release.signal()
+        try await blocker
+        do {
+            try await late.value
+            Issue.record("a hash that waited 150 ms with a 50 ms limit ran")
+        } catch let error as FirebaseError {
+            #expect(error.status.code == 503 && error.retryAfterSeconds == 1)
+        }
+        #expect(!ran.value)
+        try await slow.shutdown()
+    }
+
+    @Test("the hashing threads run at the priority configured", arguments: ThreadPriority.allCases)
+    func threadPriority(_ priority: ThreadPriority) async throws {
+        let pool = HashingPool(threads: 1, queueLength: 1, priority: priority)
+        let seen = try #require(try await pool.run { ThreadPriority.currentThread() })
+        switch priority {
+        case .normal: #expect(!seen.idle && seen.nice == 0)
+        case .low: #expect(!seen.idle && seen.nice == 19)
+        case .idle: #expect(seen.idle)
+        }
         try await pool.shutdown()
     }
 }
@@ -310,7 +402,7 @@ struct EmailLinkPostgresTests {
 
     @Test("a link signs up an address nobody has, verified and without a password; it works once")
     func signUpByLink() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let (tenants, accounts) = base.repositories(client)
             try await base.makeTenant(tenants) { $0.enableEmailLinkSignin = true }
             let code = try await sendLink(accounts, to: "new@example.com")
@@ -328,7 +420,7 @@ struct EmailLinkPostgresTests {
 
     @Test("the switch, the address the code was sent to, and another account's address are checked")
     func refusals() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let (tenants, accounts) = base.repositories(client)
             try await base.makeTenant(tenants)
             await #expect(throws: FirebaseError.invalid(.operationNotAllowed)) {

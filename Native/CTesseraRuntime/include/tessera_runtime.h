@@ -19,4 +19,15 @@ bool tessera_swift_install_enqueue_global_hook(void *_Nonnull hook);
 /// released, 0 if none was, -1 where the C library has no such call.
 int tessera_heap_trim(void);
 
+/// Lowers the calling thread's CPU priority, once per thread (later calls return at once): `mode` 1 is
+/// `nice` 19, 2 is `SCHED_IDLE` (the thread runs only when no other thread of the machine wants the
+/// core), 0 leaves it. Linux keeps nice values and scheduling policies per thread; lowering either
+/// needs no privilege. 0 on success or when nothing was asked, -1 on failure (errno set) or where the
+/// system has no such calls.
+int tessera_lower_thread_priority(int mode);
+
+/// The calling thread's scheduling as the kernel sees it: its policy (0 normal, 5 idle) times 100
+/// plus its nice value + 20 (so nice 19 under the normal policy is 39). -1 where unknown. For tests.
+int tessera_thread_scheduling(void);
+
 #endif

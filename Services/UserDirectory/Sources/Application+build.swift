@@ -14,7 +14,7 @@ public struct DirectoryConfiguration: Sendable {
     /// Where `Bearer owner` (the Admin SDKs' emulator-mode token) acts; nil: refused (API.md A.12).
     public var ownerTokenScope: OwnerTokenScope?
     public var internalSecret: String
-    public var database: PostgresClient.Configuration
+    public var database: DatabaseTarget
     public var anonymousRetention: Duration
     public var autoMigrate: Bool
     /// Firebase-scrypt parameters for new hashes (Firebase's own: rounds 8, mem_cost 14). Tests may
@@ -24,6 +24,8 @@ public struct DirectoryConfiguration: Sendable {
     /// Threads that hash, and how many more hashes may wait before callers get a 503.
     public var hashThreads: Int = System.coreCount
     public var hashQueue: Int = 64
+    public var hashMaxWait: Duration = .seconds(2)
+    public var hashPriority: ThreadPriority = .idle
     /// How often freed memory is given back to the system (`HeapTrim`); zero: never.
     public var heapTrimInterval: Duration = .seconds(30)
     /// Who the admin caller is behind the ingress (`TESSERA_TRUSTED_PROXIES`), for the limit on failed
@@ -46,7 +48,7 @@ public struct DirectoryConfiguration: Sendable {
 
     public init(
         hostname: String = "127.0.0.1", port: Int = 8082, projectID: String, adminToken: String,
-        internalSecret: String, database: PostgresClient.Configuration,
+        internalSecret: String, database: DatabaseTarget,
         anonymousRetention: Duration = .seconds(30 * 86400),
         autoMigrate: Bool = false
     ) {
@@ -61,9 +63,9 @@ public struct DirectoryConfiguration: Sendable {
     }
 
     /// `DATABASE_URL` and the pool settings.
-    static func database(_ env: ConfigReader) throws -> PostgresClient.Configuration {
-        var database = try PostgresClient.Configuration.fromURL(try env.required("DATABASE_URL"))
-        try database.applyPoolSettings(env)
+    public static func databaseTarget(_ env: ConfigReader) throws -> DatabaseTarget {
+        var database = try DatabaseTarget.fromURL(try env.required("DATABASE_URL"))
+        try database.applySettings(env)
         return database
     }
 
@@ -75,7 +77,7 @@ public struct DirectoryConfiguration: Sendable {
             projectID: env.string("TESSERA_PROJECT_ID", default: "tessera-local"),
             adminToken: try env.secret("TESSERA_ADMIN_TOKEN"),
             internalSecret: try env.secret("TESSERA_INTERNAL_SECRET"),
-            database: try Self.database(env),
+            database: try Self.databaseTarget(env),
             anonymousRetention: try env.duration("CLEANUP_ANONYMOUS_RETENTION", default: .seconds(30 * 86400)),
             autoMigrate: try env.bool("TESSERA_AUTO_MIGRATE", default: false))
         if let scope = env.string("TESSERA_OWNER_TOKEN_SCOPE") {
@@ -92,6 +94,13 @@ public struct DirectoryConfiguration: Sendable {
         }
         hashThreads = try env.int("TESSERA_HASH_THREADS", default: hashThreads)
         hashQueue = try env.int("TESSERA_HASH_QUEUE", default: hashQueue)
+        hashMaxWait = try env.duration("TESSERA_HASH_MAX_WAIT", default: hashMaxWait)
+        if let priority = env.string("TESSERA_HASH_PRIORITY") {
+            guard let value = ThreadPriority(rawValue: priority) else {
+                throw ConfigError.invalid("TESSERA_HASH_PRIORITY", "expected normal, low or idle")
+            }
+            hashPriority = value
+        }
         heapTrimInterval = try env.duration("TESSERA_HEAP_TRIM_INTERVAL", default: heapTrimInterval)
         oobCodeTTL = try env.duration("TESSERA_OOB_CODE_TTL", default: oobCodeTTL)
         databaseStartTimeout = try env.duration("TESSERA_DATABASE_START_TIMEOUT", default: databaseStartTimeout)
@@ -121,12 +130,13 @@ public struct DirectoryConfiguration: Sendable {
 public func buildDirectoryApplication(
     configuration: DirectoryConfiguration, logger: Logger
 ) async throws -> some ApplicationProtocol {
-    let client = PostgresClient(configuration: configuration.database, backgroundLogger: logger)
+    let client = Database(target: configuration.database, logger: logger)
     let tenants = PostgresTenantStore(client: client, anonymousRetention: configuration.anonymousRetention)
     configuration.links.logSetting(to: logger)
     let metrics = ServiceMetrics()
     let hashing = HashingPool(
-        threads: configuration.hashThreads, queueLength: configuration.hashQueue, metrics: metrics)
+        threads: configuration.hashThreads, queueLength: configuration.hashQueue, maxWait: configuration.hashMaxWait,
+        priority: configuration.hashPriority, metrics: metrics, logger: logger)
     let hasher = PasswordHasher(
         pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
     let accounts = Accounts(
@@ -224,6 +234,12 @@ public func buildDirectoryApplication(
         ],
         logger: logger)
     app.beforeServerStarts {
+        do {
+            try await client.waitForPrimary(within: configuration.databaseStartTimeout)
+        } catch is DeadlineExceeded {
+            throw DatabaseURLError.unusable(
+                "no server of DATABASE_URL took writes within \(configuration.databaseStartTimeout)")
+        }
         if configuration.autoMigrate {
             try await migrations.migrate(logger: logger)
         }
@@ -248,15 +264,23 @@ public func buildDirectoryApplication(
     return app
 }
 
-/// Applies pending migrations and returns (the `migrate` command).
-public func runMigrations(configuration: PostgresClient.Configuration, logger: Logger) async throws -> [Int] {
-    let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+/// Applies pending migrations and returns (the `migrate` command), on the writable primary when
+/// `DATABASE_URL` lists several servers.
+public func runMigrations(
+    configuration: DatabaseTarget, startTimeout: Duration = .seconds(30), logger: Logger
+) async throws -> [Int] {
+    let client = Database(target: configuration, logger: logger)
     return try await withThrowingTaskGroup(of: [Int]?.self) { group in
         group.addTask {
-            await client.run()
+            try await client.run()
             return nil
         }
         defer { group.cancelAll() }
+        do {
+            try await client.waitForPrimary(within: startTimeout)
+        } catch is DeadlineExceeded {
+            throw DatabaseURLError.unusable("no server of DATABASE_URL took writes within \(startTimeout)")
+        }
         return try await MigrationRunner(client: client).migrate(logger: logger)
     }
 }

@@ -6,28 +6,71 @@ import ServiceLifecycle
 import Synchronization
 import TesseraShared
 
-/// Runs password hashing on its own threads, never on the request threads, with bounded
-/// concurrency: when more than `capacity` hashes are running or waiting, the caller gets a 503 with
-/// `Retry-After` at once instead of joining an unbounded pile-up (A.9).
+/// Runs password hashing on its own threads, never on the request threads, and admits a hash only
+/// if it can start soon (A.9, issue 26).
+///
+/// - **Admission by expected wait.** The pool keeps the mean time a hash holds its thread; a new
+///   hash that would wait longer than `maxWait` for a thread (the hashes ahead of it × that mean ÷
+///   the threads), or find `threads + queueLength` hashes in the pool already, is refused at once
+///   with `503 UNAVAILABLE` and a `Retry-After` of the time the pool needs to work off the excess
+///   (at least 1 s). So a login storm
+///   gets quick refusals its clients retry later, instead of a queue that answers after the token
+///   service's internal timeout; the hashes admitted keep the threads busy.
+/// - **Abandoned hashes are dropped.** A hash whose caller was cancelled (NIO's pool skips it), or
+///   that waited more than twice `maxWait` (the mean moved under it), is not run when it reaches a
+///   thread.
+/// - **Priority.** The threads run at `priority` (default `idle`: `SCHED_IDLE`), so the request
+///   threads of the process (refreshes, lookups) take a core from a hash whenever they want it.
 public final class HashingPool: Sendable {
     let pool: NIOThreadPool
+    let threads: Int
     let capacity: Int
+    let maxWait: Duration
+    let priority: ThreadPriority
     private let inFlight = Atomic<Int>(0)
+    /// The mean time a hash holds its thread, in microseconds: an exponentially weighted mean over
+    /// about the last 8 hashes; 0 until the first one ran.
+    private let meanRunMicros = Atomic<Int>(0)
+    private let priorityFailed = Atomic<Bool>(false)
+    let logger: Logger?
     let depthGauge: Gauge?
     let waitTime: DurationHistogram?
     let refused: Counter?
+    let dropped: Counter?
 
-    public init(threads: Int, queueLength: Int, metrics: ServiceMetrics? = nil) {
-        pool = NIOThreadPool(numberOfThreads: max(1, threads))
+    public init(
+        threads: Int, queueLength: Int, maxWait: Duration = .seconds(2), priority: ThreadPriority = .idle,
+        metrics: ServiceMetrics? = nil, logger: Logger? = nil
+    ) {
+        self.threads = max(1, threads)
+        pool = NIOThreadPool(numberOfThreads: self.threads)
         pool.start()
-        capacity = max(1, threads) + max(0, queueLength)
+        capacity = self.threads + max(0, queueLength)
+        self.maxWait = maxWait
+        self.priority = priority
+        self.logger = logger
         depthGauge = metrics?.gauge(
             "password_hash_queue_depth", unit: "operations", help: "Password hashes running or waiting.")
         waitTime = metrics?.latency(
             "password_hash_wait", help: "Time a password hash waits for a hashing thread.")
         refused = metrics?.counter(
-            "password_hash_refused", help: "Password operations refused with 503 because the queue was full.")
+            "password_hash_refused",
+            help: "Password operations refused with 503 because a hash could not start within the wait limit.")
+        dropped = metrics?.counter(
+            "password_hash_dropped",
+            help: "Admitted password hashes not run because their caller had gone or they waited too long.")
     }
+
+    /// The time a hash admitted now would wait for a thread with `inPool` hashes in the pool (itself
+    /// included), at the current mean.
+    func expectedWait(inPool: Int) -> Duration {
+        let ahead = inPool - threads
+        guard ahead > 0 else { return .zero }
+        return .microseconds(ahead * meanRunMicros.load(ordering: .relaxed) / threads)
+    }
+
+    /// The mean time a hash holds its thread (zero before the first hash).
+    public var meanRunTime: Duration { .microseconds(meanRunMicros.load(ordering: .relaxed)) }
 
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let admitted = inFlight.add(1, ordering: .relaxed).newValue
@@ -37,16 +80,57 @@ public final class HashingPool: Sendable {
             let remaining = inFlight.subtract(1, ordering: .relaxed).newValue
             depthGauge?.set(Double(remaining))
         }
-        guard admitted <= capacity else {
+        let wait = expectedWait(inPool: admitted)
+        guard admitted <= capacity, wait <= maxWait else {
             refused?.increment()
+            // Retry once the pool has worked off what is beyond the limit (whole seconds, 1…30).
+            let seconds = min(30, max(1, Int((wait - maxWait).timeInterval.rounded(.up))))
             throw FirebaseError.unavailable(
-                "Too many password operations in progress; retry shortly.", retryAfterSeconds: 1)
+                "Too many password operations in progress; retry shortly.", retryAfterSeconds: seconds)
         }
         let queued = ContinuousClock.now
-        let waitTime = self.waitTime
-        return try await pool.runIfActive {
-            waitTime?.record(ContinuousClock.now - queued)
+        let job = Job(pool: self, queued: queued, staleAfter: maxWait * 2)
+        return try await pool.runIfActive { try job.run(body) }
+    }
+
+    /// One admitted hash: what it needs on its thread.
+    private struct Job: Sendable {
+        let pool: HashingPool
+        let queued: ContinuousClock.Instant
+        let staleAfter: Duration
+
+        func run<T>(_ body: () throws -> T) throws -> T {
+            let started = ContinuousClock.now
+            pool.waitTime?.record(started - queued)
+            guard started - queued <= staleAfter else {
+                pool.dropped?.increment()
+                throw FirebaseError.unavailable(
+                    "Too many password operations in progress; retry shortly.", retryAfterSeconds: 1)
+            }
+            pool.applyPriority()
+            defer { pool.recordRun(ContinuousClock.now - started) }
             return try body()
+        }
+    }
+
+    private func applyPriority() {
+        guard priority != .normal, !priority.applyToCurrentThread(),
+            !priorityFailed.exchange(true, ordering: .relaxed)
+        else { return }
+        logger?.warning(
+            "the hashing threads keep normal CPU priority: the system refused the lower one",
+            metadata: ["hash.priority": .string(priority.rawValue)])
+    }
+
+    private func recordRun(_ duration: Duration) {
+        let micros = Int(duration.timeInterval * 1_000_000)
+        var old = meanRunMicros.load(ordering: .relaxed)
+        while true {
+            let new = old == 0 ? micros : old + (micros - old) / 8
+            let (exchanged, current) = meanRunMicros.compareExchange(
+                expected: old, desired: new, ordering: .relaxed)
+            if exchanged { return }
+            old = current
         }
     }
 
