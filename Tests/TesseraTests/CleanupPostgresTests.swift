@@ -12,7 +12,7 @@ struct CleanupPostgresTests {
     static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
     /// A tenant with auto-cleanup on and `count` anonymous users already due.
-    func dueUsers(_ client: PostgresClient, count: Int) async throws -> (Accounts, [String]) {
+    func dueUsers(_ client: Database, count: Int) async throws -> (Accounts, [String]) {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: .zero)
         _ = try await tenants.create(
             ScopeSettings(
@@ -38,7 +38,7 @@ struct CleanupPostgresTests {
 
     @Test("a batch deletes only accounts still anonymous and due; an upgrade already made keeps its account")
     func upgradedBeforeTheBatch() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let (accounts, ids) = try await dueUsers(client, count: 3)
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let granted = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 30), logger: logger)
@@ -67,7 +67,7 @@ struct CleanupPostgresTests {
 
     @Test("an upgrade committed while the batch waits for its row lock keeps the account")
     func upgradeWinsTheRace() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let (accounts, ids) = try await dueUsers(client, count: 3)
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let granted = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 30), logger: logger)
@@ -107,7 +107,7 @@ struct CleanupPostgresTests {
 
     @Test("revoking a session is a HOT update: no index covers the revocation columns and pages keep room")
     func revocationIsHeapOnly() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let indexed = try await client.query(
                 """
                 SELECT count(*) FROM pg_index i
@@ -127,7 +127,7 @@ struct CleanupPostgresTests {
 
     @Test("one lease at a time; a lost lease fences its holder out")
     func leaseFencing() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             _ = try await dueUsers(client, count: 2)
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let first = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 0.2), logger: logger)
@@ -159,7 +159,7 @@ struct CleanupPostgresTests {
 
     @Test("housekeeping prunes ended sessions, old codes and delivered mail, and keeps the rest")
     func housekeeping() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             _ = try await dueUsers(client, count: 0)
             for (id, sql) in [
                 ("live", "now() + interval '1 day', now(), NULL"),
@@ -273,7 +273,7 @@ struct CleanupPostgresTests {
 
     @Test("housekeeping over many tenants works in bounded calls that resume where the last one stopped")
     func housekeepingResumes() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             _ = try await dueUsers(client, count: 0)
             for tenant in ["h1", "h2", "h3"] {
                 try await client.query(

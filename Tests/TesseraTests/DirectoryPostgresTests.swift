@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 
 @testable import TesseraShared
@@ -13,9 +14,31 @@ struct DirectoryPostgresTests {
     /// Cheap parameters, set explicitly: the production ones are exercised by the test vector.
     static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
+    @Test("with several servers in DATABASE_URL, operations go to the one that takes writes")
+    func locatesWritablePrimary() async throws {
+        let url = try #require(PostgresSupport.url)
+        let real = try DatabaseTarget.fromURL(url).endpoints[0]
+        // A refused port first, as a lost primary would be, then the real server.
+        let target = try DatabaseTarget.fromURL(
+            url.replacingOccurrences(of: "@\(real)/", with: "@127.0.0.1:1,\(real)/"))
+        #expect(target.endpoints == [DatabaseEndpoint(host: "127.0.0.1", port: 1), real])
+        let database = Database(target: target, logger: logger)
+        #expect(database.endpoint.port == 1)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await database.run() }
+            defer { group.cancelAll() }
+            try await database.waitForPrimary(within: .seconds(10))
+            #expect(database.endpoint == real && database.switchCount.load(ordering: .relaxed) == 1)
+            let rows = try await database.query("SELECT 41 + 1", logger: logger)
+            for try await answer in rows.decode(Int.self) { #expect(answer == 42) }
+            #expect(try await database.probe(real))
+            await #expect(throws: (any Error).self) { try await database.probe(target.endpoints[0]) }
+        }
+    }
+
     @Test("migrations apply once, are recorded, and a second run applies nothing")
     func migrationsAreIdempotent() async throws {
-        try await PostgresSupport.withDatabase(migrate: false) { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase(migrate: false) { (client: Database) async throws -> Void in
             let runner = MigrationRunner(client: client)
             await expectFirebaseErrorFree { _ = try await runner.migrate(logger: logger) }
             #expect(try await runner.migrate(logger: logger).isEmpty)
@@ -25,7 +48,7 @@ struct DirectoryPostgresTests {
 
     @Test("a service refuses a schema with pending migrations or with one it does not know")
     func unknownSchemaIsRefused() async throws {
-        try await PostgresSupport.withDatabase(migrate: false) { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase(migrate: false) { (client: Database) async throws -> Void in
             let runner = MigrationRunner(client: client)
             await #expect(throws: MigrationError.self) { _ = try await runner.check(logger: logger) }
             try await runner.migrate(logger: logger)
@@ -38,7 +61,7 @@ struct DirectoryPostgresTests {
 
     @Test("tenants are created, listed page by page, updated and deleted")
     func tenantLifecycle() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             for name in ["alpha-1", "beta-2", "gamma-3"] {
                 _ = try await tenants.create(ScopeSettings(tenantId: name, displayName: name), logger: logger)
@@ -62,7 +85,7 @@ struct DirectoryPostgresTests {
 
     @Test("a deleted tenant's rate counters and audit entries go with it; other scopes' stay")
     func tenantDeletionTakesItsCountersAndAudit() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let audit = AdminCredentialStore(client: client, bootstrapSecret: "bootstrap-secret")
             for name in ["gone-1", "kept-1"] {
@@ -102,7 +125,7 @@ struct DirectoryPostgresTests {
 
     @Test("migration 12 keeps past tenant deletions in the project's log and drops the rest of deleted tenants")
     func migrationTwelveMovesDeletionEntries() async throws {
-        try await PostgresSupport.withDatabase(migrate: false) { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase(migrate: false) { (client: Database) async throws -> Void in
             let before = Migrations.all.filter { $0.version < 12 }
             _ = try await MigrationRunner(client: client, migrations: before).migrate(logger: logger)
             try await client.query(
@@ -149,7 +172,7 @@ struct DirectoryPostgresTests {
         "migration 14 marks tenants' hashes as the project key's, brings emails to NFC, and moves the credential sequence"
     )
     func migrationFourteen() async throws {
-        try await PostgresSupport.withDatabase(migrate: false) { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase(migrate: false) { (client: Database) async throws -> Void in
             let before = Migrations.all.filter { $0.version < 14 }
             _ = try await MigrationRunner(client: client, migrations: before).migrate(logger: logger)
             try await client.query("INSERT INTO tenants (tenant_id) VALUES ('t-1')", logger: logger)
@@ -201,7 +224,7 @@ struct DirectoryPostgresTests {
 
     @Test("an unexpected PostgreSQL error is logged without the row values its detail quotes")
     func databaseErrorsAreRedacted() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             _ = try await tenants.create(ScopeSettings(tenantId: "quoted-1", displayName: "quoted"), logger: logger)
             let duplicate = "INSERT INTO tenants (tenant_id, display_name) VALUES ('quoted-1', 'secret-ish')"
@@ -219,7 +242,7 @@ struct DirectoryPostgresTests {
 
     @Test("anonymous sign-up obeys disableAuth, disabledUserSignup and enableAnonymousUser")
     func anonymousSignUpSwitches() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
@@ -249,7 +272,7 @@ struct DirectoryPostgresTests {
     }
 
     /// Creates an anonymous user in a fresh tenant; returns its id and first refresh-token hash.
-    func newSession(_ client: PostgresClient, tenant: String = "t1") async throws -> (String, String) {
+    func newSession(_ client: Database, tenant: String = "t1") async throws -> (String, String) {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
         let accounts = Accounts(
             client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
@@ -266,7 +289,7 @@ struct DirectoryPostgresTests {
     }
 
     /// Links google.com (raw id g-1) and then apple.com (a-1) to a user.
-    func linkTwoProviders(_ client: PostgresClient, tenant: String, localId: String) async throws {
+    func linkTwoProviders(_ client: Database, tenant: String, localId: String) async throws {
         for (provider, rawId) in [("google.com", "g-1"), ("apple.com", "a-1")] {
             try await client.query(
                 """
@@ -284,7 +307,7 @@ struct DirectoryPostgresTests {
 
     @Test("rotation: a current token rotates, a grace retry replays, a later reuse revokes the family")
     func rotationRules() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
@@ -308,7 +331,7 @@ struct DirectoryPostgresTests {
 
     @Test("a rotation returns the user as it now is: this refresh's time, its provider links in order")
     func rotationReturnsTheUser() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let tenant = "rotation-tenant"
@@ -332,7 +355,7 @@ struct DirectoryPostgresTests {
 
     @Test("a client's lookup: the user with its links, or TENANT_NOT_FOUND, PROJECT_DISABLED, USER_NOT_FOUND")
     func lookupOfOneUser() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let tenant = "lookup-tenant"
@@ -363,7 +386,7 @@ struct DirectoryPostgresTests {
 
     @Test("a session ends when idle too long or past its absolute lifetime (A.2)")
     func sessionLifetimes() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             // Idle: last used two hours ago, idle limit one hour.
@@ -392,7 +415,7 @@ struct DirectoryPostgresTests {
 
     @Test("twenty concurrent rotations of one token produce one successor")
     func concurrentRotations() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (_, first) = try await newSession(client)
@@ -418,7 +441,7 @@ struct DirectoryPostgresTests {
 
     @Test("a validSince bump, a disabled user and a deleted user end the session")
     func revocation() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
@@ -451,7 +474,7 @@ struct DirectoryPostgresTests {
 
     @Test("a session that started in the second before validSince ends, whatever the fraction")
     func validSinceUsesWholeSeconds() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, first) = try await newSession(client)
@@ -470,7 +493,7 @@ struct DirectoryPostgresTests {
 
     @Test("users are scoped by tenant: the same id is invisible from another tenant")
     func tenantIsolation() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client, tenant: "ta")
@@ -494,7 +517,7 @@ struct DirectoryPostgresTests {
 
     @Test("self-deletion obeys disabledUserDeletion; admin deletion does not")
     func deletionSwitch() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
@@ -513,7 +536,7 @@ struct DirectoryPostgresTests {
 
     @Test("turning auto-cleanup on schedules existing anonymous users; turning it off keeps the schedule")
     func autodeleteScheduling() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let (existing, _) = try await newSession(client)
             func due(_ id: String) async throws -> Bool {
@@ -535,7 +558,7 @@ struct DirectoryPostgresTests {
 
     @Test("project config updates the default scope and the project-wide settings together")
     func projectConfig() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let (scope, project) = try await tenants.projectConfig(logger: logger)
             #expect(scope.allowPasswordSignup && !scope.enableAnonymousUser && project.enableImprovedEmailPrivacy)

@@ -1,7 +1,8 @@
 import Foundation
-import PostgresNIO
+import NIOCore
 import Testing
 
+@testable import PostgresNIO
 @testable import TesseraShared
 @testable import UserDirectory
 
@@ -37,7 +38,53 @@ struct DirectoryUnitTests {
                 ]) {
                     $1
                 }))
-        #expect(service.database.options.minimumConnections == 2)
+        #expect(service.database.client.options.minimumConnections == 2)
+    }
+
+    @Test("a libpq multi-host DATABASE_URL lists its servers; a single host is read as before")
+    func multiHostURL() throws {
+        let single = try DatabaseTarget.fromURL("postgres://u:p%40ss@db:5433/tessera?sslmode=disable")
+        #expect(single.endpoints == [DatabaseEndpoint(host: "db", port: 5433)])
+        #expect(single.client.host == "db" && single.client.port == 5433 && single.client.password == "p@ss")
+        let multi = try DatabaseTarget.fromURL(
+            "postgresql://tessera:pw@10.0.0.1:6001,node-b,[fd00::2]:6003/tessera?target_session_attrs=read-write")
+        #expect(
+            multi.endpoints == [
+                DatabaseEndpoint(host: "10.0.0.1", port: 6001), DatabaseEndpoint(host: "node-b", port: 5432),
+                DatabaseEndpoint(host: "fd00::2", port: 6003),
+            ])
+        #expect(
+            multi.client.host == "10.0.0.1" && multi.client.database == "tessera" && multi.client.username == "tessera")
+        let second = multi.client(for: multi.endpoints[2])
+        #expect(second.host == "fd00::2" && second.port == 6003 && second.password == "pw")
+        #expect(try DatabaseTarget.fromURL("postgres://u@a:1,b:2/d?target_session_attrs=primary").endpoints.count == 2)
+        #expect(try DatabaseTarget.fromURL("postgres://u@a:1,b:2/d").endpoints.count == 2)
+        for bad in [
+            "postgres://u@a:1,b:2/d?target_session_attrs=any", "postgres://u@a:1,b:2/d?target_session_attrs=read-only",
+            "postgres://u@a:1,,b:2/d", "postgres://u@a:x/d", "postgres://u@a:70000/d", "postgres://u@[::1/d",
+            "mysql://u@a/d", "postgres://a:1/d",
+        ] {
+            #expect(throws: DatabaseURLError.self, "\(bad)") { try DatabaseTarget.fromURL(bad) }
+        }
+        let configured = try DirectoryConfiguration(
+            environment: ConfigReader([
+                "DATABASE_URL": "postgres://u:p@a:1,b:2/tessera", "TESSERA_ADMIN_TOKEN": strongTestSecret,
+                "TESSERA_INTERNAL_SECRET": strongTestSecret, "DATABASE_PRIMARY_CHECK_INTERVAL": "2s",
+            ]))
+        #expect(configured.database.primaryCheckInterval == .seconds(2) && configured.database.endpoints.count == 2)
+    }
+
+    @Test("what a failover makes an operation fail with asks for a probe; other errors do not")
+    func failoverErrors() {
+        func server(_ state: String) -> PSQLError { .server(.init(fields: [.sqlState: state, .message: "x"])) }
+        #expect(Database.suggestsFailover(.uncleanShutdown))
+        #expect(Database.suggestsFailover(.connectionError(underlying: ChannelError.connectTimeout(.seconds(1)))))
+        #expect(Database.suggestsFailover(server("25006")))  // read_only_sql_transaction: a demoted primary
+        #expect(Database.suggestsFailover(server("57P01")))  // admin_shutdown
+        #expect(Database.suggestsFailover(server("08006")))
+        #expect(!Database.suggestsFailover(server("23505")))
+        #expect(!Database.suggestsFailover(server("22021")))
+        #expect(!Database.suggestsFailover(.queryCancelled))
     }
 
     @Test("freed memory is trimmed every 30 s unless TESSERA_HEAP_TRIM_INTERVAL says otherwise; 0 is never")

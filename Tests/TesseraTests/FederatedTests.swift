@@ -140,7 +140,7 @@ struct FederatedPostgresTests {
     let logger = PostgresSupport.logger
     static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
-    func setUp(_ client: PostgresClient) async throws -> Accounts {
+    func setUp(_ client: Database) async throws -> Accounts {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: .seconds(3600))
         _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
         for provider in ["google.com", "facebook.com"] {
@@ -160,7 +160,7 @@ struct FederatedPostgresTests {
 
     @Test("concurrent first sign-ins of one identity create exactly one user")
     func concurrentFirstSignIn() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = try await setUp(client)
             let identity = FederatedIdentity(
                 providerId: "google.com", rawId: "sub-1", email: "racer@gmail.com", emailVerified: true)
@@ -179,7 +179,7 @@ struct FederatedPostgresTests {
 
     @Test("an untrusted provider never joins an existing account; a trusted one takes an unverified one over")
     func trustDecisions() async throws {
-        try await PostgresSupport.withDatabase { (client: PostgresClient) async throws -> Void in
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = try await setUp(client)
             let facebook = FederatedIdentity(providerId: "facebook.com", rawId: "fb-1", email: "pat@gmail.com")
             let created = try await accounts.federated.signInWithIdp(request(facebook), logger: logger)

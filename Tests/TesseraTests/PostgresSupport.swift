@@ -17,7 +17,7 @@ enum PostgresSupport {
     /// Runs `body` with a client whose `search_path` is a new, empty schema with every migration
     /// applied; the schema is dropped afterwards. Tests therefore never see each other's rows.
     static func withDatabase<T: Sendable>(
-        migrate: Bool = true, _ body: @Sendable (PostgresClient) async throws -> T
+        migrate: Bool = true, _ body: @Sendable (Database) async throws -> T
     ) async throws -> T {
         let url = try #require(url)
         let schema = "test_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
@@ -25,10 +25,10 @@ enum PostgresSupport {
         let admin = PostgresClient(configuration: base, backgroundLogger: logger)
         var scoped = base
         scoped.options.additionalStartupParameters = [("search_path", schema)]
-        let client = PostgresClient(configuration: scoped, backgroundLogger: logger)
+        let client = Database(client: scoped, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await admin.run() }
-            group.addTask { await client.run() }
+            group.addTask { try await client.run() }
             defer { group.cancelAll() }
             try await admin.query("CREATE SCHEMA \(unescaped: schema)", logger: logger)
             do {

@@ -36,7 +36,8 @@ struct Migrate: AsyncParsableCommand {
         let logger = options.logger("user-directory")
         let env = ConfigReader()
         let applied = try await runMigrations(
-            configuration: try .fromURL(try env.required("DATABASE_URL")), logger: logger)
+            configuration: try DirectoryConfiguration.databaseTarget(env),
+            startTimeout: try env.duration("TESSERA_DATABASE_START_TIMEOUT", default: .seconds(30)), logger: logger)
         print(applied.isEmpty ? "schema is up to date" : "applied migrations \(applied)")
     }
 }

@@ -61,7 +61,8 @@ enum InProcess {
     /// passwords are hashed with cheap parameters, set explicitly as the store tests do.
     static func directoryConfiguration(database: PostgresClient.Configuration) -> DirectoryConfiguration {
         var configuration = DirectoryConfiguration(
-            projectID: projectID, adminToken: adminToken, internalSecret: internalSecret, database: database,
+            projectID: projectID, adminToken: adminToken, internalSecret: internalSecret,
+            database: DatabaseTarget(single: database),
             autoMigrate: true)
         configuration.passwordHashRounds = 8
         configuration.passwordHashMemCost = 8

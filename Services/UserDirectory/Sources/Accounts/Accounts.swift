@@ -17,7 +17,7 @@ public struct Accounts: Sendable {
     public let admin: AdminUsers
 
     public init(
-        client: PostgresClient, anonymousRetention: Duration, hasher: PasswordHasher,
+        client: Database, anonymousRetention: Duration, hasher: PasswordHasher,
         oobCodeTTL: Duration = .seconds(3600)
     ) {
         // One cache of the hash keys for every flow that hashes.

@@ -26,7 +26,7 @@ public struct ExportedUser: Sendable {
 
 /// What admins do to users (B.2.3): create, change, look up, export, delete, search, import.
 public struct AdminUsers: Sendable {
-    let client: PostgresClient
+    let client: Database
     let hasher: PasswordHasher
     let hashKey: HashKeyStore
 }

@@ -8,7 +8,7 @@ import TesseraShared
 /// email, or gives the address to a signed-in user; it is a trusted method for A.4.
 /// Email-link sign-in and linking (A.3, B.5.5).
 struct EmailLinkAccounts: Sendable {
-    let client: PostgresClient
+    let client: Database
 }
 
 extension EmailLinkAccounts {

@@ -8,7 +8,7 @@ import TesseraShared
 /// Federated sign-in and linking (B.5.3, B.5.4, A.4): which user a provider's identity is, in one
 /// transaction.
 struct FederatedAccounts: Sendable {
-    let client: PostgresClient
+    let client: Database
 }
 
 extension FederatedAccounts {

@@ -8,7 +8,7 @@ import TesseraShared
 /// Out-of-band codes (B.5.8–B.5.10, A.7): sending them (and their mail), password resets and
 /// applying verification and email-change codes.
 struct OobAccounts: Sendable {
-    let client: PostgresClient
+    let client: Database
     let hasher: PasswordHasher
     let hashKey: HashKeyStore
     let oobCodeTTL: Duration
@@ -280,7 +280,7 @@ extension AccountRows {
     /// revocation after it was sent moved the user's `credential_seq` (migration 14's trigger), and the
     /// code carries the sequence it was sent at. A sequence, not clocks: a change a millisecond after
     /// the code was sent ends it.
-    static func readCode(_ client: PostgresClient, _ code: String, scope: Scope, logger: Logger) async throws
+    static func readCode(_ client: Database, _ code: String, scope: Scope, logger: Logger) async throws
         -> OobAccounts.StoredCode
     {
         let hash = Secrets.tokenHash(code)

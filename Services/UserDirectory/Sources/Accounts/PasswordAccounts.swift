@@ -11,7 +11,7 @@ import TesseraShared
 final class HashKeyStore: Sendable {
     private let project = Mutex<HashKey?>(nil)
 
-    func get(_ client: PostgresClient, scope: Scope, logger: Logger) async throws -> ScopeHashKeys {
+    func get(_ client: Database, scope: Scope, logger: Logger) async throws -> ScopeHashKeys {
         let project = try await projectKey(client, logger: logger)
         if scope.isProject { return ScopeHashKeys(own: project, project: project) }
         if let own = try await tenantKey(client, scope: scope, logger: logger) {
@@ -32,7 +32,7 @@ final class HashKeyStore: Sendable {
         return ScopeHashKeys(own: own, project: project)
     }
 
-    private func tenantKey(_ client: PostgresClient, scope: Scope, logger: Logger) async throws -> HashKey? {
+    private func tenantKey(_ client: Database, scope: Scope, logger: Logger) async throws -> HashKey? {
         let rows = try await client.query(
             "SELECT hash_signer_key, hash_salt_separator FROM tenants WHERE tenant_id = \(scope)", logger: logger)
         var found = false
@@ -45,7 +45,7 @@ final class HashKeyStore: Sendable {
         return nil
     }
 
-    private func projectKey(_ client: PostgresClient, logger: Logger) async throws -> HashKey {
+    private func projectKey(_ client: Database, logger: Logger) async throws -> HashKey {
         if let key = project.withLock({ $0 }) { return key }
         let candidate = Data(Secrets.randomBytes(64)).base64EncodedString()
         try await client.query(
@@ -96,7 +96,7 @@ struct ScopeFlags {
 
 extension ScopeFlags {
     /// The scope's switches, on a connection of the pool's.
-    static func read(_ client: PostgresClient, scope: Scope, logger: Logger) async throws -> ScopeFlags {
+    static func read(_ client: Database, scope: Scope, logger: Logger) async throws -> ScopeFlags {
         try await client.withConnection { try await read($0, scope: scope, lock: false, logger: logger) }
     }
 
@@ -133,7 +133,7 @@ extension ScopeFlags {
 /// account changes (B.5.1, B.5.2, B.5.6, B.5.11): policy (scope switches, rate limits, hashing) over
 /// the user rows.
 struct PasswordAccounts: Sendable {
-    let client: PostgresClient
+    let client: Database
     let hasher: PasswordHasher
     let hashKey: HashKeyStore
 }

@@ -5,7 +5,7 @@ import TesseraShared
 
 /// Anonymous sign-up, the end user's own lookup and deletion, and refresh-token rotation (A.2, A.5).
 struct SessionAccounts: Sendable {
-    let client: PostgresClient
+    let client: Database
     let anonymousRetention: Duration
 
     public func signUpAnonymous(

@@ -6,7 +6,7 @@ import TesseraShared
 
 /// Admin credentials and the audit log in PostgreSQL.
 public struct AdminCredentialStore: Sendable {
-    let client: PostgresClient
+    let client: Database
     let bootstrapSecret: String
     /// Where the Admin SDKs' emulator-mode token (`Bearer owner`) acts, when the operator turned it on
     /// (`TESSERA_OWNER_TOKEN_SCOPE`); nil: refused like any unknown credential (API.md A.12).

@@ -70,7 +70,7 @@ enum Prunable {
 /// the conditional delete of due accounts, pruning, and what admins see of it. Every account query
 /// filters by scope; the worker walks the scopes.
 struct CleanupStore: Sendable {
-    let client: PostgresClient
+    let client: Database
     let anonymousRetention: Duration
     /// How long one housekeeping call may work before it hands back where to resume (the worker's
     /// internal calls time out after TESSERA_INTERNAL_TIMEOUT, 5 s by default).

@@ -14,7 +14,7 @@ struct ConsoleSession: Sendable {
 /// table keeps its SHA-256 only. A session ends at sign-out, after `idleTimeout` without a request,
 /// `absoluteTimeout` after sign-in, or as soon as the credential it was opened with is revoked.
 struct ConsoleSessionStore: Sendable {
-    let client: PostgresClient
+    let client: Database
     let credentials: AdminCredentialStore
     let idleTimeout: Duration
     let absoluteTimeout: Duration

@@ -4,27 +4,141 @@ import NIOSSL
 import PostgresNIO
 import TesseraShared
 
-extension PostgresClient.Configuration {
-    /// Reads `postgres://user:password@host:port/database[?sslmode=…&sslrootcert=…]` (also
-    /// `postgresql://`). `sslmode` as libpq names it (API.md A.12): `disable` (the default here, as the
-    /// local stack's PostgreSQL is on loopback), `prefer`, `require` (encrypted, the server not
-    /// verified), `verify-ca` (its certificate chains to `sslrootcert`, or the system's roots) and
-    /// `verify-full` (that, and it is for the host named).
-    public static func fromURL(_ text: String) throws -> PostgresClient.Configuration {
-        guard let url = URLComponents(string: text), let scheme = url.scheme,
-            scheme == "postgres" || scheme == "postgresql", let host = url.host, let user = url.user
+/// One server of a `DATABASE_URL`.
+public struct DatabaseEndpoint: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// What `DATABASE_URL` names: the client configuration (of the first server, with the pool
+/// settings), every server listed, and the TLS settings a probe of another server needs.
+///
+/// A libpq multi-host URL (`postgres://user:pw@host1:5432,host2:5432/db?target_session_attrs=read-write`)
+/// lists the nodes of a replicated PostgreSQL; the directory then writes to whichever of them is the
+/// writable primary and finds the new one after a failover (`Database`, issue 26).
+public struct DatabaseTarget: Sendable {
+    public var client: PostgresClient.Configuration
+    public var endpoints: [DatabaseEndpoint]
+    /// How often the directory checks that the server it writes to is still the writable primary
+    /// (multi-host URLs only; `DATABASE_PRIMARY_CHECK_INTERVAL`).
+    public var primaryCheckInterval: Duration = .seconds(5)
+    let sslMode: String
+    let rootCertificate: String?
+
+    /// A single server, configured by hand (tests).
+    public init(single client: PostgresClient.Configuration) {
+        self.client = client
+        endpoints = [DatabaseEndpoint(host: client.host ?? "127.0.0.1", port: client.port ?? 5432)]
+        sslMode = "disable"
+        rootCertificate = nil
+    }
+
+    /// Reads `postgres://user:password@host[:port][,host[:port]…]/database[?sslmode=…&sslrootcert=…
+    /// &target_session_attrs=…]` (also `postgresql://`). `sslmode` as libpq names it (API.md A.12):
+    /// `disable` (the default here, as the local stack's PostgreSQL is on loopback), `prefer`,
+    /// `require` (encrypted, the server not verified), `verify-ca` (its certificate chains to
+    /// `sslrootcert`, or the system's roots) and `verify-full` (that, and it is for the host named).
+    /// With several hosts, `target_session_attrs` may be `read-write` or `primary` (what the
+    /// directory needs, and what it does when the parameter is absent); anything else is refused.
+    public static func fromURL(_ text: String) throws -> DatabaseTarget {
+        guard let schemeEnd = text.range(of: "://") else { throw DatabaseURLError.invalid }
+        let rest = text[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        let at = authority.lastIndex(of: "@")
+        let hostList = at.map { authority[authority.index(after: $0)...] } ?? authority
+        let endpoints = try hostList.split(separator: ",", omittingEmptySubsequences: false).map(Self.endpoint)
+        guard let first = endpoints.first else { throw DatabaseURLError.invalid }
+        // The rest of the URL is read for its first server only, by URLComponents.
+        let single = text[..<hostList.startIndex] + "\(first)" + text[hostList.endIndex...]
+        guard let url = URLComponents(string: String(single)), let scheme = url.scheme,
+            scheme == "postgres" || scheme == "postgresql", url.host != nil, let user = url.user
         else { throw DatabaseURLError.invalid }
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
         var query: [String: String] = [:]
         for item in url.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        if endpoints.count > 1, let attrs = query["target_session_attrs"], attrs != "read-write", attrs != "primary" {
+            throw DatabaseURLError.sessionAttributes
+        }
+        let sslMode = query["sslmode"] ?? "disable"
         var configuration = PostgresClient.Configuration(
-            host: host, port: url.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            host: first.host, port: first.port, username: user.removingPercentEncoding ?? user,
             password: url.password.map { $0.removingPercentEncoding ?? $0 },
             database: database.isEmpty ? nil : database,
-            tls: try tls(mode: query["sslmode"] ?? "disable", rootCertificate: query["sslrootcert"]))
+            tls: try PostgresClient.Configuration.tls(mode: sslMode, rootCertificate: query["sslrootcert"]))
         configuration.options.minimumConnections = 0
         configuration.options.maximumConnections = 20
+        return DatabaseTarget(
+            client: configuration, endpoints: endpoints, sslMode: sslMode, rootCertificate: query["sslrootcert"])
+    }
+
+    private init(
+        client: PostgresClient.Configuration, endpoints: [DatabaseEndpoint], sslMode: String, rootCertificate: String?
+    ) {
+        self.client = client
+        self.endpoints = endpoints
+        self.sslMode = sslMode
+        self.rootCertificate = rootCertificate
+    }
+
+    /// `host`, `host:port`, `[v6]` or `[v6]:port`.
+    private static func endpoint(_ text: Substring) throws -> DatabaseEndpoint {
+        var host = text
+        var port = 5432
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw DatabaseURLError.invalid }
+            host = text[text.index(after: text.startIndex)..<close]
+            let after = text[text.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":"), let value = Int(after.dropFirst()) else { throw DatabaseURLError.invalid }
+                port = value
+            }
+        } else if let colon = text.lastIndex(of: ":") {
+            guard let value = Int(text[text.index(after: colon)...]) else { throw DatabaseURLError.invalid }
+            host = text[..<colon]
+            port = value
+        }
+        guard !host.isEmpty, (1...65535).contains(port) else { throw DatabaseURLError.invalid }
+        return DatabaseEndpoint(host: String(host), port: port)
+    }
+
+    /// The client configuration for `endpoint`: the same user, database, TLS and pool settings.
+    func client(for endpoint: DatabaseEndpoint) -> PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(
+            host: endpoint.host, port: endpoint.port, username: client.username, password: client.password,
+            database: client.database, tls: client.tls)
+        configuration.options = client.options
         return configuration
+    }
+
+    /// A single connection's configuration for `endpoint` (the primary probe), with `connectTimeout`.
+    func connection(for endpoint: DatabaseEndpoint, connectTimeout: Duration) throws -> PostgresConnection.Configuration
+    {
+        var configuration = PostgresConnection.Configuration(
+            host: endpoint.host, port: endpoint.port, username: client.username, password: client.password,
+            database: client.database,
+            tls: try PostgresClient.Configuration.connectionTLS(
+                mode: sslMode, rootCertificate: rootCertificate))
+        configuration.options.connectTimeout = .milliseconds(Int64(connectTimeout.timeInterval * 1000))
+        return configuration
+    }
+
+    /// The pool settings of docs/configuration.md, and the primary check's interval.
+    public mutating func applySettings(_ env: ConfigReader) throws {
+        try client.applyPoolSettings(env)
+        primaryCheckInterval = try env.duration("DATABASE_PRIMARY_CHECK_INTERVAL", default: primaryCheckInterval)
+        guard primaryCheckInterval > .zero else {
+            throw ConfigError.invalid("DATABASE_PRIMARY_CHECK_INTERVAL", "must be longer than zero")
+        }
+    }
+}
+
+extension PostgresClient.Configuration {
+    /// `DatabaseTarget.fromURL(text).client`: the configuration of the URL's first server.
+    public static func fromURL(_ text: String) throws -> PostgresClient.Configuration {
+        try DatabaseTarget.fromURL(text).client
     }
 
     /// The pool settings of docs/configuration.md (`DATABASE_POOL_MIN`, `DATABASE_POOL_MAX`,
@@ -48,6 +162,19 @@ extension PostgresClient.Configuration {
 
 extension PostgresClient.Configuration {
     static func tls(mode: String, rootCertificate: String?) throws -> PostgresClient.Configuration.TLS {
+        guard let tls = try tlsConfiguration(mode: mode, rootCertificate: rootCertificate) else { return .disable }
+        return mode == "prefer" || mode == "allow" ? try .prefer(tls) : try .require(tls)
+    }
+
+    /// The same, for a single `PostgresConnection`.
+    static func connectionTLS(mode: String, rootCertificate: String?) throws -> PostgresConnection.Configuration.TLS {
+        guard let tls = try tlsConfiguration(mode: mode, rootCertificate: rootCertificate) else { return .disable }
+        let context = try NIOSSLContext(configuration: tls)
+        return mode == "prefer" || mode == "allow" ? .prefer(context) : .require(context)
+    }
+
+    /// The TLS configuration of an `sslmode` (nil for `disable`).
+    private static func tlsConfiguration(mode: String, rootCertificate: String?) throws -> TLSConfiguration? {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let rootCertificate, !rootCertificate.isEmpty {
             guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
@@ -57,22 +184,17 @@ extension PostgresClient.Configuration {
         }
         switch mode {
         case "disable":
-            return .disable
-        case "prefer", "allow":
+            return nil
+        case "prefer", "allow", "require":
             tls.certificateVerification = .none
-            return try .prefer(tls)
-        case "require":
-            tls.certificateVerification = .none
-            return try .require(tls)
         case "verify-ca":
             tls.certificateVerification = .noHostnameVerification
-            return try .require(tls)
         case "verify-full":
             tls.certificateVerification = .fullVerification
-            return try .require(tls)
         default:
             throw DatabaseURLError.sslMode
         }
+        return tls
     }
 }
 
@@ -81,6 +203,7 @@ public enum DatabaseURLError: Error, CustomStringConvertible {
     case sslMode
     case sslRootCertificate
     case unusable(String)
+    case sessionAttributes
 
     public var description: String {
         switch self {
@@ -88,6 +211,8 @@ public enum DatabaseURLError: Error, CustomStringConvertible {
         case .sslMode: "DATABASE_URL: sslmode must be disable, prefer, require, verify-ca or verify-full"
         case .sslRootCertificate: "DATABASE_URL: the sslrootcert file cannot be read"
         case .unusable(let why): "DATABASE_URL: PostgreSQL cannot be used (\(why))"
+        case .sessionAttributes:
+            "DATABASE_URL: with several hosts, target_session_attrs must be read-write or primary (the directory writes)"
         }
     }
 }

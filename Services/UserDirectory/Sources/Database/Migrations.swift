@@ -682,10 +682,10 @@ public enum MigrationError: Error, CustomStringConvertible {
 /// migration job racing a service never apply one twice.
 public struct MigrationRunner: Sendable {
     static let advisoryLockKey: Int64 = 0x7465_7373_6572_61  // "tessera"
-    let client: PostgresClient
+    let client: Database
     let migrations: [Migration]
 
-    public init(client: PostgresClient, migrations: [Migration] = Migrations.all) {
+    public init(client: Database, migrations: [Migration] = Migrations.all) {
         self.client = client
         self.migrations = migrations
     }

@@ -186,7 +186,7 @@ struct AdminAuditMiddleware: RouterMiddleware {
 /// `Retry-After` until the hour's window ends.
 struct AdminAuthFailures: Sendable {
     static let bucket = "admin_auth_failure"
-    let client: PostgresClient
+    let client: Database
     let clientAddress: ClientAddress
     let limit: Int
 

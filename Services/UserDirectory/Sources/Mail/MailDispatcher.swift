@@ -24,11 +24,11 @@ public struct MailDispatcher: Service {
         public init(smtp: SMTPConfiguration?) { self.smtp = smtp }
     }
 
-    let client: PostgresClient
+    let client: Database
     let settings: Settings
     let logger: Logger
 
-    public init(client: PostgresClient, settings: Settings, logger: Logger) {
+    public init(client: Database, settings: Settings, logger: Logger) {
         self.client = client
         self.settings = settings
         self.logger = logger

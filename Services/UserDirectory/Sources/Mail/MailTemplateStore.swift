@@ -5,7 +5,7 @@ import TesseraShared
 /// Per-scope mail templates in PostgreSQL: a scope's own subject and body per request type, where it
 /// has set one (else the built-in `MailTemplate.standard`).
 struct MailTemplateStore: Sendable {
-    let client: PostgresClient
+    let client: Database
 
     /// The scope's own template, on a connection the caller holds (the OOB transaction's).
     static func read(_ connection: PostgresConnection, scope: Scope, type: OobRequestType, logger: Logger)

@@ -28,7 +28,7 @@ extension FirebaseError {
 
 /// Provider configurations in PostgreSQL; every statement filters by scope.
 struct IdpConfigStore: Sendable {
-    let client: PostgresClient
+    let client: Database
 
     static let columns = """
         provider_id, enabled, client_id, client_secret, issuer, display_name, response_id_token, response_code,

@@ -19,7 +19,7 @@ struct ServiceAccount: Sendable {
 }
 
 struct ServiceAccountStore: Sendable {
-    let client: PostgresClient
+    let client: Database
     let projectID: String
 
     static let columns =
@@ -311,7 +311,7 @@ enum CustomTokens {
 
 /// Custom-token sign-in (B.4): the directory holds the service accounts' public keys.
 struct CustomTokenAccounts: Sendable {
-    let client: PostgresClient
+    let client: Database
 }
 
 extension CustomTokenAccounts {

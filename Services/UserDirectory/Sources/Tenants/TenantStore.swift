@@ -23,11 +23,11 @@ public protocol TenantStore: Sendable {
 }
 
 public struct PostgresTenantStore: TenantStore {
-    let client: PostgresClient
+    let client: Database
     /// Retention of anonymous accounts, needed when turning auto-cleanup on schedules existing ones.
     let anonymousRetention: Duration
 
-    public init(client: PostgresClient, anonymousRetention: Duration) {
+    public init(client: Database, anonymousRetention: Duration) {
         self.client = client
         self.anonymousRetention = anonymousRetention
     }

@@ -1,0 +1,263 @@
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+import TesseraShared
+
+/// The PostgreSQL the directory reads and writes: a `PostgresClient` pool, and with a multi-host
+/// `DATABASE_URL` the one that finds the writable primary among the listed servers and moves to the
+/// new one after a failover (issue 26).
+///
+/// With one server this is the pool and nothing else. With several:
+/// - At start, and whenever an operation fails in a way a failover explains (the connection lost,
+///   the server shutting down or starting, `25006 read_only_sql_transaction` from a demoted
+///   primary), it probes the servers in their listed order with a connection of its own, as libpq's
+///   `target_session_attrs=read-write` does (`SHOW transaction_read_only`), until one is writable.
+///   It then starts a new pool for that server, sends every new operation there and closes the old
+///   pool. A fresh pool is started even when the primary is the same server again (it restarted):
+///   the old one may be backing off its reconnection attempts.
+/// - Every `primaryCheckInterval` it probes the server it uses, so a primary that was demoted
+///   without dropping connections is noticed without waiting for a failed write.
+/// - Meanwhile operations fail as before, and the handlers answer `503` with `Retry-After`
+///   (`DatabaseErrorMiddleware`).
+public final class Database: Service, Sendable {
+    let target: DatabaseTarget
+    let logger: Logger
+    private let state: Mutex<State>
+    /// Set by an operation that failed as a failover makes operations fail; read by `watch()`.
+    private let suspected = Atomic<Bool>(false)
+    /// How many times operations moved to a new pool (tests).
+    let switchCount = Atomic<Int>(0)
+    private static let quiet = Logger(label: "tessera.database.probe", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    private struct State {
+        var client: PostgresClient
+        var endpoint: DatabaseEndpoint
+        /// The task running `client.run()` (multi-host only; a single pool runs in `run()` itself).
+        var runner: Task<Void, Never>?
+        var primaryKnown: Bool
+    }
+
+    public init(target: DatabaseTarget, logger: Logger) {
+        self.target = target
+        self.logger = logger
+        let first = target.endpoints[0]
+        state = Mutex(
+            State(
+                client: PostgresClient(configuration: target.client(for: first), backgroundLogger: logger),
+                endpoint: first, runner: nil, primaryKnown: target.endpoints.count == 1))
+    }
+
+    /// A single pool that is already configured (tests).
+    public convenience init(client configuration: PostgresClient.Configuration, logger: Logger) {
+        self.init(target: DatabaseTarget(single: configuration), logger: logger)
+    }
+
+    var isReplicated: Bool { target.endpoints.count > 1 }
+
+    /// The pool operations go to now.
+    public var client: PostgresClient { state.withLock { $0.client } }
+
+    /// The server operations go to now.
+    public var endpoint: DatabaseEndpoint { state.withLock { $0.endpoint } }
+
+    // MARK: Operations
+
+    public func query(
+        _ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line
+    ) async throws -> PostgresRowSequence {
+        let client = self.client
+        do {
+            return try await client.query(query, logger: logger, file: file, line: line)
+        } catch {
+            noteFailure(error, of: client)
+            throw error
+        }
+    }
+
+    public func execute<Statement: PostgresPreparedStatement, Row>(
+        _ statement: Statement, logger: Logger, file: String = #fileID, line: Int = #line
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
+        let client = self.client
+        do {
+            return try await client.execute(statement, logger: logger, file: file, line: line)
+        } catch {
+            noteFailure(error, of: client)
+            throw error
+        }
+    }
+
+    public func withConnection<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let client = self.client
+        do {
+            return try await client.withConnection(isolation: isolation, body)
+        } catch {
+            noteFailure(error, of: client)
+            throw error
+        }
+    }
+
+    /// `withTransaction`, with the step that failed thrown as itself (`PostgresClient.transaction`).
+    func transaction<Result: Sendable>(
+        logger: Logger, _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let client = self.client
+        do {
+            return try await client.transaction(logger: logger, body)
+        } catch {
+            noteFailure(error, of: client)
+            throw error
+        }
+    }
+
+    /// Asks for a probe when `error` is one a failover explains and came from the pool in use (the
+    /// operations of a retired pool fail as it closes).
+    func noteFailure(_ error: any Error, of client: PostgresClient) {
+        guard isReplicated, let error = error as? PSQLError, Self.suggestsFailover(error), client === self.client
+        else { return }
+        suspected.store(true, ordering: .relaxed)
+    }
+
+    /// The connection lost or refused, the server shutting down, crashed or starting (57P…), a
+    /// connection exception (08…), or a write refused by a server that is now a standby (25006).
+    static func suggestsFailover(_ error: PSQLError) -> Bool {
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .poolClosed:
+            return true
+        case .server:
+            let state = error.serverInfo?[.sqlState] ?? ""
+            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "25006"
+        default:
+            return false
+        }
+    }
+
+    /// Returns once the writable primary has been found (at once with a single server), or throws
+    /// `DeadlineExceeded` after `limit`.
+    func waitForPrimary(within limit: Duration) async throws {
+        try await withDeadline(limit) {
+            while !self.state.withLock({ $0.primaryKnown }) { try await Task.sleep(for: .milliseconds(50)) }
+        }
+    }
+
+    // MARK: The service
+
+    public func run() async throws {
+        guard isReplicated else {
+            await client.run()
+            return
+        }
+        let first = state.withLock { state in
+            let client = state.client
+            state.runner = Task { await client.run() }
+            return state.endpoint
+        }
+        logger.info(
+            "DATABASE_URL lists several servers: writing to the writable primary among them",
+            metadata: [
+                "db.servers": .string(target.endpoints.map(\.description).joined(separator: ",")),
+                "db.server": .string(first.description),
+            ])
+        await locate(after: nil)
+        await watch()
+        let runner = state.withLock { $0.runner }
+        runner?.cancel()
+        await runner?.value
+    }
+
+    /// Looks for a failure report every 100 ms and probes the server in use every
+    /// `primaryCheckInterval`; moves when the primary moved; until the service is cancelled.
+    private func watch() async {
+        var checked = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(100))
+            let current = endpoint
+            if suspected.exchange(false, ordering: .relaxed) {
+                logger.warning(
+                    "an operation failed as a failover would make it fail: looking for the writable primary",
+                    metadata: ["db.server": .string(current.description)])
+            } else if ContinuousClock.now - checked >= target.primaryCheckInterval {
+                checked = ContinuousClock.now
+                if (try? await probe(current)) == true { continue }
+                logger.warning(
+                    "the PostgreSQL server in use is no longer the writable primary: looking for it",
+                    metadata: ["db.server": .string(current.description)])
+            } else {
+                continue
+            }
+            await locate(after: current)
+            checked = ContinuousClock.now
+        }
+    }
+
+    /// Probes the servers in order until one is writable, then sends operations to a new pool for
+    /// it. `previous` is the server in use before, if the probe follows a failure.
+    private func locate(after previous: DatabaseEndpoint?) async {
+        let started = ContinuousClock.now
+        var attempt = 0
+        while !Task.isCancelled {
+            for endpoint in target.endpoints {
+                guard (try? await probe(endpoint)) == true else { continue }
+                install(endpoint, replacing: previous, after: ContinuousClock.now - started)
+                return
+            }
+            attempt += 1
+            if attempt == 1 || attempt % 20 == 0 {
+                logger.warning(
+                    "no writable PostgreSQL primary among the servers of DATABASE_URL yet; retrying",
+                    metadata: ["db.servers": .string(target.endpoints.map(\.description).joined(separator: ","))])
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    /// Moves operations to a new pool for `endpoint` (unless it is the first probe's answer and the
+    /// pool already in use is for it).
+    private func install(_ endpoint: DatabaseEndpoint, replacing previous: DatabaseEndpoint?, after elapsed: Duration) {
+        let retired: Task<Void, Never>? = state.withLock { state in
+            defer { state.primaryKnown = true }
+            if previous == nil && state.endpoint == endpoint { return nil }
+            let client = PostgresClient(configuration: target.client(for: endpoint), backgroundLogger: logger)
+            let old = state.runner
+            state.client = client
+            state.endpoint = endpoint
+            state.runner = Task { await client.run() }
+            return old
+        }
+        suspected.store(false, ordering: .relaxed)
+        guard let retired else { return }
+        switchCount.add(1, ordering: .relaxed)
+        logger.notice(
+            "writing to the PostgreSQL primary",
+            metadata: [
+                "db.server": .string(endpoint.description),
+                "db.previous": .string(previous?.description ?? "none"),
+                "db.located_in_ms": .stringConvertible(Int(elapsed.timeInterval * 1000)),
+            ])
+        retired.cancel()
+    }
+
+    /// Whether `endpoint` answers and takes writes, over a connection of its own (2 s to connect).
+    func probe(_ endpoint: DatabaseEndpoint) async throws -> Bool {
+        let configuration = try target.connection(for: endpoint, connectTimeout: .seconds(2))
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration,
+            id: 0, logger: Self.quiet
+        ).get()
+        do {
+            let rows = try await withDeadline(.seconds(2)) {
+                try await connection.query("SHOW transaction_read_only", logger: Self.quiet).collect()
+            }
+            try? await connection.close()
+            return try rows.first?.decode(String.self) == "off"
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+}
