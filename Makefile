@@ -1,4 +1,4 @@
-# Tessera — developer entry points. CI (.ci/run) runs `make test`, then
+# Tessera — developer entry points. CI (.ci/run) runs `make test` and `make test-failover`, then
 # `swift build -c release --static-swift-stdlib` (the container image's build) and `make release-smoke`.
 
 TESSERA_BUILD ?= debug
@@ -6,7 +6,7 @@ export TESSERA_BUILD
 # Release binaries link the Swift runtime statically, as the container image does (deploy/Dockerfile).
 BUILD_FLAGS = -c $(TESSERA_BUILD)$(if $(filter release,$(TESSERA_BUILD)), --static-swift-stdlib)
 
-.PHONY: all build run test up down status fmt-check clean-stack cleanup-scale bench release-smoke
+.PHONY: all build run test test-failover up down status fmt-check clean-stack cleanup-scale bench release-smoke
 
 all: build
 
@@ -30,6 +30,15 @@ down:
 
 status:
 	scripts/stack status
+
+## The PostgreSQL failover test (issue 26): an HA stack of its own on port 39599 (TESSERA_PG_HA=1: a
+## pg_auto_failover monitor and two nodes), three rounds of losing the primary's host under sign-ups,
+## refreshes and password changes; writes test-artifacts/failover/failover.json (scripts/failover-test).
+test-failover:
+	scripts/build-deps
+	swift build $(BUILD_FLAGS)
+	scripts/test-venv
+	scripts/failover-test --build $(TESSERA_BUILD)
 
 ## Scale test of the anonymous cleanup (not in `make test`): 100,000 due accounts in 100 tenants are
 ## swept on a stack of its own while sign-ins run; prints accounts/s and sign-in latency.

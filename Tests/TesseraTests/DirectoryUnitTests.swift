@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import Testing
 
@@ -85,6 +86,18 @@ struct DirectoryUnitTests {
         #expect(!Database.suggestsFailover(server("23505")))
         #expect(!Database.suggestsFailover(server("22021")))
         #expect(!Database.suggestsFailover(.queryCancelled))
+    }
+
+    @Test("an operation of a pool retired by a failover fails as an outage (503), never as a 500")
+    func retiredPoolErrors() throws {
+        struct PoolClosed: Error {}
+        let configuration = try PostgresClient.Configuration.fromURL("postgres://u:p@127.0.0.1:1/d")
+        let database = Database(client: configuration, logger: Logger(label: "test"))
+        let retired = PostgresClient(configuration: configuration)
+        #expect(database.failure(PoolClosed(), of: retired) is DatabaseUnavailable)
+        #expect(database.failure(PoolClosed(), of: database.client) is PoolClosed)
+        #expect(database.failure(FirebaseError.invalid(.emailExists), of: retired) is FirebaseError)
+        #expect(database.failure(PSQLError.uncleanShutdown, of: retired) is PSQLError)
     }
 
     @Test("freed memory is trimmed every 30 s unless TESSERA_HEAP_TRIM_INTERVAL says otherwise; 0 is never")

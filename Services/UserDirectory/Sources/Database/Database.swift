@@ -6,6 +6,13 @@ import ServiceLifecycle
 import Synchronization
 import TesseraShared
 
+/// An operation failed because its connection pool was closed under it (a failover moved the
+/// directory to a new pool, or the service is stopping): a dependency outage, answered 503.
+public struct DatabaseUnavailable: Error, CustomStringConvertible {
+    public let cause: String
+    public var description: String { "the database connection pool closed: \(cause)" }
+}
+
 /// The PostgreSQL the directory reads and writes: a `PostgresClient` pool, and with a multi-host
 /// `DATABASE_URL` the one that finds the writable primary among the listed servers and moves to the
 /// new one after a failover (issue 26).
@@ -72,8 +79,7 @@ public final class Database: Service, Sendable {
         do {
             return try await client.query(query, logger: logger, file: file, line: line)
         } catch {
-            noteFailure(error, of: client)
-            throw error
+            throw failure(error, of: client)
         }
     }
 
@@ -84,8 +90,7 @@ public final class Database: Service, Sendable {
         do {
             return try await client.execute(statement, logger: logger, file: file, line: line)
         } catch {
-            noteFailure(error, of: client)
-            throw error
+            throw failure(error, of: client)
         }
     }
 
@@ -97,8 +102,7 @@ public final class Database: Service, Sendable {
         do {
             return try await client.withConnection(isolation: isolation, body)
         } catch {
-            noteFailure(error, of: client)
-            throw error
+            throw failure(error, of: client)
         }
     }
 
@@ -110,17 +114,28 @@ public final class Database: Service, Sendable {
         do {
             return try await client.transaction(logger: logger, body)
         } catch {
-            noteFailure(error, of: client)
-            throw error
+            throw failure(error, of: client)
         }
     }
 
-    /// Asks for a probe when `error` is one a failover explains and came from the pool in use (the
-    /// operations of a retired pool fail as it closes).
-    func noteFailure(_ error: any Error, of client: PostgresClient) {
-        guard isReplicated, let error = error as? PSQLError, Self.suggestsFailover(error), client === self.client
-        else { return }
-        suspected.store(true, ordering: .relaxed)
+    /// What an operation of `client` that failed with `error` throws. A PostgreSQL error as it is,
+    /// after asking for a probe when a failover explains it and it came from the pool in use (the
+    /// operations of a retired pool fail as it closes). An error of the pool itself (PostgresNIO's
+    /// `ConnectionPoolError`: shut down while an operation waited for a connection, as a retired
+    /// pool is) becomes `DatabaseUnavailable`, a 503, as does any other error of a retired pool's
+    /// operation; the handlers' own errors (`FirebaseError`) pass.
+    func failure(_ error: any Error, of client: PostgresClient) -> any Error {
+        if let error = error as? PSQLError {
+            if isReplicated, Self.suggestsFailover(error), client === self.client {
+                suspected.store(true, ordering: .relaxed)
+            }
+            return error
+        }
+        if error is FirebaseError || error is CancellationError { return error }
+        if client !== self.client || String(describing: type(of: error)) == "ConnectionPoolError" {
+            return DatabaseUnavailable(cause: String(describing: error))
+        }
+        return error
     }
 
     /// The connection lost or refused, the server shutting down, crashed or starting (57P…), a

@@ -16,6 +16,9 @@ struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
             context.logger.warning(
                 "PostgreSQL unavailable", metadata: ["psql.code": .string(error.code.description)])
             throw FirebaseError.unavailable("The database is unavailable; retry shortly.")
+        } catch let error as DatabaseUnavailable {
+            context.logger.warning("PostgreSQL unavailable", metadata: ["db.error": .string(error.description)])
+            throw FirebaseError.unavailable("The database is unavailable; retry shortly.")
         } catch let error as PSQLError where Self.isUnstorableText(error) {
             // Text PostgreSQL cannot store (a NUL character) is the caller's input, not a fault.
             throw FirebaseError.invalidArgument("Invalid value: text must not contain NUL characters.")
@@ -46,15 +49,16 @@ struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
         error.has(.characterNotInRepertoire) || error.has(.untranslatableCharacter)
     }
 
-    /// Connection failures, and the server's "connection exception" (08…) and "operator
-    /// intervention" (57P…: shutting down, crashed, starting up) states.
+    /// Connection failures, the server's "connection exception" (08…) and "operator intervention"
+    /// (57P…: shutting down, crashed, starting up) states, and a read-only server (25006).
     static func isOutage(_ error: PSQLError) -> Bool {
         switch error.code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
             return true
         case .server:
             let state = error.serverInfo?[.sqlState] ?? ""
-            return state.hasPrefix("08") || state.hasPrefix("57P")
+            // 25006: a write sent to a server that a failover has just made a standby.
+            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "25006"
         default:
             return false
         }
