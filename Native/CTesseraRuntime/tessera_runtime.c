@@ -13,6 +13,8 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 #endif
 
@@ -74,6 +76,27 @@ int tessera_thread_scheduling(void) {
     }
     return policy * 100 + nice + 20;
 #else
+    return -1;
+#endif
+}
+
+int tessera_thread_schedstat(unsigned long long *on_cpu, unsigned long long *waiting) {
+#if defined(__linux__)
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    char buffer[128];
+    ssize_t length = read(fd, buffer, sizeof(buffer) - 1);
+    close(fd);
+    if (length <= 0) {
+        return -1;
+    }
+    buffer[length] = '\0';
+    return sscanf(buffer, "%llu %llu", on_cpu, waiting) == 2 ? 0 : -1;
+#else
+    (void)on_cpu;
+    (void)waiting;
     return -1;
 #endif
 }

@@ -37,3 +37,18 @@ public enum ThreadPriority: String, Sendable, CaseIterable {
         return (value / 100 == 5, value % 100 - 20)
     }
 }
+
+/// The calling thread's scheduling times (Linux's /proc/thread-self/schedstat): how long it ran and
+/// how long it was runnable but waited for a CPU.
+public struct ThreadSchedule: Sendable {
+    public var onCPU: Duration
+    public var waiting: Duration
+
+    /// Nil where the system does not say.
+    public static func current() -> ThreadSchedule? {
+        var onCPU: UInt64 = 0
+        var waiting: UInt64 = 0
+        guard tessera_thread_schedstat(&onCPU, &waiting) == 0 else { return nil }
+        return ThreadSchedule(onCPU: .nanoseconds(Int64(onCPU)), waiting: .nanoseconds(Int64(waiting)))
+    }
+}

@@ -320,6 +320,47 @@ struct HashingPoolTests {
         try await pool.shutdown()
     }
 
+    @Test("admission goes by how long queued hashes really waited, not by how long hashes take")
+    func admissionByMeasuredWait() async throws {
+        let pool = HashingPool(threads: 1, queueLength: 64, maxWait: .milliseconds(500))
+        func hold() async -> (DispatchSemaphore, Task<Void, any Error>) {
+            let gate = DispatchSemaphore(value: 0)
+            let started = AsyncStream<Void>.makeStream()
+            let task = Task {
+                try await pool.run {
+                    started.continuation.yield()
+                    gate.wait()
+                }
+            }
+            for await _ in started.stream { break }
+            return (gate, task)
+        }
+        // A hash queued behind one held for 300 ms: the pool learns 300 ms per place.
+        let (first, firstTask) = await hold()
+        let queued = Task { try await pool.run {} }
+        while pool.depth < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(300))
+        first.signal()
+        try await firstTask.value
+        try await queued.value
+        // Quick hashes on a free thread bring the mean hash time down; the wait per place stays.
+        for _ in 0..<24 { try await pool.run {} }
+        #expect(pool.meanRunTime < .milliseconds(50))
+
+        // Now one place ahead is about 300 ms (admitted), two are about 600 ms (refused at once),
+        // where the mean hash time (under 50 ms) would have admitted both.
+        let (second, secondTask) = await hold()
+        let admitted = Task { try await pool.run {} }
+        while pool.depth < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        let asked = ContinuousClock.now
+        await #expect(throws: FirebaseError.self) { try await pool.run {} }
+        #expect(ContinuousClock.now - asked < .milliseconds(50))
+        second.signal()
+        try await secondTask.value
+        try await admitted.value
+        try await pool.shutdown()
+    }
+
     @Test("a hash whose caller has gone, or that waited past twice the limit, is not run when its turn comes")
     func abandonedHashIsDropped() async throws {
         let pool = HashingPool(threads: 1, queueLength: 8)
@@ -340,8 +381,8 @@ struct HashingPoolTests {
         #expect(!ran.value)
         try await pool.shutdown()
 
-        // Admitted while the pool had no mean yet, then held past twice the 50 ms limit.
-        let slow = HashingPool(threads: 1, queueLength: 8, maxWait: .milliseconds(50))
+        // Admitted while the pool had no mean yet, then held past the 100 ms it may wait.
+        let slow = HashingPool(threads: 1, queueLength: 8, maxWait: .milliseconds(50), abandonAfter: .milliseconds(100))
         let release = DispatchSemaphore(value: 0)
         let holding = AsyncStream<Void>.makeStream()
         async let blocker: Void = slow.run {
@@ -356,12 +397,32 @@ struct HashingPoolTests {
         try await blocker
         do {
             try await late.value
-            Issue.record("a hash that waited 150 ms with a 50 ms limit ran")
+            Issue.record("a hash that waited 150 ms with a 100 ms limit ran")
         } catch let error as FirebaseError {
             #expect(error.status.code == 503 && error.retryAfterSeconds == 1)
         }
         #expect(!ran.value)
         try await slow.shutdown()
+    }
+
+    @Test("a hashing thread kept waiting for a CPU pauses to its share; one that was not goes on at once")
+    func yieldsWhenCrowded() throws {
+        let pool = HashingPool(threads: 1, queueLength: 1, crowdedShare: 0.25)
+        let start = try #require(ThreadSchedule.current())
+        func after(ran: Duration, waited: Duration) -> ThreadSchedule {
+            ThreadSchedule(onCPU: start.onCPU + ran, waiting: start.waiting + waited)
+        }
+        var clock = ContinuousClock.now
+        pool.yieldIfCrowded(start, after(ran: .milliseconds(40), waited: .milliseconds(5)))
+        #expect(ContinuousClock.now - clock < .milliseconds(20))
+        clock = ContinuousClock.now
+        // 40 ms on a CPU at a share of 0.25: 120 ms of pause.
+        pool.yieldIfCrowded(start, after(ran: .milliseconds(40), waited: .milliseconds(20)))
+        #expect(ContinuousClock.now - clock >= .milliseconds(110))
+        let unpaused = HashingPool(threads: 1, queueLength: 1, crowdedShare: 1)
+        clock = ContinuousClock.now
+        unpaused.yieldIfCrowded(start, after(ran: .milliseconds(40), waited: .milliseconds(40)))
+        #expect(ContinuousClock.now - clock < .milliseconds(20))
     }
 
     @Test("the hashing threads run at the priority configured", arguments: ThreadPriority.allCases)

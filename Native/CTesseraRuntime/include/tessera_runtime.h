@@ -30,4 +30,8 @@ int tessera_lower_thread_priority(int mode);
 /// plus its nice value + 20 (so nice 19 under the normal policy is 39). -1 where unknown. For tests.
 int tessera_thread_scheduling(void);
 
+/// The calling thread's time on a CPU and time runnable but waiting for one, in nanoseconds, from
+/// Linux's /proc/thread-self/schedstat. 0 on success, -1 where unavailable.
+int tessera_thread_schedstat(unsigned long long *_Nonnull on_cpu, unsigned long long *_Nonnull waiting);
+
 #endif

@@ -24,8 +24,9 @@ public struct DirectoryConfiguration: Sendable {
     /// Threads that hash, and how many more hashes may wait before callers get a 503.
     public var hashThreads: Int = System.coreCount
     public var hashQueue: Int = 64
-    public var hashMaxWait: Duration = .seconds(2)
+    public var hashMaxWait: Duration = .milliseconds(500)
     public var hashPriority: ThreadPriority = .idle
+    public var hashCrowdedShare: Double = 0.2
     /// How often freed memory is given back to the system (`HeapTrim`); zero: never.
     public var heapTrimInterval: Duration = .seconds(30)
     /// Who the admin caller is behind the ingress (`TESSERA_TRUSTED_PROXIES`), for the limit on failed
@@ -95,6 +96,10 @@ public struct DirectoryConfiguration: Sendable {
         hashThreads = try env.int("TESSERA_HASH_THREADS", default: hashThreads)
         hashQueue = try env.int("TESSERA_HASH_QUEUE", default: hashQueue)
         hashMaxWait = try env.duration("TESSERA_HASH_MAX_WAIT", default: hashMaxWait)
+        hashCrowdedShare = try env.double("TESSERA_HASH_CROWDED_SHARE", default: hashCrowdedShare)
+        guard hashCrowdedShare > 0, hashCrowdedShare <= 1 else {
+            throw ConfigError.invalid("TESSERA_HASH_CROWDED_SHARE", "expected a number above 0 and at most 1")
+        }
         if let priority = env.string("TESSERA_HASH_PRIORITY") {
             guard let value = ThreadPriority(rawValue: priority) else {
                 throw ConfigError.invalid("TESSERA_HASH_PRIORITY", "expected normal, low or idle")
@@ -136,7 +141,8 @@ public func buildDirectoryApplication(
     let metrics = ServiceMetrics()
     let hashing = HashingPool(
         threads: configuration.hashThreads, queueLength: configuration.hashQueue, maxWait: configuration.hashMaxWait,
-        priority: configuration.hashPriority, metrics: metrics, logger: logger)
+        priority: configuration.hashPriority, crowdedShare: configuration.hashCrowdedShare, metrics: metrics,
+        logger: logger)
     let hasher = PasswordHasher(
         pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
     let accounts = Accounts(

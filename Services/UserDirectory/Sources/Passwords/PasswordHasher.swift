@@ -9,39 +9,56 @@ import TesseraShared
 /// Runs password hashing on its own threads, never on the request threads, and admits a hash only
 /// if it can start soon (A.9, issue 26).
 ///
-/// - **Admission by expected wait.** The pool keeps the mean time a hash holds its thread; a new
-///   hash that would wait longer than `maxWait` for a thread (the hashes ahead of it × that mean ÷
-///   the threads), or find `threads + queueLength` hashes in the pool already, is refused at once
+/// - **Admission by expected wait.** The pool measures how long queued hashes waited per place
+///   ahead of them; a new hash that would wait longer than `maxWait` for a thread (its place × that
+///   wait), or find `threads + queueLength` hashes in the pool already, is refused at once
 ///   with `503 UNAVAILABLE` and a `Retry-After` of the time the pool needs to work off the excess
 ///   (at least 1 s). So a login storm
 ///   gets quick refusals its clients retry later, instead of a queue that answers after the token
 ///   service's internal timeout; the hashes admitted keep the threads busy.
 /// - **Abandoned hashes are dropped.** A hash whose caller was cancelled (NIO's pool skips it), or
-///   that waited more than twice `maxWait` (the mean moved under it), is not run when it reaches a
-///   thread.
+///   that waited more than twice `maxWait` and at least 4 s (its caller, the token service, gives
+///   up after 5 s), is not run when it reaches a thread.
 /// - **Priority.** The threads run at `priority` (default `idle`: `SCHED_IDLE`), so the request
 ///   threads of the process (refreshes, lookups) take a core from a hash whenever they want it.
+/// - **Yielding when crowded.** No priority of ours reaches other processes or containers (Linux
+///   shares the CPU between them first), and a 16 MiB scrypt hash also takes the cache from
+///   whatever runs beside it. So after a hash during which its thread waited for a CPU at least a
+///   third as long as it ran, the thread pauses until it has used only `crowdedShare` of a core
+///   (default 0.2). A machine busy with sign-ins alone does not crowd the hashing threads, and they
+///   run flat out; in a login storm beside refreshes they give way (docs/scaling.md, "Login storms").
 public final class HashingPool: Sendable {
     let pool: NIOThreadPool
     let threads: Int
     let capacity: Int
     let maxWait: Duration
+    /// A hash that waited this long is not run (its caller has given up).
+    let abandonAfter: Duration
     let priority: ThreadPriority
+    /// The share of a core a hashing thread keeps while it is crowded out (1: no pause).
+    let crowdedShare: Double
     private let inFlight = Atomic<Int>(0)
-    /// The mean time a hash holds its thread, in microseconds: an exponentially weighted mean over
-    /// about the last 8 hashes; 0 until the first one ran.
+    /// The mean time a hash holds its thread (with the pause after it, if any), in microseconds: an
+    /// exponentially weighted mean over about the last 8 hashes; 0 until the first one ran.
     private let meanRunMicros = Atomic<Int>(0)
+    /// How long a queued hash waited per place ahead of it when it was admitted, in microseconds
+    /// (weighted mean over about the last 8 that queued; 0 until one did).
+    private let waitPerPlaceMicros = Atomic<Int>(0)
     private let priorityFailed = Atomic<Bool>(false)
     let logger: Logger?
     let depthGauge: Gauge?
     let waitTime: DurationHistogram?
     let refused: Counter?
     let dropped: Counter?
+    let yields: Counter?
 
     public init(
-        threads: Int, queueLength: Int, maxWait: Duration = .seconds(2), priority: ThreadPriority = .idle,
-        metrics: ServiceMetrics? = nil, logger: Logger? = nil
+        threads: Int, queueLength: Int, maxWait: Duration = .milliseconds(500), abandonAfter: Duration? = nil,
+        priority: ThreadPriority = .idle, crowdedShare: Double = 1, metrics: ServiceMetrics? = nil,
+        logger: Logger? = nil
     ) {
+        self.crowdedShare = min(1, max(0.01, crowdedShare))
+        self.abandonAfter = abandonAfter ?? max(maxWait * 2, .seconds(4))
         self.threads = max(1, threads)
         pool = NIOThreadPool(numberOfThreads: self.threads)
         pool.start()
@@ -59,14 +76,27 @@ public final class HashingPool: Sendable {
         dropped = metrics?.counter(
             "password_hash_dropped",
             help: "Admitted password hashes not run because their caller had gone or they waited too long.")
+        yields = metrics?.counter(
+            "password_hash_yields",
+            help: "Hashes after which a hashing thread paused because other threads had kept it waiting for a CPU.")
     }
 
     /// The time a hash admitted now would wait for a thread with `inPool` hashes in the pool (itself
-    /// included), at the current mean.
+    /// included): its place in the queue times the wait per place, which is the larger of what the
+    /// hashes that queued lately waited per place (`waitPerPlaceMicros`) and the mean time a hash
+    /// holds its thread (with the pause after it) ÷ the threads. The first lags by a queue's wait,
+    /// the second follows every hash.
+    ///
+    /// The wait per place is measured, not derived from the hash time, because the two part ways
+    /// under load: at `idle` priority the hashing threads get what CPU the rest of the machine
+    /// leaves, which can be one thread's worth or none for a while, so hashes queued behind a
+    /// mean of 30 ms each waited two to four times what the mean predicted (issue 26's storm).
     func expectedWait(inPool: Int) -> Duration {
-        let ahead = inPool - threads
-        guard ahead > 0 else { return .zero }
-        return .microseconds(ahead * meanRunMicros.load(ordering: .relaxed) / threads)
+        let place = inPool - threads
+        guard place > 0 else { return .zero }
+        let perPlace = max(
+            waitPerPlaceMicros.load(ordering: .relaxed), meanRunMicros.load(ordering: .relaxed) / threads)
+        return .microseconds(place * perPlace)
     }
 
     /// The mean time a hash holds its thread (zero before the first hash).
@@ -88,8 +118,8 @@ public final class HashingPool: Sendable {
             throw FirebaseError.unavailable(
                 "Too many password operations in progress; retry shortly.", retryAfterSeconds: seconds)
         }
-        let queued = ContinuousClock.now
-        let job = Job(pool: self, queued: queued, staleAfter: maxWait * 2)
+        let job = Job(
+            pool: self, queued: ContinuousClock.now, place: admitted - threads, staleAfter: abandonAfter)
         return try await pool.runIfActive { try job.run(body) }
     }
 
@@ -97,20 +127,50 @@ public final class HashingPool: Sendable {
     private struct Job: Sendable {
         let pool: HashingPool
         let queued: ContinuousClock.Instant
+        /// Its place in the queue when admitted (0 or less: a thread was free).
+        let place: Int
         let staleAfter: Duration
 
         func run<T>(_ body: () throws -> T) throws -> T {
             let started = ContinuousClock.now
             pool.waitTime?.record(started - queued)
+            if place > 0 { Self.average(pool.waitPerPlaceMicros, (started - queued) / place) }
             guard started - queued <= staleAfter else {
                 pool.dropped?.increment()
                 throw FirebaseError.unavailable(
                     "Too many password operations in progress; retry shortly.", retryAfterSeconds: 1)
             }
             pool.applyPriority()
-            defer { pool.recordRun(ContinuousClock.now - started) }
-            return try body()
+            let before = pool.crowdedShare < 1 ? ThreadSchedule.current() : nil
+            let result = try body()
+            if let before, let after = ThreadSchedule.current() { pool.yieldIfCrowded(before, after) }
+            Self.average(pool.meanRunMicros, ContinuousClock.now - started)
+            return result
         }
+
+        /// Moves a weighted mean (in microseconds) an eighth of the way to `sample`.
+        static func average(_ mean: borrowing Atomic<Int>, _ sample: Duration) {
+            let micros = Int(sample.timeInterval * 1_000_000)
+            var old = mean.load(ordering: .relaxed)
+            while true {
+                let new = old == 0 ? micros : old + (micros - old) / 8
+                let (exchanged, current) = mean.compareExchange(expected: old, desired: new, ordering: .relaxed)
+                if exchanged { return }
+                old = current
+            }
+        }
+    }
+
+    /// After a hash during which this thread waited for a CPU at least a third as long as it ran
+    /// (other threads of the machine wanted the cores: at `idle` priority inside this process, and
+    /// in other processes and containers, where no priority of ours reaches), pauses so that the
+    /// thread keeps `crowdedShare` of a core: the request threads elsewhere get the rest.
+    func yieldIfCrowded(_ before: ThreadSchedule, _ after: ThreadSchedule) {
+        let ran = after.onCPU - before.onCPU
+        let waited = after.waiting - before.waiting
+        guard ran > .zero, crowdedShare < 1, waited * 3 >= ran else { return }
+        yields?.increment()
+        Thread.sleep(forTimeInterval: (ran * ((1 - crowdedShare) / crowdedShare)).timeInterval)
     }
 
     private func applyPriority() {
@@ -120,18 +180,6 @@ public final class HashingPool: Sendable {
         logger?.warning(
             "the hashing threads keep normal CPU priority: the system refused the lower one",
             metadata: ["hash.priority": .string(priority.rawValue)])
-    }
-
-    private func recordRun(_ duration: Duration) {
-        let micros = Int(duration.timeInterval * 1_000_000)
-        var old = meanRunMicros.load(ordering: .relaxed)
-        while true {
-            let new = old == 0 ? micros : old + (micros - old) / 8
-            let (exchanged, current) = meanRunMicros.compareExchange(
-                expected: old, desired: new, ordering: .relaxed)
-            if exchanged { return }
-            old = current
-        }
     }
 
     public var depth: Int { inFlight.load(ordering: .relaxed) }
