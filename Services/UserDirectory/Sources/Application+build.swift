@@ -24,9 +24,9 @@ public struct DirectoryConfiguration: Sendable {
     /// Threads that hash, and how many more hashes may wait before callers get a 503.
     public var hashThreads: Int = System.coreCount
     public var hashQueue: Int = 64
-    public var hashMaxWait: Duration = .milliseconds(500)
+    public var hashMaxWait: Duration = .seconds(2)
     public var hashPriority: ThreadPriority = .idle
-    public var hashCrowdedShare: Double = 0.2
+    public var hashCrowdedShare: Double = 1
     /// How often freed memory is given back to the system (`HeapTrim`); zero: never.
     public var heapTrimInterval: Duration = .seconds(30)
     /// Who the admin caller is behind the ingress (`TESSERA_TRUSTED_PROXIES`), for the limit on failed

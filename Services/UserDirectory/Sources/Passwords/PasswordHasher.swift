@@ -11,22 +11,23 @@ import TesseraShared
 ///
 /// - **Admission by expected wait.** The pool measures how long queued hashes waited per place
 ///   ahead of them; a new hash that would wait longer than `maxWait` for a thread (its place × that
-///   wait), or find `threads + queueLength` hashes in the pool already, is refused at once
-///   with `503 UNAVAILABLE` and a `Retry-After` of the time the pool needs to work off the excess
-///   (at least 1 s). So a login storm
-///   gets quick refusals its clients retry later, instead of a queue that answers after the token
-///   service's internal timeout; the hashes admitted keep the threads busy.
+///   wait), or find `threads + queueLength` hashes in the pool already, is refused at once with
+///   `503 UNAVAILABLE` and a `Retry-After` of the time the pool needs to work off the excess (at
+///   least 1 s). So a login storm gets quick refusals its clients retry later, instead of a queue
+///   that answers after the token service's internal timeout; the hashes admitted keep the threads
+///   busy.
 /// - **Abandoned hashes are dropped.** A hash whose caller was cancelled (NIO's pool skips it), or
 ///   that waited more than twice `maxWait` and at least 4 s (its caller, the token service, gives
 ///   up after 5 s), is not run when it reaches a thread.
 /// - **Priority.** The threads run at `priority` (default `idle`: `SCHED_IDLE`), so the request
 ///   threads of the process (refreshes, lookups) take a core from a hash whenever they want it.
-/// - **Yielding when crowded.** No priority of ours reaches other processes or containers (Linux
-///   shares the CPU between them first), and a 16 MiB scrypt hash also takes the cache from
-///   whatever runs beside it. So after a hash during which its thread waited for a CPU at least a
-///   third as long as it ran, the thread pauses until it has used only `crowdedShare` of a core
-///   (default 0.2). A machine busy with sign-ins alone does not crowd the hashing threads, and they
-///   run flat out; in a login storm beside refreshes they give way (docs/scaling.md, "Login storms").
+/// - **Yielding when crowded** (off unless `crowdedShare` < 1). No priority of ours reaches other
+///   processes or containers (Linux shares the CPU between them first), and a 16 MiB scrypt hash
+///   also takes the cache from whatever runs beside it. So after a hash during which its thread
+///   waited for a CPU at least a third as long as it ran, the thread pauses until it has used only
+///   `crowdedShare` of a core. It helps refreshes on a host shared with the token service, but
+///   clients that retry refusals at once crowd the host with them and sign-ins collapse
+///   (docs/scaling.md, "Login storms"), so it is for deployments that know their clients.
 public final class HashingPool: Sendable {
     let pool: NIOThreadPool
     let threads: Int
@@ -53,7 +54,7 @@ public final class HashingPool: Sendable {
     let yields: Counter?
 
     public init(
-        threads: Int, queueLength: Int, maxWait: Duration = .milliseconds(500), abandonAfter: Duration? = nil,
+        threads: Int, queueLength: Int, maxWait: Duration = .seconds(2), abandonAfter: Duration? = nil,
         priority: ThreadPriority = .idle, crowdedShare: Double = 1, metrics: ServiceMetrics? = nil,
         logger: Logger? = nil
     ) {
