@@ -26,7 +26,8 @@ public struct DirectoryConfiguration: Sendable {
     public var hashQueue: Int = 64
     public var hashMaxWait: Duration = .seconds(2)
     public var hashPriority: ThreadPriority = .idle
-    public var hashCrowdedShare: Double = 1
+    public var hashCrowdedShare: Double = 0.2
+    public var hashInteractiveMaxWait: Duration = .milliseconds(500)
     /// How often freed memory is given back to the system (`HeapTrim`); zero: never.
     public var heapTrimInterval: Duration = .seconds(30)
     /// Who the admin caller is behind the ingress (`TESSERA_TRUSTED_PROXIES`), for the limit on failed
@@ -97,6 +98,7 @@ public struct DirectoryConfiguration: Sendable {
         hashQueue = try env.int("TESSERA_HASH_QUEUE", default: hashQueue)
         hashMaxWait = try env.duration("TESSERA_HASH_MAX_WAIT", default: hashMaxWait)
         hashCrowdedShare = try env.double("TESSERA_HASH_CROWDED_SHARE", default: hashCrowdedShare)
+        hashInteractiveMaxWait = try env.duration("TESSERA_HASH_BUSY_MAX_WAIT", default: hashInteractiveMaxWait)
         guard hashCrowdedShare > 0, hashCrowdedShare <= 1 else {
             throw ConfigError.invalid("TESSERA_HASH_CROWDED_SHARE", "expected a number above 0 and at most 1")
         }
@@ -141,8 +143,8 @@ public func buildDirectoryApplication(
     let metrics = ServiceMetrics()
     let hashing = HashingPool(
         threads: configuration.hashThreads, queueLength: configuration.hashQueue, maxWait: configuration.hashMaxWait,
-        priority: configuration.hashPriority, crowdedShare: configuration.hashCrowdedShare, metrics: metrics,
-        logger: logger)
+        priority: configuration.hashPriority, crowdedShare: configuration.hashCrowdedShare,
+        interactiveMaxWait: configuration.hashInteractiveMaxWait, metrics: metrics, logger: logger)
     let hasher = PasswordHasher(
         pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
     let accounts = Accounts(
@@ -152,6 +154,7 @@ public func buildDirectoryApplication(
     router.addTracingMiddleware()
     router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>(metrics: metrics))
     router.add(middleware: DatabaseErrorMiddleware<DirectoryContext>())
+    router.add(middleware: RequestCountMiddleware<DirectoryContext>(pool: hashing))
 
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
     metrics.addRoute(to: router)

@@ -67,6 +67,8 @@ enum InProcess {
         configuration.passwordHashRounds = 8
         configuration.passwordHashMemCost = 8
         configuration.hashThreads = 1
+        // Tests run in parallel on few cores: idle-priority hashing threads would wait behind them all.
+        configuration.hashPriority = .normal
         configuration.heapTrimInterval = .zero
         // Links admins ask for point where the stack's do (it sets TESSERA_PUBLIC_URL).
         configuration.links = ActionLinks(

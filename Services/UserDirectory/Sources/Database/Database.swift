@@ -192,7 +192,8 @@ public final class Database: Service, Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(100))
             let current = endpoint
-            if suspected.exchange(false, ordering: .relaxed) {
+            let failed = suspected.exchange(false, ordering: .relaxed)
+            if failed {
                 logger.warning(
                     "an operation failed as a failover would make it fail: looking for the writable primary",
                     metadata: ["db.server": .string(current.description)])
@@ -205,20 +206,23 @@ public final class Database: Service, Sendable {
             } else {
                 continue
             }
-            await locate(after: current)
+            await locate(after: current, freshPool: failed)
             checked = ContinuousClock.now
         }
     }
 
     /// Probes the servers in order until one is writable, then sends operations to a new pool for
-    /// it. `previous` is the server in use before, if the probe follows a failure.
-    private func locate(after previous: DatabaseEndpoint?) async {
+    /// it. `previous` is the server in use before. After failed operations (`freshPool`) the pool is
+    /// new even for the same server, which may have restarted while the old pool backs off; after a
+    /// probe of ours that failed (a busy moment) the pool in use is kept if its server still takes
+    /// writes, so that its operations in flight are not failed for nothing.
+    private func locate(after previous: DatabaseEndpoint?, freshPool: Bool = false) async {
         let started = ContinuousClock.now
         var attempt = 0
         while !Task.isCancelled {
             for endpoint in target.endpoints {
                 guard (try? await probe(endpoint)) == true else { continue }
-                install(endpoint, replacing: previous, after: ContinuousClock.now - started)
+                install(endpoint, replacing: previous, freshPool: freshPool, after: ContinuousClock.now - started)
                 return
             }
             attempt += 1
@@ -231,12 +235,14 @@ public final class Database: Service, Sendable {
         }
     }
 
-    /// Moves operations to a new pool for `endpoint` (unless it is the first probe's answer and the
-    /// pool already in use is for it).
-    private func install(_ endpoint: DatabaseEndpoint, replacing previous: DatabaseEndpoint?, after elapsed: Duration) {
+    /// Moves operations to a new pool for `endpoint`, unless the pool in use is for it and no fresh
+    /// one is asked for.
+    private func install(
+        _ endpoint: DatabaseEndpoint, replacing previous: DatabaseEndpoint?, freshPool: Bool, after elapsed: Duration
+    ) {
         let retired: Task<Void, Never>? = state.withLock { state in
             defer { state.primaryKnown = true }
-            if previous == nil && state.endpoint == endpoint { return nil }
+            if !freshPool && state.endpoint == endpoint { return nil }
             let client = PostgresClient(configuration: target.client(for: endpoint), backgroundLogger: logger)
             let old = state.runner
             state.client = client

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import Logging
 import NIOPosix
 import Prometheus
@@ -19,15 +20,15 @@ import TesseraShared
 /// - **Abandoned hashes are dropped.** A hash whose caller was cancelled (NIO's pool skips it), or
 ///   that waited more than twice `maxWait` and at least 4 s (its caller, the token service, gives
 ///   up after 5 s), is not run when it reaches a thread.
-/// - **Priority.** The threads run at `priority` (default `idle`: `SCHED_IDLE`), so the request
+/// - **Priority.** The threads run at `priority` (the service sets `idle`, `SCHED_IDLE`), so the request
 ///   threads of the process (refreshes, lookups) take a core from a hash whenever they want it.
-/// - **Yielding when crowded** (off unless `crowdedShare` < 1). No priority of ours reaches other
+/// - **Giving way to signed-in users.** While the directory serves other requests (refreshes,
+///   lookups: `isInteractive()`), hashes get the shorter `interactiveMaxWait`, and after a hash
+///   during which its thread waited for a CPU at least a third as long as it ran, the thread
+///   pauses until it has used only `crowdedShare` of a core. No priority of ours reaches other
 ///   processes or containers (Linux shares the CPU between them first), and a 16 MiB scrypt hash
-///   also takes the cache from whatever runs beside it. So after a hash during which its thread
-///   waited for a CPU at least a third as long as it ran, the thread pauses until it has used only
-///   `crowdedShare` of a core. It helps refreshes on a host shared with the token service, but
-///   clients that retry refusals at once crowd the host with them and sign-ins collapse
-///   (docs/scaling.md, "Login storms"), so it is for deployments that know their clients.
+///   takes the cache from whatever runs beside it; the pause does. Sign-ins alone, refusals
+///   included, never trigger it (docs/scaling.md, "Login storms").
 public final class HashingPool: Sendable {
     let pool: NIOThreadPool
     let threads: Int
@@ -46,6 +47,20 @@ public final class HashingPool: Sendable {
     /// (weighted mean over about the last 8 that queued; 0 until one did).
     private let waitPerPlaceMicros = Atomic<Int>(0)
     private let priorityFailed = Atomic<Bool>(false)
+    /// The wait limit while signed-in users' requests are being served (`interactive`).
+    let interactiveMaxWait: Duration
+    /// Requests of signed-in users the directory received (refresh-token rotations and account
+    /// reads, `RequestCountMiddleware`); their rate over the last second says whether it serves them.
+    private let signedInRequests = Atomic<Int>(0)
+    private let traffic: Mutex<TrafficWindow>
+    private let interactiveNow = Atomic<Bool>(false)
+    /// Signed-in users' requests a second above which the directory counts as serving them.
+    static let interactiveRequestsPerSecond = 20.0
+
+    private struct TrafficWindow {
+        var start: ContinuousClock.Instant
+        var requests: Int
+    }
     let logger: Logger?
     let depthGauge: Gauge?
     let waitTime: DurationHistogram?
@@ -55,9 +70,11 @@ public final class HashingPool: Sendable {
 
     public init(
         threads: Int, queueLength: Int, maxWait: Duration = .seconds(2), abandonAfter: Duration? = nil,
-        priority: ThreadPriority = .idle, crowdedShare: Double = 1, metrics: ServiceMetrics? = nil,
-        logger: Logger? = nil
+        priority: ThreadPriority = .normal, crowdedShare: Double = 1, interactiveMaxWait: Duration? = nil,
+        metrics: ServiceMetrics? = nil, logger: Logger? = nil
     ) {
+        self.interactiveMaxWait = min(interactiveMaxWait ?? maxWait, maxWait)
+        traffic = Mutex(TrafficWindow(start: .now, requests: 0))
         self.crowdedShare = min(1, max(0.01, crowdedShare))
         self.abandonAfter = abandonAfter ?? max(maxWait * 2, .seconds(4))
         self.threads = max(1, threads)
@@ -111,11 +128,12 @@ public final class HashingPool: Sendable {
             let remaining = inFlight.subtract(1, ordering: .relaxed).newValue
             depthGauge?.set(Double(remaining))
         }
+        let limit = isInteractive() ? interactiveMaxWait : maxWait
         let wait = expectedWait(inPool: admitted)
-        guard admitted <= capacity, wait <= maxWait else {
+        guard admitted <= capacity, wait <= limit else {
             refused?.increment()
             // Retry once the pool has worked off what is beyond the limit (whole seconds, 1…30).
-            let seconds = min(30, max(1, Int((wait - maxWait).timeInterval.rounded(.up))))
+            let seconds = min(30, max(1, Int((wait - limit).timeInterval.rounded(.up))))
             throw FirebaseError.unavailable(
                 "Too many password operations in progress; retry shortly.", retryAfterSeconds: seconds)
         }
@@ -169,9 +187,32 @@ public final class HashingPool: Sendable {
     func yieldIfCrowded(_ before: ThreadSchedule, _ after: ThreadSchedule) {
         let ran = after.onCPU - before.onCPU
         let waited = after.waiting - before.waiting
-        guard ran > .zero, crowdedShare < 1, waited * 3 >= ran else { return }
+        guard ran > .zero, crowdedShare < 1, waited * 3 >= ran, interactiveNow.load(ordering: .relaxed) else { return }
         yields?.increment()
         Thread.sleep(forTimeInterval: (ran * ((1 - crowdedShare) / crowdedShare)).timeInterval)
+    }
+
+    /// Counts a request of a signed-in user: a refresh-token rotation or an account read.
+    public func noteSignedInRequest() {
+        signedInRequests.add(1, ordering: .relaxed)
+    }
+
+    /// Whether, over the last second or so, the directory served at least
+    /// `interactiveRequestsPerSecond` requests of signed-in users (refreshes, lookups). Then hashing
+    /// gets the short wait limit and, if configured, pauses when crowded. A directory busy with
+    /// sign-ins alone, a flood of retried refusals included, keeps the long limit and hashes flat out.
+    func isInteractive() -> Bool {
+        let now = ContinuousClock.now
+        let requests = signedInRequests.load(ordering: .relaxed)
+        return traffic.withLock { window in
+            let elapsed = now - window.start
+            guard elapsed >= .seconds(1) else { return interactiveNow.load(ordering: .relaxed) }
+            let rate = Double(requests - window.requests) / elapsed.timeInterval
+            let interactive = rate >= Self.interactiveRequestsPerSecond
+            interactiveNow.store(interactive, ordering: .relaxed)
+            window = TrafficWindow(start: now, requests: requests)
+            return interactive
+        }
     }
 
     private func applyPriority() {
@@ -342,5 +383,21 @@ public struct PasswordHasher: Sendable {
     public func isOutdated(_ stored: StoredPassword) -> Bool {
         stored.algorithm != StoredPassword.firebaseScrypt
             || scryptParams(stored.params) != current
+    }
+}
+
+/// The internal paths of signed-in users' requests: a refresh-token rotation, an account read.
+private let signedInPaths: Set<String> = [InternalPath.rotateRefreshToken, InternalPath.getAccount]
+
+/// Counts signed-in users' requests (refresh-token rotations, account reads) for the hashing
+/// pool's `isInteractive()`.
+struct RequestCountMiddleware<Context: RequestContext>: RouterMiddleware {
+    let pool: HashingPool
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        if signedInPaths.contains(request.uri.path) { pool.noteSignedInRequest() }
+        return try await next(request, context)
     }
 }
