@@ -1,6 +1,7 @@
-"""The benchmark's verdicts (scripts/bench `evaluate`): the password sign-in target compares each
-sign-in run with the raw hash rate taken just before and just after it, and the floor service's
-figures are reported for the record. Pure: no request reaches the stack."""
+"""The benchmark's verdicts (scripts/bench `evaluate`): the password sign-in target is the median of
+the runs at the highest level, each compared with the raw hash rate taken just before and just after
+it (issue 26), and the floor service's figures are reported for the record. Pure: no request reaches
+the stack."""
 
 import importlib.machinery
 import importlib.util
@@ -50,30 +51,36 @@ def rows_named(rows, prefix: str) -> list:
     return [row for row in rows if row[0].startswith(prefix)]
 
 
-def test_signin_target_uses_the_rate_measured_around_the_best_run(bench):
-    # c=16: 56 / (2 × 35) = 80%; c=64: 57 / (2 × 31.5) = 90.5%. The start-of-run rate (40/s) would
-    # give 71% at best: the verdict must come from the bracketed pair.
+def test_signin_target_is_the_median_at_the_top_level_against_the_rate_measured_around_each_run(bench):
+    # c=16: 56 / (2 × 35) = 80%; c=64: 57 / (2 × 31.5) = 90.5%. Issue 26: the runs at the highest
+    # level count (their median), each against the raw rate taken around it; the start-of-run rate
+    # (40/s) would give 71%.
     rows = bench.evaluate(results([signin_run(16, 56.0, 36.0, 34.0), signin_run(64, 57.0, 32.0, 31.0)]))
-    (target,) = rows_named(rows, "password sign-in vs raw hash rate")
-    assert target[1] == "≥ 90%"
-    assert target[2].startswith("57.0/s = 90.5% of 63.0/s (one core 32.0 before, 31.0 after)")
+    (target,) = rows_named(rows, "password sign-in vs raw hash rate × 2 cores measured around each run")
+    assert "median of 1 runs at 64 connections" in target[0]
+    assert target[1] == "≥ 88%"
+    assert target[2].startswith("90.5% (57.0/s = 90.5% of 63.0/s, one core 32.0 before, 31.0 after)")
     assert target[3] is True
-    (start,) = rows_named(rows, "(for the record) password sign-in vs the start-of-run")
+    (start,) = rows_named(rows, "(for the record) password sign-in, median of 1 runs at 64 connections")
     assert start[2] == "57.0/s = 71.2% of 80.0/s" and start[3] is None
 
 
-def test_signin_target_is_missed_when_the_bracketed_ratio_is_below_90_percent(bench):
-    rows = bench.evaluate(results([signin_run(16, 60.0, 35.0, 35.0)]))
+def test_signin_target_is_the_median_of_the_runs_and_counts_only_sign_ins(bench):
+    # Three runs at 64: 50, 60 and 66 of 2 × 35 = 70/s; the median is 60 (85.7%), below 88%. A run's
+    # 503 refusals are not sign-ins: ok_throughput, not throughput, counts.
+    runs = [signin_run(64, t, 35.0, 35.0) for t in (50.0, 60.0, 66.0)]
+    runs[2]["ok_throughput"], runs[2]["throughput"] = 66.0, 1800.0
+    rows = bench.evaluate(results(runs))
     (target,) = rows_named(rows, "password sign-in vs raw hash rate")
-    assert "85.7%" in target[2] and target[3] is False
+    assert target[2].startswith("85.7%") and target[3] is False
 
 
 def test_without_brackets_the_start_of_run_rate_decides(bench):
     rows = bench.evaluate(results([signin_run(16, 73.0, None, None)]))
-    (target,) = rows_named(rows, "password sign-in vs raw hash rate")
-    assert target[0] == "password sign-in vs raw hash rate × 2 cores"
+    (target,) = rows_named(rows, "password sign-in vs the start-of-run raw hash rate × 2 cores")
+    assert target[1] == "≥ 88%"
     assert target[2] == "73.0/s = 91.2% of 80.0/s" and target[3] is True
-    assert not rows_named(rows, "(for the record) password sign-in vs the start-of-run")
+    assert not rows_named(rows, "(for the record) password sign-in, median")
 
 
 def test_floor_figures_are_for_the_record(bench):
