@@ -75,17 +75,17 @@ struct DirectoryUnitTests {
         #expect(configured.database.primaryCheckInterval == .seconds(2) && configured.database.endpoints.count == 2)
     }
 
-    @Test("what a failover makes an operation fail with asks for a probe; other errors do not")
+    @Test("an outage (and what a failover makes operations fail with) is told apart from other errors")
     func failoverErrors() {
         func server(_ state: String) -> PSQLError { .server(.init(fields: [.sqlState: state, .message: "x"])) }
-        #expect(Database.suggestsFailover(.uncleanShutdown))
-        #expect(Database.suggestsFailover(.connectionError(underlying: ChannelError.connectTimeout(.seconds(1)))))
-        #expect(Database.suggestsFailover(server("25006")))  // read_only_sql_transaction: a demoted primary
-        #expect(Database.suggestsFailover(server("57P01")))  // admin_shutdown
-        #expect(Database.suggestsFailover(server("08006")))
-        #expect(!Database.suggestsFailover(server("23505")))
-        #expect(!Database.suggestsFailover(server("22021")))
-        #expect(!Database.suggestsFailover(.queryCancelled))
+        #expect(PSQLError.uncleanShutdown.isOutage)
+        #expect(PSQLError.connectionError(underlying: ChannelError.connectTimeout(.seconds(1))).isOutage)
+        #expect(server("25006").isOutage)  // read_only_sql_transaction: a demoted primary
+        #expect(server("57P01").isOutage)  // admin_shutdown
+        #expect(server("08006").isOutage)
+        #expect(!server("23505").isOutage)
+        #expect(!server("22021").isOutage)
+        #expect(!PSQLError.queryCancelled.isOutage)
     }
 
     @Test("an operation of a pool retired by a failover fails as an outage (503), never as a 500")

@@ -33,6 +33,8 @@ public final class Database: Service, Sendable {
     let target: DatabaseTarget
     let logger: Logger
     private let state: Mutex<State>
+    /// The pool, when `DATABASE_URL` names one server.
+    private let fixed: PostgresClient?
     /// Set by an operation that failed as a failover makes operations fail; read by `watch()`.
     private let suspected = Atomic<Bool>(false)
     /// How many times operations moved to a new pool (tests).
@@ -51,10 +53,10 @@ public final class Database: Service, Sendable {
         self.target = target
         self.logger = logger
         let first = target.endpoints[0]
+        let client = PostgresClient(configuration: target.client(for: first), backgroundLogger: logger)
+        fixed = target.endpoints.count == 1 ? client : nil
         state = Mutex(
-            State(
-                client: PostgresClient(configuration: target.client(for: first), backgroundLogger: logger),
-                endpoint: first, runner: nil, primaryKnown: target.endpoints.count == 1))
+            State(client: client, endpoint: first, runner: nil, primaryKnown: target.endpoints.count == 1))
     }
 
     /// A single pool that is already configured (tests).
@@ -64,8 +66,9 @@ public final class Database: Service, Sendable {
 
     var isReplicated: Bool { target.endpoints.count > 1 }
 
-    /// The pool operations go to now.
-    public var client: PostgresClient { state.withLock { $0.client } }
+    /// The pool operations go to now. With one server it never changes, and refreshes and lookups
+    /// read it without the lock.
+    public var client: PostgresClient { fixed ?? state.withLock { $0.client } }
 
     /// The server operations go to now.
     public var endpoint: DatabaseEndpoint { state.withLock { $0.endpoint } }
@@ -126,7 +129,7 @@ public final class Database: Service, Sendable {
     /// operation; the handlers' own errors (`FirebaseError`) pass.
     func failure(_ error: any Error, of client: PostgresClient) -> any Error {
         if let error = error as? PSQLError {
-            if isReplicated, Self.suggestsFailover(error), client === self.client {
+            if isReplicated, error.isOutage, client === self.client {
                 suspected.store(true, ordering: .relaxed)
             }
             return error
@@ -136,20 +139,6 @@ public final class Database: Service, Sendable {
             return DatabaseUnavailable(cause: String(describing: error))
         }
         return error
-    }
-
-    /// The connection lost or refused, the server shutting down, crashed or starting (57P…), a
-    /// connection exception (08…), or a write refused by a server that is now a standby (25006).
-    static func suggestsFailover(_ error: PSQLError) -> Bool {
-        switch error.code {
-        case .connectionError, .serverClosedConnection, .uncleanShutdown, .poolClosed:
-            return true
-        case .server:
-            let state = error.serverInfo?[.sqlState] ?? ""
-            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "25006"
-        default:
-            return false
-        }
     }
 
     /// Returns once the writable primary has been found (at once with a single server), or throws

@@ -233,6 +233,23 @@ extension PSQLError {
 
     /// The server answered with `state`.
     public func has(_ state: SQLState) -> Bool { code == .server && sqlState == state.rawValue }
+
+    /// A dependency outage, not a fault of the request: the connection lost, refused or closed,
+    /// the pool closed, the server's "connection exception" (08…) and "operator intervention" (57P…:
+    /// shutting down, crashed, starting up) states, and a write sent to a server that a failover has
+    /// just made a standby (25006). Answered 503 (`DatabaseErrorMiddleware`), and with several
+    /// servers a reason to look for the primary again (`Database`).
+    public var isOutage: Bool {
+        switch code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
+            return true
+        case .server:
+            let state = sqlState ?? ""
+            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "25006"
+        default:
+            return false
+        }
+    }
 }
 
 extension PostgresClient {

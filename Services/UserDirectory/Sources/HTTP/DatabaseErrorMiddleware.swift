@@ -12,7 +12,7 @@ struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
     {
         do {
             return try await next(request, context)
-        } catch let error as PSQLError where Self.isOutage(error) {
+        } catch let error as PSQLError where error.isOutage {
             context.logger.warning(
                 "PostgreSQL unavailable", metadata: ["psql.code": .string(error.code.description)])
             throw FirebaseError.unavailable("The database is unavailable; retry shortly.")
@@ -47,20 +47,5 @@ struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
     /// 22021 (a NUL or an invalid byte sequence) and 22P05 (an untranslatable character).
     static func isUnstorableText(_ error: PSQLError) -> Bool {
         error.has(.characterNotInRepertoire) || error.has(.untranslatableCharacter)
-    }
-
-    /// Connection failures, the server's "connection exception" (08…) and "operator intervention"
-    /// (57P…: shutting down, crashed, starting up) states, and a read-only server (25006).
-    static func isOutage(_ error: PSQLError) -> Bool {
-        switch error.code {
-        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
-            return true
-        case .server:
-            let state = error.serverInfo?[.sqlState] ?? ""
-            // 25006: a write sent to a server that a failover has just made a standby.
-            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "25006"
-        default:
-            return false
-        }
     }
 }
