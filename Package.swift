@@ -56,6 +56,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-service-context.git", from: "1.0.0"),
         // OTLP over HTTP only: the gRPC exporter would add grpc-swift to every build.
@@ -84,6 +85,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
                 .product(name: "ServiceContextModule", package: "swift-service-context"),
@@ -116,7 +118,7 @@ let package = Package(
             dependencies: products(
                 "Hummingbird", "Crypto@swift-crypto", "_CryptoExtras@swift-crypto", "X509@swift-certificates",
                 "SwiftASN1@swift-asn1", "AsyncHTTPClient@async-http-client", "ServiceLifecycle@swift-service-lifecycle",
-                "Logging@swift-log", "HTTPTypes@swift-http-types"),
+                "Logging@swift-log", "HTTPTypes@swift-http-types", "Prometheus@swift-prometheus"),
             resources: [.copy("Resources/openapi.yaml")])
         + service(
             "CleanupWorker",
@@ -158,6 +160,8 @@ let package = Package(
                     .product(name: "HTTPTypes", package: "swift-http-types"),
                     .product(name: "Crypto", package: "swift-crypto"),
                     .product(name: "_CryptoExtras", package: "swift-crypto"),
+                    .product(name: "Prometheus", package: "swift-prometheus"),
+                    .product(name: "CoreMetrics", package: "swift-metrics"),
                 ],
                 path: "Tests/TesseraTests",
                 swiftSettings: swiftSettings

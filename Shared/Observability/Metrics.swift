@@ -23,8 +23,18 @@ public final class ServiceMetrics: Sendable {
     }
     private let requestSeries = Mutex<[RequestSeries: (Counter, DurationHistogram)]>([:])
     private let internalCallSeries = Mutex<[InternalCallSeries: DurationHistogram]>([:])
+    private let process: ProcessMetrics
+    private let scrapeHooks = Mutex<[@Sendable () async -> Void]>([])
 
-    public init() {}
+    public init() {
+        process = ProcessMetrics(registry: registry)
+    }
+
+    /// Runs `hook` before every scrape, for figures read when asked (the mail outbox's depth); it
+    /// must bound its own time and swallow its own errors.
+    public func onScrape(_ hook: @escaping @Sendable () async -> Void) {
+        scrapeHooks.withLock { $0.append(hook) }
+    }
 
     /// The series for `key`, made by `make` the first time (outside the lock; if two requests make
     /// it at once, the registry hands both the same series and the first one stored is kept).
@@ -108,7 +118,12 @@ public final class ServiceMetrics: Sendable {
     /// The `/metrics` route.
     public func addRoute<Context: RequestContext>(to router: Router<Context>) {
         router.get("/metrics") { _, _ in
-            Response(
+            self.process.update()
+            let hooks = self.scrapeHooks.withLock { $0 }
+            await withTaskGroup(of: Void.self) { group in
+                for hook in hooks { group.addTask { await hook() } }
+            }
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: self.registry.emitToBuffer())))
         }

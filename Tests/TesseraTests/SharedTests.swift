@@ -1,8 +1,10 @@
+import CoreMetrics
 import Foundation
 import Glibc
 import HTTPTypes
 import Hummingbird
 import Logging
+import Prometheus
 import ServiceLifecycle
 import Synchronization
 import Testing
@@ -545,5 +547,45 @@ struct SecretSettingTests {
         // 43 characters of base64url carry 256 bits; 64 hex digits too.
         #expect(SecretStrength.problem("tsa_" + Base64URL.encode(Secrets.randomBytes(32))) == nil)
         #expect(SecretStrength.problem(strong) == nil)
+    }
+    @Test("library metrics recorded through swift-metrics get Prometheus names in the service's registry")
+    func libraryMetricNames() {
+        #expect(LibraryMetricsFactory.name("hb.requests", suffix: "total") == "hb_requests_total")
+        #expect(LibraryMetricsFactory.name("x_total", suffix: "total") == "x_total")
+        #expect(
+            LibraryMetricsFactory.name("http.server.request.duration", suffix: "seconds")
+                == "http_server_request_duration_seconds")
+        #expect(LibraryMetricsFactory.plain("1st-gauge") == "_1st_gauge")
+        let metrics = ServiceMetrics()
+        let factory = LibraryMetricsFactory(registry: metrics.registry)
+        factory.makeCounter(label: "hb.requests", dimensions: [("http.route", "/v1/token")]).increment(by: 2)
+        factory.makeMeter(label: "http.server.active_requests", dimensions: [("http.request.method", "GET")])
+            .set(3.0)
+        factory.makeTimer(label: "http.server.request.duration", dimensions: []).recordNanoseconds(1_000_000)
+        let text = String(decoding: metrics.registry.emitToBuffer(), as: UTF8.self)
+        #expect(text.contains("hb_requests_total{http_route=\"/v1/token\"} 2"))
+        #expect(text.contains("http_server_active_requests{http_request_method=\"GET\"} 3"))
+        #expect(text.contains("http_server_request_duration_seconds_count 1"))
+    }
+
+    @Test("process metrics read /proc/self: CPU, memory, descriptors, start time")
+    func processMetrics() throws {
+        let fields = try #require(
+            ProcessMetrics.statFields("42 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22"))
+        #expect(fields[0] == "S" && fields[11] == "11")
+        #expect(ProcessMetrics.statFields("42 (short) S 1 2") == nil)
+        let metrics = ServiceMetrics()
+        let text = String(decoding: metrics.registry.emitToBuffer(), as: UTF8.self)
+        func value(_ name: String) -> Double? {
+            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap {
+                Double($0.split(separator: " ")[1])
+            }
+        }
+        #expect((value("process_open_fds") ?? 0) > 0)
+        #expect((value("process_max_fds") ?? 0) >= (value("process_open_fds") ?? 0))
+        #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+        #expect((value("process_cpu_seconds_total") ?? 0) > 0)
+        let started = value("process_start_time_seconds") ?? 0
+        #expect(started > Date().timeIntervalSince1970 - 86400 * 7 && started <= Date().timeIntervalSince1970 + 1)
     }
 }

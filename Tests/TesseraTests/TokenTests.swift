@@ -223,6 +223,26 @@ struct TokenTests {
         #expect(later.signer.kid != current.kid && later.publicKey(kid: current.kid) != nil)
     }
 
+    @Test(
+        "keys are written dated; a dated key's certificate spans 20 years from a day before it signs, an undated one's never ends"
+    )
+    func keyDates() throws {
+        let keys = try TempKeys(leads: [.seconds(3600)])
+        defer { keys.remove() }
+        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: keys.directory).first)
+        let text = try String(contentsOfFile: keys.directory + "/" + file, encoding: .utf8)
+        #expect(text.hasPrefix("Tessera-Sign-From: "))
+        let key = try #require(try KeyDirectory.load(from: keys.directory).first)
+        #expect(abs(key.signFrom.timeIntervalSinceNow - 3600) < 5)
+        #expect(key.notAfter == key.signFrom.addingTimeInterval(-86400 + 20 * 365 * 86400))
+        // A key file written by hand, without the header, signs from the epoch; its certificate used
+        // to end in 1989.
+        let body = text.split(separator: "\n", maxSplits: 1)[1]
+        let undated = try KeyDirectory.parse(String(body), kid: "undated", file: "undated.pem")
+        #expect(undated.signFrom.timeIntervalSince1970 == 0)
+        #expect(undated.notAfter == Date(timeIntervalSince1970: 253_402_300_799))
+    }
+
     @Test("key files with a bad name, a small key or no PEM block are refused")
     func badKeyFiles() throws {
         let keys = try TempKeys()

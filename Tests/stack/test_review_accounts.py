@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
+import json
 import os
 import re
 import time
@@ -54,8 +56,9 @@ def signer_key_behind(password: str, user: dict, config: dict) -> bytes:
                            base64.b64decode(config["saltSeparator"]), config["rounds"], config["memoryCost"])
 
 
-def batch_get(call, stack, tenant_id) -> dict[str, dict]:
-    resp = call("GET", f"/v1/projects/{stack.project_id}/tenants/{tenant_id}/accounts:batchGet")
+def batch_get(call, stack, tenant_id, foreign: bool = False) -> dict[str, dict]:
+    query = "?tesseraForeignHashes=true" if foreign else ""
+    resp = call("GET", f"/v1/projects/{stack.project_id}/tenants/{tenant_id}/accounts:batchGet{query}")
     return {u["localId"]: u for u in expect_ok(resp).get("users", [])}
 
 
@@ -175,6 +178,11 @@ def test_a_tenant_hash_made_with_the_project_key_is_not_exported_and_is_rehashed
     before = batch_get(admin.request, stack, tenant_id)[local_id]
     assert "passwordHash" not in before and "salt" not in before, \
         f"a hash made with the project's key is not exported as the tenant's: {before}"
+    # Nor with its settings (`tessera export`): they would hand the project's signer key to a tenant admin.
+    call = tenant_credential(stack, admin, tenant_id)
+    for caller in (admin.request, call):
+        foreign = batch_get(caller, stack, tenant_id, foreign=True)[local_id]
+        assert "tesseraPasswordHash" not in foreign and project["signerKey"] not in json.dumps(foreign), foreign
 
     assert sign_in(client, tenant_id, email, "not the password").status_code == 400
     expect_ok(sign_in(client, tenant_id, email, password))
@@ -185,6 +193,51 @@ def test_a_tenant_hash_made_with_the_project_key_is_not_exported_and_is_rehashed
     assert recovered == base64.b64decode(tenant_config["signerKey"]), "re-made with the tenant's key"
     assert recovered != base64.b64decode(project["signerKey"])
     expect_ok(sign_in(client, tenant_id, email, password))
+
+
+def test_imported_hashes_are_exported_with_their_settings_only_when_asked_and_reimport_elsewhere(
+        stack, admin, client, make_tenant):
+    """Hashes the scope's hashConfig does not describe (here PBKDF2_SHA256 and HMAC_SHA256, imported and
+    not yet re-made at a sign-in) are stripped from a plain batchGet, as Firebase strips them; with
+    `tesseraForeignHashes=true` (what `tessera export` asks) each comes in a `tesseraPasswordHash` object
+    holding exactly the batchCreate settings that verify it, and a batchCreate with those settings in
+    another tenant gives a user who signs in with the old password."""
+    p = stack.project_id
+    source, target = (make_tenant(allowPasswordSignup=True)["tenantId"] for _ in range(2))
+    password, salt, key = "imported password 7", os.urandom(12), os.urandom(32)
+    users = {
+        "PBKDF2_SHA256": ({"rounds": 1000}, hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 1000)),
+        "HMAC_SHA256": ({"signerKey": base64.b64encode(key).decode(), "passwordHashOrder": "SALT_AND_PASSWORD"},
+                        hmac.new(key, salt + password.encode(), hashlib.sha256).digest()),
+    }
+    ids = {}
+    for algorithm, (settings, digest) in users.items():
+        local_id, email = f"fh-{uuid.uuid4().hex[:10]}", address("foreign")
+        ids[algorithm] = (local_id, email)
+        resp = admin.request("POST", f"/v1/projects/{p}/tenants/{source}/accounts:batchCreate", json={
+            "hashAlgorithm": algorithm, **settings,
+            "users": [{"localId": local_id, "email": email, "passwordHash": base64.urlsafe_b64encode(digest).decode(),
+                       "salt": base64.urlsafe_b64encode(salt).decode()}]})
+        assert "error" not in expect_ok(resp), describe(resp)
+
+    plain = batch_get(admin.request, stack, source)
+    foreign = batch_get(admin.request, stack, source, foreign=True)
+    for algorithm, (settings, digest) in users.items():
+        local_id, email = ids[algorithm]
+        assert "passwordHash" not in plain[local_id] and "tesseraPasswordHash" not in plain[local_id], plain[local_id]
+        exported = foreign[local_id]["tesseraPasswordHash"]
+        assert "passwordHash" not in foreign[local_id], foreign[local_id]
+        assert exported["hashAlgorithm"] == algorithm, exported
+        assert base64.b64decode(exported["passwordHash"]) == digest and base64.b64decode(exported["salt"]) == salt
+        assert {k: v for k, v in exported.items() if k not in ("hashAlgorithm", "passwordHash", "salt")} == settings
+
+        body = {k: v for k, v in exported.items() if k not in ("passwordHash", "salt")}
+        body["users"] = [{"localId": local_id, "email": email, "passwordHash": exported["passwordHash"],
+                          "salt": exported["salt"]}]
+        resp = admin.request("POST", f"/v1/projects/{p}/tenants/{target}/accounts:batchCreate", json=body)
+        assert "error" not in expect_ok(resp), describe(resp)
+        signed_in = expect_ok(sign_in(client, target, email, password))
+        assert signed_in["localId"] == local_id
 
 
 # --------------------------------------------------------------------------------------

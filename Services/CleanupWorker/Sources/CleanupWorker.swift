@@ -87,6 +87,9 @@ public struct WorkerMetrics: Sendable {
     let completed: Counter
     let skipped: Counter
     let failed: Counter
+    /// A sweep that lost its lease mid-way (it ran longer than CLEANUP_LEASE_TTL between two
+    /// batches, or another worker took an expired lease over); counted apart from `failed`.
+    let leaseLost: Counter
     let deleted: Counter
     let pruned: [String: Counter]
     let lastSweep: Gauge
@@ -97,6 +100,7 @@ public struct WorkerMetrics: Sendable {
         completed = service.counter("cleanup_sweeps", labels: [("outcome", "completed")], help: help)
         skipped = service.counter("cleanup_sweeps", labels: [("outcome", "skipped")], help: help)
         failed = service.counter("cleanup_sweeps", labels: [("outcome", "failed")], help: help)
+        leaseLost = service.counter("cleanup_sweeps", labels: [("outcome", "lease_lost")], help: help)
         deleted = service.counter("cleanup_anonymous_deleted", help: "Anonymous accounts deleted by sweeps.")
         var pruned: [String: Counter] = [:]
         for kind in ["sessions", "codes", "mails"] {
@@ -146,6 +150,9 @@ public struct Sweeper: Sendable {
             let report = try await run(logger: logger)
             metrics.record(report)
             return report
+        } catch let error as FirebaseError where error.code == "LEASE_LOST" {
+            metrics.leaseLost.increment()
+            throw error
         } catch {
             metrics.failed.increment()
             throw error
@@ -261,12 +268,14 @@ public func buildCleanupWorker(
 ) -> some ApplicationProtocol {
     let httpClient = InternalHTTPClient.make()
     let metrics = WorkerMetrics()
+    metrics.service.collectLibraryMetrics()
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
         metrics: metrics.service)
     let sweeper = Sweeper(directory: directory, configuration: configuration, metrics: metrics)
     let router = Router(context: TesseraRequestContext.self)
     router.addTracingMiddleware()
+    router.add(middleware: MetricsMiddleware())
     router.add(middleware: FirebaseErrorMiddleware<TesseraRequestContext>(metrics: metrics.service))
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
     metrics.service.addRoute(to: router)

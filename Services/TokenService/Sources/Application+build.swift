@@ -33,6 +33,9 @@ public func buildTokenApplication(
         ])
     configuration.links.logSetting(to: logger)
     let metrics = ServiceMetrics()
+    metrics.collectLibraryMetrics()
+    keys.observe(metrics: metrics, set: "id_token")
+    cookieKeys.observe(metrics: metrics, set: "session_cookie")
     let httpClient = InternalHTTPClient.make(connectTimeout: configuration.internalConnectTimeout)
     let directory = DirectoryClient(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
@@ -58,6 +61,7 @@ public func buildTokenApplication(
     func makeRouter(keepsAuthorization: Bool) -> Router<TokenContext> {
         let router = Router(context: TokenContext.self)
         router.addTracingMiddleware()
+        router.add(middleware: MetricsMiddleware())
         if !keepsAuthorization { router.add(middleware: DropAuthorizationMiddleware()) }
         // CORS outside the error middleware: it sees every answer as a response, errors included, and
         // gives it its headers (inside, it rethrew errors in a wrapper of its own, which became 500s

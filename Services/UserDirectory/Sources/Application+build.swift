@@ -137,10 +137,11 @@ public struct DirectoryConfiguration: Sendable {
 public func buildDirectoryApplication(
     configuration: DirectoryConfiguration, logger: Logger
 ) async throws -> some ApplicationProtocol {
-    let client = Database(target: configuration.database, logger: logger)
+    let metrics = ServiceMetrics()
+    metrics.collectLibraryMetrics()
+    let client = Database(target: configuration.database, logger: logger, metrics: metrics)
     let tenants = PostgresTenantStore(client: client, anonymousRetention: configuration.anonymousRetention)
     configuration.links.logSetting(to: logger)
-    let metrics = ServiceMetrics()
     let hashing = HashingPool(
         threads: configuration.hashThreads, queueLength: configuration.hashQueue, maxWait: configuration.hashMaxWait,
         priority: configuration.hashPriority, crowdedShare: configuration.hashCrowdedShare,
@@ -149,11 +150,15 @@ public func buildDirectoryApplication(
         pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
     let accounts = Accounts(
         client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
-        oobCodeTTL: configuration.oobCodeTTL)
+        oobCodeTTL: configuration.oobCodeTTL, metrics: metrics)
     let router = Router(context: DirectoryContext.self)
     router.addTracingMiddleware()
+    router.add(middleware: MetricsMiddleware())
     router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>(metrics: metrics))
-    router.add(middleware: DatabaseErrorMiddleware<DirectoryContext>())
+    router.add(
+        middleware: DatabaseErrorMiddleware<DirectoryContext>(
+            unavailable: metrics.counter(
+                "db_unavailable", help: "Requests answered 503 because PostgreSQL was unreachable or failing over.")))
     router.add(middleware: RequestCountMiddleware<DirectoryContext>(pool: hashing))
 
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
@@ -238,7 +243,7 @@ public func buildDirectoryApplication(
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
         services: [
             client, HashingPoolService(pool: hashing, logger: logger),
-            MailDispatcher(client: client, settings: configuration.mail, logger: logger),
+            MailDispatcher(client: client, settings: configuration.mail, logger: logger, metrics: metrics),
             HeapTrim.service(every: configuration.heapTrimInterval, logger: logger),
         ],
         logger: logger)

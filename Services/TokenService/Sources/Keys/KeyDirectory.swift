@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import Prometheus
 import SwiftASN1
 import Synchronization
 import TesseraShared
@@ -16,6 +17,8 @@ public struct SigningKey: Sendable {
     public let publicKey: _RSA.Signing.PublicKey
     /// When the key may start signing; it is published from the moment it is loaded.
     public let signFrom: Date
+    /// The end of its X.509 certificate's validity.
+    public let notAfter: Date
     let jwk: [String: String]
     let certificatePEM: String
 
@@ -30,21 +33,35 @@ public struct SigningKey: Sendable {
             "kty": "RSA", "alg": "RS256", "use": "sig", "kid": kid,
             "n": Base64URL.encode(primitives.modulus), "e": Base64URL.encode(primitives.publicExponent),
         ]
-        self.certificatePEM = try Self.selfSignedCertificate(for: privateKey, signFrom: signFrom)
+        let validity = Self.validity(signFrom: signFrom)
+        self.notAfter = validity.notAfter
+        self.certificatePEM = try Self.selfSignedCertificate(for: privateKey, validity: validity)
+    }
+
+    /// The certificate's validity: from a day before the key may sign, for 20 years. A key without
+    /// `Tessera-Sign-From` (signing from the epoch) has no well-defined end: 9999-12-31T23:59:59Z,
+    /// RFC 5280's value for that (a 20-year span from the epoch ended in 1989).
+    static func validity(signFrom: Date) -> (notBefore: Date, notAfter: Date) {
+        guard signFrom.timeIntervalSince1970 > 0 else {
+            return (signFrom, Date(timeIntervalSince1970: 253_402_300_799))
+        }
+        let notBefore = signFrom.addingTimeInterval(-86400)
+        return (notBefore, notBefore.addingTimeInterval(20 * 365 * 86400))
     }
 
     /// A self-signed X.509 certificate for the X.509 key map. Everything in it is derived from the key
     /// and its `signFrom`, so every replica serves the same certificate for a kid.
-    static func selfSignedCertificate(for key: _RSA.Signing.PrivateKey, signFrom: Date) throws -> String {
+    static func selfSignedCertificate(
+        for key: _RSA.Signing.PrivateKey, validity: (notBefore: Date, notAfter: Date)
+    ) throws -> String {
         let publicDER = Array(key.publicKey.derRepresentation)
         var serial = Array(SHA256.hash(data: publicDER).prefix(16))
         serial[0] &= 0x7F
         let name = try DistinguishedName { CommonName("securetoken.system.gserviceaccount.com") }
-        let notBefore = signFrom.addingTimeInterval(-86400)
         let certificate = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(bytes: serial),
-            publicKey: Certificate.PublicKey(key.publicKey), notValidBefore: notBefore,
-            notValidAfter: notBefore.addingTimeInterval(20 * 365 * 86400), issuer: name, subject: name,
+            publicKey: Certificate.PublicKey(key.publicKey), notValidBefore: validity.notBefore,
+            notValidAfter: validity.notAfter, issuer: name, subject: name,
             signatureAlgorithm: .sha256WithRSAEncryption, extensions: Certificate.Extensions(),
             issuerPrivateKey: Certificate.PrivateKey(key))
         return try certificate.serializeAsPEM().pemString + "\n"
@@ -141,10 +158,9 @@ public enum KeyDirectory {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let day = now.formatted(.iso8601.year().month().day().dateSeparator(.omitted))
         let kid = "k\(day)-\(Secrets.randomAlphanumeric(8).lowercased())"
-        var text = ""
-        if lead > .zero {
-            text += "\(signFromHeader) \(RFC3339.seconds(now.addingTimeInterval(lead.timeInterval)))\n"
-        }
+        // Always dated, with no lead too: the date is when the key began signing (the
+        // `tessera_signing_key_active_since` metric, `tessera keys list`) and its certificate's start.
+        var text = "\(signFromHeader) \(RFC3339.seconds(now.addingTimeInterval(lead.timeInterval)))\n"
         text += key.pkcs8PEMRepresentation + "\n"
         let path = directory + "/" + kid + ".pem"
         guard
@@ -166,6 +182,35 @@ public final class KeyStore: Sendable {
     }
 
     public var current: KeySet { state.withLock { $0 } }
+
+    /// Publishes the key set's dates at each scrape, labelled `set` (`id_token`, `session_cookie`):
+    /// when the signing key began signing (its `Tessera-Sign-From`, else its file's modification
+    /// time), the earliest end of a published key's certificate, and how many keys are published.
+    public func observe(metrics: ServiceMetrics, set: String) {
+        let labels = [("set", set)]
+        let activeSince = metrics.gauge(
+            "signing_key_active_since_timestamp", unit: "seconds", labels: labels,
+            help: "When the key that signs now began signing (Unix time).")
+        let expiry = metrics.gauge(
+            "signing_key_expiry_timestamp", unit: "seconds", labels: labels,
+            help: "The earliest end of validity of a published key's X.509 certificate (Unix time).")
+        let published = metrics.gauge("signing_keys", unit: "", labels: labels, help: "Signing keys published.")
+        let directory = self.directory
+        metrics.onScrape {
+            let set = self.current
+            var since = set.signer.signFrom
+            if since.timeIntervalSince1970 <= 0,
+                let attributes = try? FileManager.default.attributesOfItem(
+                    atPath: "\(directory)/\(set.signer.kid).pem"),
+                let modified = attributes[.modificationDate] as? Date
+            {
+                since = modified
+            }
+            activeSince.set(since.timeIntervalSince1970)
+            expiry.set(set.keys.map(\.notAfter.timeIntervalSince1970).min() ?? 0)
+            published.set(Double(set.keys.count))
+        }
+    }
 
     /// Re-reads the directory; on failure the previous key set stays in force.
     public func reload(logger: Logger) {

@@ -18,11 +18,15 @@ public struct Accounts: Sendable {
 
     public init(
         client: Database, anonymousRetention: Duration, hasher: PasswordHasher,
-        oobCodeTTL: Duration = .seconds(3600)
+        oobCodeTTL: Duration = .seconds(3600), metrics: ServiceMetrics? = nil
     ) {
         // One cache of the hash keys for every flow that hashes.
         let hashKey = HashKeyStore()
-        sessions = SessionAccounts(client: client, anonymousRetention: anonymousRetention)
+        sessions = SessionAccounts(
+            client: client, anonymousRetention: anonymousRetention,
+            reuse: metrics?.counter(
+                "refresh_token_reuse",
+                help: "Refresh tokens presented again after their rotation's grace window: each revoked its session."))
         passwords = PasswordAccounts(client: client, hasher: hasher, hashKey: hashKey)
         oob = OobAccounts(
             client: client, hasher: hasher, hashKey: hashKey, oobCodeTTL: oobCodeTTL,

@@ -195,20 +195,23 @@ struct AdminAccountsController<Tenants: TenantStore> {
     struct ExportedUserWire: Encodable, Sendable {
         var user: UserInfoWire
         var salt: String?
+        var foreignHash: ForeignPasswordHash?
 
         init(_ exported: ExportedUser) {
             user = UserInfoWire(exported.user)
             user.passwordHash = exported.passwordHash
             salt = exported.salt
+            foreignHash = exported.foreignHash
         }
 
         func encode(to encoder: any Encoder) throws {
             try user.encode(to: encoder)
             var container = encoder.container(keyedBy: Keys.self)
             try container.encodeIfPresent(salt, forKey: .salt)
+            try container.encodeIfPresent(foreignHash, forKey: .tesseraPasswordHash)
         }
 
-        enum Keys: String, CodingKey { case salt }
+        enum Keys: String, CodingKey { case salt, tesseraPasswordHash }
     }
 
     struct BatchGetResponse: Encodable, Sendable {
@@ -220,6 +223,8 @@ struct AdminAccountsController<Tenants: TenantStore> {
     /// `GET …/accounts:batchGet?maxResults=&nextPageToken=` (B.2.3): ordered by localId, default 20,
     /// at most 1000; a full page always carries a token (the last localId). Password hashes and salts
     /// are exported in the B.7.1 form, so the project's hash config re-imports them anywhere.
+    /// `tesseraForeignHashes=true` (Tessera's own, for `tessera export`) adds the hashes the hash
+    /// config does not describe, each in a `tesseraPasswordHash` object with its batchCreate settings.
     @Sendable func batchGet(_ request: Request, context: AdminContext) async throws -> JSONResponse<
         BatchGetResponse
     > {
@@ -228,7 +233,9 @@ struct AdminAccountsController<Tenants: TenantStore> {
         guard requested > 0 else { throw FirebaseError.invalid(.invalidArgument, "maxResults must be positive") }
         let limit = min(requested, 1000)
         let after = request.uri.queryParameters.get("nextPageToken").flatMap { $0.isEmpty ? nil : $0 }
-        let page = try await accounts.admin.batchGet(scope: scope, after: after, limit: limit, logger: context.logger)
+        let foreign = request.uri.queryParameters.get("tesseraForeignHashes") == "true"
+        let page = try await accounts.admin.batchGet(
+            scope: scope, after: after, limit: limit, foreignHashes: foreign, logger: context.logger)
         let users = page.map(ExportedUserWire.init)
         return JSONResponse(
             BatchGetResponse(

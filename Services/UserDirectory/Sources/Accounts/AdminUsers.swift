@@ -22,6 +22,26 @@ public struct ExportedUser: Sendable {
     public var user: UserRecord
     public var passwordHash: String?
     public var salt: String?
+    /// A hash the scope's hash config does not describe, with the `accounts:batchCreate` settings
+    /// that re-import it; only when asked for (`tesseraForeignHashes`, the `tessera export`).
+    public var foreignHash: ForeignPasswordHash?
+}
+
+/// A password hash with the hash settings of `accounts:batchCreate` (B.7.1) that verify it: an
+/// imported hash not yet re-made at a sign-in, or a Firebase-scrypt hash of other parameters.
+public struct ForeignPasswordHash: Encodable, Sendable, Equatable {
+    public var hashAlgorithm: String
+    public var rounds: Int?
+    public var memoryCost: Int?
+    public var signerKey: String?
+    public var saltSeparator: String?
+    public var cpuMemCost: Int?
+    public var blockSize: Int?
+    public var parallelization: Int?
+    public var dkLen: Int?
+    public var passwordHashOrder: String?
+    public var passwordHash: String
+    public var salt: String?
 }
 
 /// What admins do to users (B.2.3): create, change, look up, export, delete, search, import.
@@ -46,6 +66,38 @@ extension AdminUsers {
 
     /// Whether the scope's hash config describes a stored hash: a tenant's hashes made with the
     /// project's key are not (exporting them would hand the tenant's admins the project's key).
+    /// The batchCreate settings of a stored hash the hash config does not describe, or nil for one
+    /// whose parameters cannot be read (it is then exported without a password, as before).
+    func foreignHash(algorithm: String, params: String, hash: String, salt: String?, keys: ScopeHashKeys)
+        -> ForeignPasswordHash?
+    {
+        var foreign = ForeignPasswordHash(hashAlgorithm: algorithm, passwordHash: hash, salt: salt)
+        if algorithm == StoredPassword.firebaseScrypt {
+            // A tenant's hash made with the project's key stays unexported (it is re-made with the
+            // tenant's key at the next sign-in): its settings would hand the project's signer key
+            // to a tenant's admin.
+            guard let scrypt = hasher.scryptParams(params), scrypt.projectKey != true || keys.own == keys.project
+            else { return nil }
+            let key = keys.key(for: scrypt)
+            foreign.rounds = scrypt.rounds
+            foreign.memoryCost = scrypt.memCost
+            foreign.signerKey = Data(key.signerKey).base64EncodedString()
+            foreign.saltSeparator = Data(key.saltSeparator).base64EncodedString()
+            return foreign
+        }
+        guard let imported = try? JSONDecoder().decode(ImportedParams.self, from: Data(params.utf8)) else {
+            return nil
+        }
+        foreign.rounds = imported.rounds
+        foreign.signerKey = imported.signerKey
+        foreign.passwordHashOrder = imported.passwordHashOrder
+        foreign.cpuMemCost = imported.cpuMemCost
+        foreign.blockSize = imported.blockSize
+        foreign.parallelization = imported.parallelization
+        foreign.dkLen = imported.dkLen
+        return foreign
+    }
+
     func isDescribedByHashConfig(algorithm: String, params: String, keys: ScopeHashKeys) -> Bool {
         guard algorithm == StoredPassword.firebaseScrypt, let p = hasher.scryptParams(params),
             p.rounds == hasher.hashConfig.rounds, p.memCost == hasher.hashConfig.memCost
@@ -112,7 +164,9 @@ extension AdminUsers {
     }
 
     /// A page of users ordered by id, after `after` (B.2.3 batchGet), with their password hashes.
-    public func batchGet(scope: Scope, after: String?, limit: Int, logger: Logger) async throws -> [ExportedUser] {
+    public func batchGet(
+        scope: Scope, after: String?, limit: Int, foreignHashes: Bool = false, logger: Logger
+    ) async throws -> [ExportedUser] {
         try await client.withConnection { connection in
             let keys = try await hashKey.get(client, scope: scope, logger: logger)
             let rows = try await connection.query(
@@ -129,8 +183,13 @@ extension AdminUsers {
                 // stripped, as production strips hashes it cannot describe.
                 let exportable =
                     row.1.map { self.isDescribedByHashConfig(algorithm: $0, params: row.2 ?? "", keys: keys) } ?? false
-                return ExportedUser(
+                var exported = ExportedUser(
                     user: user, passwordHash: exportable ? row.3 : nil, salt: exportable ? row.4 : nil)
+                if foreignHashes, !exportable, let algorithm = row.1, let hash = row.3 {
+                    exported.foreignHash = self.foreignHash(
+                        algorithm: algorithm, params: row.2 ?? "", hash: hash, salt: row.4, keys: keys)
+                }
+                return exported
             }
         }
     }

@@ -1,12 +1,15 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Prometheus
 import TesseraShared
 
 /// Anonymous sign-up, the end user's own lookup and deletion, and refresh-token rotation (A.2, A.5).
 struct SessionAccounts: Sendable {
     let client: Database
     let anonymousRetention: Duration
+    /// Counts detected reuse (`tessera_refresh_token_reuse_total`): a spike is a stolen-token signal.
+    var reuse: Counter? = nil
 
     public func signUpAnonymous(
         scope: Scope, refreshTokenHash: String, sessionExpiresAt: Int64, clientIP: String? = nil, logger: Logger
@@ -99,6 +102,7 @@ struct SessionAccounts: Sendable {
             switch answer?.0 {
             case "reuse"?:
                 logger.notice("refresh token reuse detected; session revoked")
+                reuse?.increment()
                 throw FirebaseError.invalid(.tokenExpired)
             case let outcome? where AccountRows.rotationErrors.contains(outcome):
                 throw FirebaseError.invalid(ErrorCode(rawValue: outcome)!)

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Prometheus
 import ServiceLifecycle
 import Synchronization
 import TesseraShared
@@ -40,6 +41,7 @@ public final class Database: Service, Sendable {
     /// How many times operations moved to a new pool (tests).
     let switchCount = Atomic<Int>(0)
     private static let quiet = Logger(label: "tessera.database.probe", factory: { _ in SwiftLogNoOpLogHandler() })
+    let instruments: PoolInstruments?
 
     private struct State {
         var client: PostgresClient
@@ -49,9 +51,12 @@ public final class Database: Service, Sendable {
         var primaryKnown: Bool
     }
 
-    public init(target: DatabaseTarget, logger: Logger) {
+    public init(target: DatabaseTarget, logger: Logger, metrics: ServiceMetrics? = nil) {
         self.target = target
         self.logger = logger
+        instruments = metrics.map {
+            PoolInstruments(metrics: $0, maximum: target.client(for: target.endpoints[0]).options.maximumConnections)
+        }
         let first = target.endpoints[0]
         let client = PostgresClient(configuration: target.client(for: first), backgroundLogger: logger)
         fixed = target.endpoints.count == 1 ? client : nil
@@ -78,6 +83,8 @@ public final class Database: Service, Sendable {
     public func query(
         _ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line
     ) async throws -> PostgresRowSequence {
+        instruments?.begin()
+        defer { instruments?.end() }
         let client = self.client
         do {
             return try await client.query(query, logger: logger, file: file, line: line)
@@ -89,6 +96,8 @@ public final class Database: Service, Sendable {
     public func execute<Statement: PostgresPreparedStatement, Row>(
         _ statement: Statement, logger: Logger, file: String = #fileID, line: Int = #line
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
+        instruments?.begin()
+        defer { instruments?.end() }
         let client = self.client
         do {
             return try await client.execute(statement, logger: logger, file: file, line: line)
@@ -102,8 +111,14 @@ public final class Database: Service, Sendable {
         _ body: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
         let client = self.client
+        let started = ContinuousClock.now
+        instruments?.begin()
+        defer { instruments?.end() }
         do {
-            return try await client.withConnection(isolation: isolation, body)
+            return try await client.withConnection(isolation: isolation) { connection in
+                instruments?.leased(after: ContinuousClock.now - started)
+                return try await body(connection)
+            }
         } catch {
             throw failure(error, of: client)
         }
@@ -114,8 +129,14 @@ public final class Database: Service, Sendable {
         logger: Logger, _ body: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
         let client = self.client
+        let started = ContinuousClock.now
+        instruments?.begin()
+        defer { instruments?.end() }
         do {
-            return try await client.transaction(logger: logger, body)
+            return try await client.transaction(logger: logger) { connection in
+                instruments?.leased(after: ContinuousClock.now - started)
+                return try await body(connection)
+            }
         } catch {
             throw failure(error, of: client)
         }
@@ -270,4 +291,30 @@ public final class Database: Service, Sendable {
             throw error
         }
     }
+}
+
+/// The pool's figures (PostgresNIO reports none through swift-metrics): its size, the operations
+/// in progress — each holds a connection or waits for one, so more of them than the pool's size
+/// means callers queue — and how long an operation that runs several statements (a transaction,
+/// `withConnection`) waited for its connection. Counted around every operation of the facade.
+final class PoolInstruments: Sendable {
+    private let inFlight = Atomic<Int>(0)
+    let inUse: Gauge
+    let wait: DurationHistogram
+
+    init(metrics: ServiceMetrics, maximum: Int) {
+        metrics.gauge(
+            "db_pool_connections_max", unit: "",
+            help: "The most connections the PostgreSQL pool opens (DATABASE_POOL_MAX)."
+        ).set(Double(maximum))
+        inUse = metrics.gauge(
+            "db_pool_connections_in_use", unit: "",
+            help: "PostgreSQL operations in progress: each holds a pool connection or waits for one.")
+        wait = metrics.latency(
+            "db_pool_wait", help: "Time a transaction or connection lease waited for a pool connection.")
+    }
+
+    func begin() { inUse.set(Double(inFlight.add(1, ordering: .relaxed).newValue)) }
+    func end() { inUse.set(Double(inFlight.subtract(1, ordering: .relaxed).newValue)) }
+    func leased(after waiting: Duration) { wait.record(waiting) }
 }

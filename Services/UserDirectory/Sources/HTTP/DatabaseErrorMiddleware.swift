@@ -1,12 +1,16 @@
 import Hummingbird
 import Logging
 import PostgresNIO
+import Prometheus
 import TesseraShared
 
 /// A PostgreSQL that is down, restarting or refusing connections is a dependency outage: clients get
 /// `503 UNAVAILABLE` with `Retry-After`, never a 500 (API.md A.1); text it cannot store is a 400.
 /// Inside the error middleware, so the answer has the Firebase shape and the request id.
 struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
+    /// Requests answered 503 because PostgreSQL was unavailable (`tessera_db_unavailable_total`).
+    var unavailable: Counter? = nil
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
@@ -15,9 +19,11 @@ struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
         } catch let error as PSQLError where error.isOutage {
             context.logger.warning(
                 "PostgreSQL unavailable", metadata: ["psql.code": .string(error.code.description)])
+            unavailable?.increment()
             throw FirebaseError.unavailable("The database is unavailable; retry shortly.")
         } catch let error as DatabaseUnavailable {
             context.logger.warning("PostgreSQL unavailable", metadata: ["db.error": .string(error.description)])
+            unavailable?.increment()
             throw FirebaseError.unavailable("The database is unavailable; retry shortly.")
         } catch let error as PSQLError where Self.isUnstorableText(error) {
             // Text PostgreSQL cannot store (a NUL character) is the caller's input, not a fault.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Prometheus
 import ServiceLifecycle
 import TesseraShared
 
@@ -27,11 +28,44 @@ public struct MailDispatcher: Service {
     let client: Database
     let settings: Settings
     let logger: Logger
+    let sent: Counter?
+    let retried: Counter?
+    let givenUp: Counter?
 
-    public init(client: Database, settings: Settings, logger: Logger) {
+    public init(client: Database, settings: Settings, logger: Logger, metrics: ServiceMetrics? = nil) {
         self.client = client
         self.settings = settings
         self.logger = logger
+        let help = "Outbox deliveries by outcome: sent, retry (a failed attempt, tried again later), given_up."
+        sent = metrics?.counter("mail_deliveries", labels: [("outcome", "sent")], help: help)
+        retried = metrics?.counter("mail_deliveries", labels: [("outcome", "retry")], help: help)
+        givenUp = metrics?.counter("mail_deliveries", labels: [("outcome", "given_up")], help: help)
+        if let metrics { Self.observeOutbox(client: client, metrics: metrics, logger: logger) }
+    }
+
+    /// The outbox's depth and the age of its oldest waiting mail, read at each scrape (one query
+    /// over the due index, across tenants: an operator's figure). A scrape while PostgreSQL is
+    /// unreachable leaves the last figures.
+    static func observeOutbox(client: Database, metrics: ServiceMetrics, logger: Logger) {
+        let pending = metrics.gauge(
+            "mail_outbox_pending", unit: "", help: "Mails waiting in the outbox to be sent (retries included).")
+        let oldest = metrics.gauge(
+            "mail_outbox_oldest_age", unit: "seconds", help: "Age of the oldest mail waiting in the outbox (0: none).")
+        metrics.onScrape {
+            do {
+                let rows = try await client.query(
+                    """
+                    SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 FROM mail_outbox
+                    WHERE delivered_at IS NULL AND failed_at IS NULL
+                    """, logger: logger)
+                for try await (count, age) in rows.decode((Int64, Double).self) {
+                    pending.set(Double(count))
+                    oldest.set(age)
+                }
+            } catch {
+                logger.debug("outbox figures unavailable", metadata: ["error": "\(String(reflecting: error))"])
+            }
+        }
     }
 
     public func run() async throws {
@@ -100,6 +134,7 @@ public struct MailDispatcher: Service {
                     UPDATE mail_outbox SET delivered_at = now(), body = NULL, claimed_until = NULL, last_error = NULL
                     WHERE id = \(message.id)
                     """, logger: logger)
+                sent?.increment()
             } catch {
                 try await recordFailure(message, error: error)
             }
@@ -116,6 +151,7 @@ public struct MailDispatcher: Service {
                 UPDATE mail_outbox SET failed_at = now(), claimed_until = NULL, last_error = \(description)
                 WHERE id = \(message.id)
                 """, logger: logger)
+            givenUp?.increment()
             logger.error(
                 "mail given up",
                 metadata: [
@@ -124,6 +160,7 @@ public struct MailDispatcher: Service {
                 ])
             return
         }
+        retried?.increment()
         let delay = min(
             settings.retryBase.timeInterval * pow(2, Double(max(0, message.attempts - 1))),
             settings.retryMax.timeInterval)

@@ -97,6 +97,11 @@ public final class HashingPool: Sendable {
         yields = metrics?.counter(
             "password_hash_yields",
             help: "Hashes after which a hashing thread paused because other threads had kept it waiting for a CPU.")
+        metrics?.gauge("password_hash_threads", unit: "", help: "Hashing threads.").set(Double(self.threads))
+        metrics?.gauge(
+            "password_hash_queue_limit", unit: "",
+            help: "Password hashes that may run or wait at once (threads + TESSERA_HASH_QUEUE); beyond it, 503."
+        ).set(Double(capacity))
     }
 
     /// The time a hash admitted now would wait for a thread with `inPool` hashes in the pool (itself
