@@ -1,14 +1,19 @@
 """Container and orchestration files (issue #7), checked here since no container engine or cluster
-runs on the build machines: the Kubernetes manifests validate against the Kubernetes API schemas;
-the kustomization lists every manifest; the nginx config and the Ingress route the same paths to
-the same services, and those services really serve them (asked directly on their own ports);
-compose and Kubernetes run the same commands on the same ports with the same probes, and every
-setting they pass is a documented configuration key."""
+runs on the build machines: the Kubernetes manifests (the kustomize base as kustomize renders it)
+validate against the Kubernetes API schemas; the kustomization reaches every manifest; the nginx
+config and the Ingresses route the same paths to the same services on the same planes, and those
+services really serve them (asked directly on their own ports); both Ingresses have TLS; the migration
+Job is named per release; compose and Kubernetes run the same commands on the same ports with the same
+probes, and every setting they pass is a documented configuration key. The Helm chart is held to the
+same checks in test_helm_chart.py, through the helpers here."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
+from typing import Callable
 
 import kubernetes_validate
 import pytest
@@ -16,28 +21,26 @@ import requests
 import yaml
 
 from conftest import HTTP_TIMEOUT, REPO_ROOT, parse_duration
+from k8s_render import KUBERNETES_VERSION, KUSTOMIZE_BASE as BASE, Rendered, kustomize_build, split_image
 
-BASE = REPO_ROOT / "deploy" / "k8s" / "base"
 NGINX = REPO_ROOT / "deploy" / "nginx" / "tessera.conf.template"
 COMPOSE_NGINX = REPO_ROOT / "deploy" / "nginx" / "compose.conf"
 COMPOSE = REPO_ROOT / "deploy" / "compose.yaml"
-KUBERNETES_VERSION = "1.30.0"
 SERVICES = {"token-service": 8081, "user-directory": 8082, "cleanup-worker": 8083}
+SECRET_KEYS = {"TESSERA_INTERNAL_SECRET", "TESSERA_ADMIN_TOKEN", "TESSERA_API_KEY", "DATABASE_URL"}
 
 
-def manifests() -> list[dict]:
-    docs = []
-    for path in sorted(BASE.glob("*.yaml")):
-        if path.name == "kustomization.yaml":
-            continue
-        docs += [(path.name, doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
-    return docs
+def manifests() -> Rendered:
+    """The base as `kubectl apply -k` sends it: (file, object) pairs."""
+    return kustomize_build(BASE)
 
 
-def test_manifests_validate_against_the_kubernetes_schemas():
-    docs = manifests()
-    assert {d["kind"] for _, d in docs} >= {"Deployment", "Service", "PodDisruptionBudget",
-                                              "HorizontalPodAutoscaler", "Job", "Ingress", "ConfigMap", "Secret"}
+KINDS = {"Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "Job", "Ingress", "ConfigMap",
+         "Secret"}
+
+
+def validate_against_the_schemas(docs: Rendered, kinds: set[str] = KINDS) -> None:
+    assert {d["kind"] for _, d in docs} == kinds
     for name, doc in docs:
         try:
             kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
@@ -45,11 +48,54 @@ def test_manifests_validate_against_the_kubernetes_schemas():
             pytest.fail(f"{name} {doc['kind']}/{doc['metadata']['name']}: {error}")
 
 
+def test_manifests_validate_against_the_kubernetes_schemas():
+    validate_against_the_schemas(manifests())
+
+
 def test_the_kustomization_lists_every_manifest():
+    files = {str(p.relative_to(BASE)) for p in BASE.rglob("*.yaml")} - {
+        str(p.relative_to(BASE)) for p in BASE.rglob("kustomization.yaml")}
+    assert {origin for origin, _ in manifests()} == files
     kustomization = yaml.safe_load((BASE / "kustomization.yaml").read_text())
-    files = {p.name for p in BASE.glob("*.yaml")} - {"kustomization.yaml"}
-    assert set(kustomization["resources"]) == files
     assert [i["name"] for i in kustomization["images"]] == ["tessera"]
+    images = {c["image"] for _, d in manifests() if d["kind"] in ("Deployment", "Job")
+              for c in d["spec"]["template"]["spec"]["containers"]}
+    assert images == {f"{kustomization['images'][0]['newName']}:{kustomization['images'][0]['newTag']}"}
+
+
+def comparable(docs) -> dict[tuple[str, str], dict]:
+    return {(d["kind"], d["metadata"]["name"]): d for d in docs if d}
+
+
+def test_the_python_kustomize_renders_the_base_as_kubectl_does():
+    """k8s_render.kustomize_build stands in for kustomize where kubectl is missing (the CI machine);
+    where kubectl is here, its built-in kustomize must render the base to the same objects."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: the Python rendering is not compared with kustomize's")
+    result = subprocess.run([kubectl, "kustomize", str(BASE)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    theirs = comparable(yaml.safe_load_all(result.stdout))
+    ours = comparable(d for _, d in manifests())
+    assert sorted(ours) == sorted(theirs)
+    for key, doc in ours.items():
+        assert doc == theirs[key], key
+
+
+def test_the_migration_job_is_named_after_the_release():
+    """A Job's pod template cannot change: applying a new image under the old Job's name is refused.
+    The Job's name ends in the image tag (migrate/kustomization.yaml's nameSuffix, kept in step with
+    the base's images), so each release applies a new Job; finished ones are removed after a day."""
+    kustomization = yaml.safe_load((BASE / "kustomization.yaml").read_text())
+    tag = kustomization["images"][0]["newTag"]
+    [job] = manifests().objects("Job")
+    assert job["metadata"]["name"] == f"tessera-migrate-{tag}"
+    assert 0 < job["spec"]["ttlSecondsAfterFinished"] <= 7 * 86400
+    [container] = job["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["user-directory", "migrate"]
+    assert split_image(container["image"])[1] == tag
+    # Nothing else is renamed: the services and the objects they refer to keep their names.
+    assert {d["metadata"]["name"] for d in manifests().objects("Deployment")} == set(SERVICES)
 
 
 def deployments() -> dict[str, dict]:
@@ -91,29 +137,54 @@ def nginx_planes(path: Path) -> dict[str, list[tuple[str, str]]]:
     return planes
 
 
-def ingress_paths(name: str) -> list[tuple[str, str]]:
-    ingress = next(d for _, d in manifests() if d["kind"] == "Ingress" and d["metadata"]["name"] == name)
-    return [(p["path"], p["backend"]["service"]["name"]) for p in ingress["spec"]["rules"][0]["http"]["paths"]]
-
-
 def test_the_local_and_compose_ingresses_have_the_same_planes():
     local, compose = nginx_planes(NGINX), nginx_planes(COMPOSE_NGINX)
     assert local == compose, "deploy/nginx/tessera.conf.template and compose.conf differ"
     assert local["public"][-1] == ("/", "token-service") and local["admin"][-1] == ("/", "404")
 
 
-def test_the_kubernetes_ingresses_serve_each_route_on_its_plane(stack):
+def ingress_routes(ingress: dict, service_of: Callable[[str], str] = str) -> list[tuple[str, str, int]]:
+    """(regex, service, port) of the paths of an Ingress's one rule, in order; service_of names the
+    part a backend Service is (the Helm chart prefixes its objects with the release)."""
+    [rule] = ingress["spec"]["rules"]
+    return [(p["path"], service_of(p["backend"]["service"]["name"]), p["backend"]["service"]["port"]["number"])
+            for p in rule["http"]["paths"]]
+
+
+def ingress_paths(name: str) -> list[tuple[str, str]]:
+    return [(path, service) for path, service, _ in ingress_routes(manifests().get("Ingress", name))]
+
+
+def ingress_target(routes: list[tuple[str, str, int]], path: str) -> str | None:
+    """The service an Ingress sends `path` to, or None for the controller's 404."""
+    # ingress-nginx tries the longest regex first; these never overlap on a route.
+    found = {service for pattern, service, _ in routes if re.search(pattern, path)}
+    assert len(found) <= 1, f"{path} matches paths to {found}"
+    return found.pop() if found else None
+
+
+def nginx_target(routes: list[tuple[str, str]], path: str) -> str | None:
+    """The service an nginx plane sends `path` to, or None for its 404: the regex locations in the
+    order of the config, first match wins; else `location /`."""
+    for pattern, upstream in routes:
+        if pattern != "/" and re.search(pattern, path):
+            return None if upstream == "404" else upstream
+    default = dict(routes).get("/")
+    return None if default in (None, "404") else default
+
+
+def served_paths(stack) -> dict[str, set[str]]:
+    """Per HTTP service, a concrete path of each route it serves (its own route table)."""
+    from test_planes import concrete, route_table
+    return {service: {concrete(stack, template) for _, template in route_table(stack, url)}
+            for service, url in (("token-service", stack.token_service_url), ("user-directory", stack.directory_url))}
+
+
+def check_ingress_planes(stack, public: list, admin: list) -> None:
     """Walked from the services' own route tables (test_planes.py walks the local ingress the same way):
     every public route matches a path of the public Ingress to its service, every admin route a path of
     the admin Ingress and none of the public one, and the internal API and /metrics neither."""
     from test_planes import PRIVILEGED_FORM, plane_of, route_table
-    public, admin = ingress_paths("tessera"), ingress_paths("tessera-admin")
-
-    def target(paths, path):
-        # ingress-nginx tries the longest regex first; these never overlap on a route.
-        found = {service for pattern, service in paths if re.search(pattern, path)}
-        assert len(found) <= 1, f"{path} matches paths to {found}"
-        return found.pop() if found else None
 
     for service, url in (("token-service", stack.token_service_url), ("user-directory", stack.directory_url)):
         for _, template in route_table(stack, url):
@@ -124,12 +195,75 @@ def test_the_kubernetes_ingresses_serve_each_route_on_its_plane(stack):
             expected = {"public": (service, None), "admin": (None, service), "neither": (None, None)}[plane]
             if PRIVILEGED_FORM.search(template):
                 expected = (service, service)
-            assert (target(public, path), target(admin, path)) == expected, f"{service} {template}"
-    annotations = next(d for _, d in manifests() if d["metadata"]["name"] == "tessera-admin")["metadata"]["annotations"]
-    assert annotations["nginx.ingress.kubernetes.io/whitelist-source-range"]
-    for _, doc in manifests():
-        if doc["kind"] == "Ingress":
-            assert not any("snippet" in key for key in doc["metadata"].get("annotations", {})), doc["metadata"]
+            assert (ingress_target(public, path), ingress_target(admin, path)) == expected, f"{service} {template}"
+
+
+# Paths no service serves, or that only one plane may pass: the two must refuse or pass them alike.
+EDGE_PATHS = ["/", "/metrics", "/metrics/", "/internal/v1/routes", "/console", "/console/", "/consoles",
+              "/v1/projects", "/v2/defaultSupportedIdps", "/v2/defaultSupportedIdps/x", "/no/such/path",
+              "/identitytoolkit/v3/relyingparty/downloadAccount/x", "/v1/accounts:lookup/x"]
+
+
+def check_ingresses_route_as_nginx(stack, public: list, admin: list) -> None:
+    """The Ingresses and deploy/nginx agree, plane by plane, on every path a service serves and on
+    the edge cases: each sends it to the same service, or neither reaches a service that serves it
+    (nginx's public plane passes unknown paths to the token service, which answers 404 itself; the
+    public Ingress lists the end-user paths and leaves the rest to the controller's 404)."""
+    served = served_paths(stack)
+    planes = nginx_planes(NGINX)
+    for path in sorted(set().union(*served.values()) | set(EDGE_PATHS)):
+        for plane, routes in (("public", public), ("admin", admin)):
+            def serving(service: str | None) -> str | None:
+                return service if service is not None and path in served.get(service, ()) else None
+            assert serving(ingress_target(routes, path)) == serving(nginx_target(planes[plane], path)), \
+                f"{plane} plane, {path}: Ingress {ingress_target(routes, path)}, nginx {nginx_target(planes[plane], path)}"
+
+
+def check_backend_ports(public: list, admin: list) -> None:
+    """The public Ingress reaches the token service's main port only; the admin Ingress its admin port
+    (which believes an admin bearer) and the directory's port."""
+    assert {(service, port) for _, service, port in public} == {("token-service", 8081)}
+    assert {(service, port) for _, service, port in admin} == {("token-service", 8091), ("user-directory", 8082)}
+
+
+def check_ingress_annotations(public: dict, admin: dict) -> None:
+    assert admin["metadata"]["annotations"]["nginx.ingress.kubernetes.io/whitelist-source-range"]
+    for doc in (public, admin):
+        annotations = doc["metadata"].get("annotations", {})
+        assert annotations["nginx.ingress.kubernetes.io/use-regex"] == "true"
+        # Current ingress-nginx refuses snippet annotations by default (allow-snippet-annotations).
+        assert not any("snippet" in key for key in annotations), doc["metadata"]
+        assert doc["spec"]["ingressClassName"] == "nginx"
+
+
+def check_tls(ingress: dict, secret_name: str) -> None:
+    """The Ingress has one TLS block, for its rule's host, with the certificate Secret."""
+    [rule] = ingress["spec"]["rules"]
+    assert ingress["spec"]["tls"] == [{"hosts": [rule["host"]], "secretName": secret_name}], ingress["spec"]
+
+
+def test_the_kubernetes_ingresses_serve_each_route_on_its_plane(stack):
+    docs = manifests()
+    public, admin = docs.get("Ingress", "tessera"), docs.get("Ingress", "tessera-admin")
+    check_ingress_planes(stack, ingress_routes(public), ingress_routes(admin))
+    check_backend_ports(ingress_routes(public), ingress_routes(admin))
+    check_ingress_annotations(public, admin)
+
+
+def test_the_kubernetes_ingresses_route_as_the_nginx_config_does(stack):
+    docs = manifests()
+    check_ingresses_route_as_nginx(stack, ingress_routes(docs.get("Ingress", "tessera")),
+                                   ingress_routes(docs.get("Ingress", "tessera-admin")))
+
+
+def test_both_ingresses_have_tls_for_their_own_hosts():
+    docs = manifests()
+    public, admin = docs.get("Ingress", "tessera"), docs.get("Ingress", "tessera-admin")
+    check_tls(public, "tessera-tls")
+    check_tls(admin, "tessera-admin-tls")
+    public_url = docs.get("ConfigMap", "tessera-config")["data"]["TESSERA_PUBLIC_URL"]
+    assert public_url == "https://" + public["spec"]["rules"][0]["host"]
+    assert admin["spec"]["rules"][0]["host"] != public["spec"]["rules"][0]["host"]
 
 
 def route(path: str) -> str:
@@ -181,6 +315,21 @@ def documented_keys() -> set[str]:
     return set(re.findall(r"`([A-Z][A-Z0-9_]+)`", text))
 
 
+def pod_environment(docs: Rendered, deployment: dict) -> dict[str, object]:
+    """The environment a Deployment's container gets: its env entries (a value, or ("secret", key) for
+    a Secret's key) over the ConfigMaps it reads with envFrom."""
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env: dict[str, object] = {}
+    for source in container.get("envFrom", []):
+        env.update(docs.get("ConfigMap", source["configMapRef"]["name"])["data"])
+    for entry in container.get("env", []):
+        if "valueFrom" in entry:
+            env[entry["name"]] = ("secret", entry["valueFrom"]["secretKeyRef"]["key"])
+        else:
+            env[entry["name"]] = entry["value"]
+    return env
+
+
 def test_compose_and_kubernetes_run_the_same_services_with_documented_keys():
     compose = yaml.safe_load(COMPOSE.read_text())
     documented = documented_keys()
@@ -194,8 +343,10 @@ def test_compose_and_kubernetes_run_the_same_services_with_documented_keys():
         for key in (k8s_env | compose_env) - {"POSTGRES_PASSWORD"}:
             assert key in documented, f"{name}: {key} is not in docs/configuration.md"
         # Every secret compose gives a service, Kubernetes gives it too.
-        secrets = {"TESSERA_INTERNAL_SECRET", "TESSERA_ADMIN_TOKEN", "TESSERA_API_KEY", "DATABASE_URL"}
-        assert compose_env & secrets == k8s_env & secrets, name
+        assert compose_env & SECRET_KEYS == k8s_env & SECRET_KEYS, name
+        # Every setting compose makes for a service, Kubernetes makes too (the ConfigMap included).
+        missing = compose_env - set(pod_environment(manifests(), deployments()[name]))
+        assert not missing, f"{name}: compose sets {sorted(missing)}, Kubernetes does not"
     config = next(d for _, d in manifests() if d["kind"] == "ConfigMap")
     # Graceful shutdown: the service's own deadline (plus its 2 s cancellation allowance) ends
     # before the orchestrator's SIGKILL, in both.
