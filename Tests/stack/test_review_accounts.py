@@ -240,6 +240,31 @@ def test_imported_hashes_are_exported_with_their_settings_only_when_asked_and_re
         assert signed_in["localId"] == local_id
 
 
+def test_imported_custom_token_and_email_link_users_keep_what_they_are(stack, admin, make_tenant):
+    """UserInfo's `customAuth` and `emailLinkSignin` survive accounts:batchCreate (what an export of
+    such users carries): a custom-token user with no email, phone, password or provider is not made an
+    anonymous account (auto-cleanup would delete it), and an email-link user keeps its sign-in method
+    and its `password` provider entry."""
+    p, tenant_id = stack.project_id, make_tenant(allowPasswordSignup=True, enableEmailLinkSignin=True,
+                                                 enableAnonymousUser=True)["tenantId"]
+    link_id, custom_id, bare_id = (f"{k}-{uuid.uuid4().hex[:8]}" for k in ("link", "custom", "bare"))
+    email = address("link")
+    resp = admin.request("POST", f"/v1/projects/{p}/tenants/{tenant_id}/accounts:batchCreate", json={"users": [
+        {"localId": link_id, "email": email, "emailVerified": True, "emailLinkSignin": True},
+        {"localId": custom_id, "customAuth": True},
+        {"localId": bare_id}]})
+    assert "error" not in expect_ok(resp), describe(resp)
+    resp = admin.request("POST", f"/v1/projects/{p}/tenants/{tenant_id}/accounts:lookup",
+                         json={"localId": [link_id, custom_id, bare_id]})
+    users = {u["localId"]: u for u in expect_ok(resp)["users"]}
+    assert users[link_id].get("emailLinkSignin") is True, users[link_id]
+    assert [i["providerId"] for i in users[link_id].get("providerUserInfo", [])] == ["password"], users[link_id]
+    assert users[custom_id].get("customAuth") is True, users[custom_id]
+    anonymous = psql(stack, f"SELECT local_id FROM users WHERE tenant_id = '{tenant_id}' AND is_anonymous")
+    assert custom_id not in anonymous and link_id not in anonymous, anonymous
+    assert bare_id in anonymous, "a user with nothing to sign in with is anonymous, as before"
+
+
 # --------------------------------------------------------------------------------------
 # 10. Codes invalidated by sequence, not by clock
 # --------------------------------------------------------------------------------------

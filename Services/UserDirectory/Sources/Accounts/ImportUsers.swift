@@ -18,6 +18,10 @@ public struct ImportUser: Sendable {
     public var lastLoginAt: Int64?
     public var password: StoredPassword?
     public var providers: [ProviderUserInfo] = []
+    /// Signed in with a custom token before (UserInfo's `customAuth`): not anonymous without a password.
+    public var customAuth = false
+    /// Signs in by email link (UserInfo's `emailLinkSignin`): its `password` provider entry stays.
+    public var emailLinkSignin = false
 }
 
 extension AdminUsers {
@@ -40,6 +44,8 @@ extension AdminUsers {
         var password_hash: String?
         var password_updated_at: Int64?
         var is_anonymous: Bool
+        var custom_auth: Bool
+        var email_link_signin: Bool
     }
 
     /// One imported provider link, a `provider_links` row in JSON likewise.
@@ -74,7 +80,8 @@ extension AdminUsers {
                 password_params: user.password?.params, password_salt: user.password?.salt,
                 password_hash: user.password?.hash, password_updated_at: user.password == nil ? nil : now,
                 is_anonymous: user.password == nil && user.providers.isEmpty && user.email == nil
-                    && user.phoneNumber == nil)
+                    && user.phoneNumber == nil && !user.customAuth,
+                custom_auth: user.customAuth, email_link_signin: user.emailLinkSignin && user.email != nil)
         }
         let usersJSON = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
         return try await client.transaction(logger: logger) { connection in
@@ -82,10 +89,11 @@ extension AdminUsers {
                 """
                 INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
                     disabled, custom_attributes, valid_since, created_at, last_login_at, password_algorithm,
-                    password_params, password_salt, password_hash, password_updated_at, is_anonymous)
+                    password_params, password_salt, password_hash, password_updated_at, is_anonymous, custom_auth,
+                    email_link_signin)
                 SELECT \(scope), local_id, email, email_verified, display_name, photo_url, phone_number, disabled,
                     custom_attributes, \(now / 1000), created_at, last_login_at, password_algorithm, password_params,
-                    password_salt, password_hash, password_updated_at, is_anonymous
+                    password_salt, password_hash, password_updated_at, is_anonymous, custom_auth, email_link_signin
                 FROM jsonb_populate_recordset(NULL::users, \(usersJSON)::jsonb) WITH ORDINALITY AS u
                 ORDER BY u.ordinality
                 ON CONFLICT DO NOTHING RETURNING local_id
@@ -177,6 +185,8 @@ struct ImportController<Tenants: TenantStore> {
         var providerUserInfo: [ProviderWire]?
         var tenantId: String?
         var mfaInfo: [JSONValue]?
+        var customAuth: Bool?
+        var emailLinkSignin: Bool?
     }
 
     struct Request_: Decodable {
@@ -341,6 +351,8 @@ struct ImportController<Tenants: TenantStore> {
             user.displayName = wire.displayName
             user.photoUrl = wire.photoUrl
             user.disabled = wire.disabled ?? false
+            user.customAuth = wire.customAuth ?? false
+            user.emailLinkSignin = wire.emailLinkSignin ?? false
             user.createdAt = Self.millis(wire.createdAt)
             user.lastLoginAt = Self.millis(wire.lastLoginAt)
             if let raw = wire.rawPassword {
