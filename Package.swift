@@ -36,6 +36,7 @@ let package = Package(
         .executable(name: "token-service", targets: ["TokenServiceMain"]),
         .executable(name: "user-directory", targets: ["UserDirectoryMain"]),
         .executable(name: "cleanup-worker", targets: ["CleanupWorkerMain"]),
+        .executable(name: "tessera", targets: ["TesseraCLI"]),
         .executable(name: "tessera-bench", targets: ["BenchTool"]),
         .executable(name: "tessera-floor", targets: ["BenchFloor"]),
     ],
@@ -126,6 +127,17 @@ let package = Package(
                 "Hummingbird", "AsyncHTTPClient@async-http-client", "ServiceLifecycle@swift-service-lifecycle",
                 "Logging@swift-log", "Prometheus@swift-prometheus", "NIOCore@swift-nio"))
         + [
+            // `tessera`, the operators' command line (issue 27): the admin API over HTTP, export and
+            // import, and the signing-key directory.
+            .executableTarget(
+                name: "TesseraCLI",
+                dependencies: ["TesseraShared", "TokenService"]
+                    + products(
+                        "ArgumentParser@swift-argument-parser", "AsyncHTTPClient@async-http-client",
+                        "NIOCore@swift-nio", "NIOHTTP1@swift-nio", "Logging@swift-log"),
+                path: "Services/AdminCLI",
+                swiftSettings: swiftSettings
+            ),
             .executableTarget(
                 name: "BenchTool",
                 dependencies: [

@@ -381,7 +381,7 @@ def test_the_dockerfile_builds_every_product_and_runs_them_as_the_stack_does():
     assert args["SWIFT_IMAGE"].startswith("swift:6.3"), args
     runs = " ".join(i["value"] for i in instructions if i["instruction"] == "RUN")
     assert "swift build -c release --static-swift-stdlib" in runs
-    for product in SERVICES:
+    for product in [*SERVICES, "tessera"]:
         assert f'"$bin/{product}"' in runs, f"{product} is not copied out of the build stage"
     assert "*.resources" in runs, "resource bundles (the OpenAPI document) must ship with the binaries"
     # Every folder Package.swift names a target in is in the build context, or the package does not load.
