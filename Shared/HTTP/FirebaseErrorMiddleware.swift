@@ -17,6 +17,8 @@ public struct FirebaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         let started = ContinuousClock.now
+        metrics?.requestStarted()
+        defer { metrics?.requestEnded() }
         var errorCode: String?
         var context = context
         let incoming = request.headers[.requestID].flatMap { $0.count <= 128 && !$0.isEmpty ? $0 : nil }

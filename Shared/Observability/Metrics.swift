@@ -24,11 +24,22 @@ public final class ServiceMetrics: Sendable {
     private let requestSeries = Mutex<[RequestSeries: (Counter, DurationHistogram)]>([:])
     private let internalCallSeries = Mutex<[InternalCallSeries: DurationHistogram]>([:])
     private let process: ProcessMetrics
+    private let inFlight = Atomic<Int>(0)
+    private let inFlightGauge: Gauge
     private let scrapeHooks = Mutex<[@Sendable () async -> Void]>([])
 
     public init() {
         process = ProcessMetrics(registry: registry)
+        inFlightGauge = registry.makeGauge(
+            descriptor: Self.descriptor(
+                "http_requests_in_flight", unit: "",
+                help: "HTTP requests being answered now (until their handler returns)."))
     }
+
+    /// A request entered the error middleware (`tessera_http_requests_in_flight`).
+    public func requestStarted() { inFlightGauge.set(Double(inFlight.add(1, ordering: .relaxed).newValue)) }
+    /// It left.
+    public func requestEnded() { inFlightGauge.set(Double(inFlight.subtract(1, ordering: .relaxed).newValue)) }
 
     /// Runs `hook` before every scrape, for figures read when asked (the mail outbox's depth); it
     /// must bound its own time and swallow its own errors.

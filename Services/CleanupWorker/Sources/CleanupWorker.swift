@@ -10,6 +10,8 @@ import TesseraShared
 public struct CleanupWorkerConfiguration: Sendable {
     public var hostname: String = "127.0.0.1"
     public var port: Int = 8083
+    /// Hummingbird's own request metrics (`TESSERA_HTTP_LIBRARY_METRICS`; ServiceMetrics.addLibraryRequestMetrics).
+    public var libraryRequestMetrics = false
     public var directoryURL: String = "http://127.0.0.1:8082"
     public var internalSecret: String
     /// Pause between two sweeps of the loop.
@@ -50,6 +52,7 @@ public struct CleanupWorkerConfiguration: Sendable {
         self.init(internalSecret: try env.secret("TESSERA_INTERNAL_SECRET"))
         hostname = env.string("TESSERA_HTTP_HOST", default: hostname)
         port = try env.int("TESSERA_HTTP_PORT", default: port)
+        libraryRequestMetrics = try env.bool("TESSERA_HTTP_LIBRARY_METRICS", default: false)
         directoryURL = env.string("TESSERA_DIRECTORY_URL", default: directoryURL)
         interval = try env.duration("CLEANUP_INTERVAL", default: interval)
         batchSize = try env.int("CLEANUP_BATCH_SIZE", default: batchSize)
@@ -275,7 +278,7 @@ public func buildCleanupWorker(
     let sweeper = Sweeper(directory: directory, configuration: configuration, metrics: metrics)
     let router = Router(context: TesseraRequestContext.self)
     router.addTracingMiddleware()
-    router.add(middleware: MetricsMiddleware())
+    metrics.service.addLibraryRequestMetrics(to: router, if: configuration.libraryRequestMetrics)
     router.add(middleware: FirebaseErrorMiddleware<TesseraRequestContext>(metrics: metrics.service))
     router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
     metrics.service.addRoute(to: router)

@@ -61,7 +61,7 @@ public func buildTokenApplication(
     func makeRouter(keepsAuthorization: Bool) -> Router<TokenContext> {
         let router = Router(context: TokenContext.self)
         router.addTracingMiddleware()
-        router.add(middleware: MetricsMiddleware())
+        metrics.addLibraryRequestMetrics(to: router, if: configuration.libraryRequestMetrics)
         if !keepsAuthorization { router.add(middleware: DropAuthorizationMiddleware()) }
         // CORS outside the error middleware: it sees every answer as a response, errors included, and
         // gives it its headers (inside, it rethrew errors in a wrapper of its own, which became 500s

@@ -5,6 +5,8 @@ import TesseraShared
 public struct TokenServiceConfiguration: Sendable {
     public var hostname: String = "127.0.0.1"
     public var port: Int = 8081
+    /// Hummingbird's own request metrics (`TESSERA_HTTP_LIBRARY_METRICS`; ServiceMetrics.addLibraryRequestMetrics).
+    public var libraryRequestMetrics = false
     /// A second listener for the admin plane (`TESSERA_ADMIN_HTTP_PORT`): when set, the main port
     /// believes no admin bearer, and admin-plane paths must come through this one (Kubernetes).
     public var adminPort: Int?
@@ -68,6 +70,7 @@ public struct TokenServiceConfiguration: Sendable {
         sessionCookieKeysDirectory = env.string("TESSERA_SESSION_COOKIE_KEYS_DIR", default: sessionCookieKeysDirectory)
         hostname = env.string("TESSERA_HTTP_HOST", default: hostname)
         port = try env.int("TESSERA_HTTP_PORT", default: port)
+        libraryRequestMetrics = try env.bool("TESSERA_HTTP_LIBRARY_METRICS", default: false)
         if env.string("TESSERA_ADMIN_HTTP_PORT") != nil {
             adminPort = try env.int("TESSERA_ADMIN_HTTP_PORT", default: 0)
         }

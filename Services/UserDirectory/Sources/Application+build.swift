@@ -9,6 +9,8 @@ import TesseraShared
 public struct DirectoryConfiguration: Sendable {
     public var hostname: String
     public var port: Int
+    /// Hummingbird's own request metrics (`TESSERA_HTTP_LIBRARY_METRICS`; ServiceMetrics.addLibraryRequestMetrics).
+    public var libraryRequestMetrics = false
     public var projectID: String
     public var adminToken: String
     /// Where `Bearer owner` (the Admin SDKs' emulator-mode token) acts; nil: refused (API.md A.12).
@@ -88,6 +90,7 @@ public struct DirectoryConfiguration: Sendable {
             }
             ownerTokenScope = parsed
         }
+        libraryRequestMetrics = try env.bool("TESSERA_HTTP_LIBRARY_METRICS", default: false)
         passwordHashRounds = try env.int("TESSERA_PASSWORD_HASH_ROUNDS", default: passwordHashRounds)
         passwordHashMemCost = try env.int("TESSERA_PASSWORD_HASH_MEM_COST", default: passwordHashMemCost)
         guard (1...8).contains(passwordHashRounds), (1...17).contains(passwordHashMemCost) else {
@@ -153,7 +156,7 @@ public func buildDirectoryApplication(
         oobCodeTTL: configuration.oobCodeTTL, metrics: metrics)
     let router = Router(context: DirectoryContext.self)
     router.addTracingMiddleware()
-    router.add(middleware: MetricsMiddleware())
+    metrics.addLibraryRequestMetrics(to: router, if: configuration.libraryRequestMetrics)
     router.add(middleware: FirebaseErrorMiddleware<DirectoryContext>(metrics: metrics))
     router.add(
         middleware: DatabaseErrorMiddleware<DirectoryContext>(
