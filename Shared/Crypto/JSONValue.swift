@@ -59,6 +59,19 @@ public enum JSONValue: Codable, Sendable, Equatable {
         if case .object(let value) = self { return value }
         return nil
     }
+
+    public var arrayValue: [JSONValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// An object's member, or nil (not an object, or no such member).
+    public subscript(key: String) -> JSONValue? { objectValue?[key] }
 }
 
 /// Written by hand for the ID token's claims (`DirectJSONEncodable`), object members in the order

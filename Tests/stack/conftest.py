@@ -142,6 +142,12 @@ def load_stack() -> Stack:
     missing = [name for name in REQUIRED_VARS if not env.get(name)]
     if missing:
         pytest.fail(f"stack env file {path} lacks {', '.join(missing)}", pytrace=False)
+    return stack_from_env(path, env)
+
+
+def stack_from_env(path: Path, env: dict[str, str]) -> Stack:
+    """The Stack an env file describes (its parsed ``env``): the test stack's, or a second one's
+    (fresh_stack.py)."""
     stack_dir = env.get("TESSERA_STACK_DIR")
     stack_dir_path = None
     if stack_dir:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlparse
 
-from conftest import REPO_ROOT, Stack, parse_env_file, psql as _psql
+from conftest import REPO_ROOT, Stack, parse_env_file, psql as _psql, stack_from_env
 
 STACK_SCRIPT = REPO_ROOT / "scripts" / "stack"
 SERVICES = ("user-directory", "token-service", "cleanup-worker")
@@ -87,22 +87,7 @@ atexit.register(_stop_leftovers)
 
 def stack_from_env_file(path: Path) -> Stack:
     """conftest's Stack for the stack that wrote the env file ``path``."""
-    env = parse_env_file(path.read_text())
-    stack_dir = env.get("TESSERA_STACK_DIR")
-    return Stack(
-        env_file=path,
-        env=env,
-        url=env["TESSERA_URL"].rstrip("/"),
-        admin_url=env["TESSERA_ADMIN_URL"].rstrip("/"),
-        project_id=env["TESSERA_PROJECT_ID"],
-        api_key=env["TESSERA_API_KEY"],
-        admin_token=env["TESSERA_ADMIN_TOKEN"],
-        internal_secret=env.get("TESSERA_INTERNAL_SECRET"),
-        token_service_url=(env.get("TESSERA_TOKEN_SERVICE_URL") or "").rstrip("/") or None,
-        directory_url=(env.get("TESSERA_DIRECTORY_URL") or "").rstrip("/") or None,
-        stack_dir=Path(stack_dir) if stack_dir else None,
-        database_url=env.get("DATABASE_URL"),
-    )
+    return stack_from_env(path, parse_env_file(path.read_text()))
 
 
 def _frozen_passthrough(stack_dir: Path | None) -> dict[str, str] | None:

@@ -3,20 +3,6 @@ import TesseraShared
 
 /// Reading the admin API's answers: `JSONValue` (TesseraShared) with the accessors a client needs.
 extension JSONValue {
-    subscript(key: String) -> JSONValue? {
-        objectValue?[key]
-    }
-
-    var arrayValue: [JSONValue]? {
-        if case .array(let values) = self { return values }
-        return nil
-    }
-
-    var boolValue: Bool? {
-        if case .bool(let value) = self { return value }
-        return nil
-    }
-
     /// A string, or a number sent as a string (`"createdAt":"1795696231741"`), as an integer.
     var int64: Int64? {
         if let intValue { return intValue }

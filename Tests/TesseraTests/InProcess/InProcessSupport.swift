@@ -345,21 +345,9 @@ func json(_ values: [String]) -> String {
 }
 
 extension JSONValue {
-    subscript(key: String) -> JSONValue? { objectValue?[key] }
-
     subscript(index: Int) -> JSONValue? {
         guard let array = arrayValue, array.indices.contains(index) else { return nil }
         return array[index]
-    }
-
-    var arrayValue: [JSONValue]? {
-        if case .array(let values) = self { return values }
-        return nil
-    }
-
-    var boolValue: Bool? {
-        if case .bool(let value) = self { return value }
-        return nil
     }
 }
 
