@@ -53,11 +53,11 @@ struct Keys: AsyncParsableCommand {
         var signFrom: Date?
         var modified: Date
         var state: State
+        /// When the key could start signing (KeyDirectory.signingStart: its header's time, else its
+        /// file's modification time).
+        var start: Date
         /// When the next key took over, for keys that signed before the current one (or never did).
         var stoppedSigning: Date?
-
-        /// When the key could start signing: its header's time, else its file's modification time.
-        var start: Date { signFrom ?? modified }
 
         func json(now: Date) -> JSONValue {
             JSON.object([
@@ -92,7 +92,7 @@ struct Keys: AsyncParsableCommand {
                 key.kid == set.signer.kid ? .signing : key.signFrom > now ? .pending : .published
             return KeyState(
                 kid: key.kid, file: file, signFrom: key.signFrom.timeIntervalSince1970 > 0 ? key.signFrom : nil,
-                modified: modified, state: state)
+                modified: modified, state: state, start: KeyDirectory.signingStart(of: key, in: directory))
         }
         // A key that signed before the current signer stopped when the key after it took over.
         if let signer = states.firstIndex(where: { $0.state == .signing }) {
@@ -174,15 +174,9 @@ struct Keys: AsyncParsableCommand {
             } catch {
                 throw CLIError("FILE_ERROR", "\(error)")
             }
+            // `generate` dates every key it writes (Tessera-Sign-From), so prune can tell later when
+            // it took over.
             let file = path + "/" + kid + ".pem"
-            // The file records when the key may sign even with --lead 0s, so that prune can tell
-            // later when it took over (older `generate`s wrote no header for a key that signs at once).
-            let text = try String(contentsOfFile: file, encoding: .utf8)
-            if !text.hasPrefix("Tessera-Sign-From:") {
-                let stamped = "Tessera-Sign-From: \(RFC3339.seconds(now))\n" + text
-                try Data(stamped.utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
-                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
-            }
             let signFrom = now.addingTimeInterval(leadTime.timeInterval)
             if json {
                 try Output.json(

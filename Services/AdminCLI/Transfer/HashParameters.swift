@@ -93,7 +93,7 @@ struct HashParameters: Equatable, Sendable {
     }
 
     /// Settings from the console's or JSON's names (see `parse`), with flags on top.
-    static func from(_ names: [String: String], flags: HashFlags) throws -> HashParameters? {
+    static func from(_ names: [String: String], flags: HashOptions) throws -> HashParameters? {
         func pick(_ keys: String...) -> String? { keys.lazy.compactMap { names[$0] }.first }
         guard let algorithm = (flags.hashAlgo ?? pick("algorithm", "hashAlgorithm", "hash_algo"))?.uppercased() else {
             return nil
@@ -155,23 +155,5 @@ struct HashParameters: Equatable, Sendable {
         default:
             throw CLIError.usage("unknown hash algorithm \(algorithm)")
         }
-    }
-}
-
-/// The hash flags of `firebase auth:import`, for `tessera import --from-firebase`.
-struct HashFlags {
-    var hashAlgo: String?
-    var hashKey: String?
-    var saltSeparator: String?
-    var rounds: Int?
-    var memCost: Int?
-    var parallelization: Int?
-    var blockSize: Int?
-    var dkLen: Int?
-    var hashInputOrder: String?
-
-    var isEmpty: Bool {
-        hashAlgo == nil && hashKey == nil && saltSeparator == nil && rounds == nil && memCost == nil
-            && parallelization == nil && blockSize == nil && dkLen == nil && hashInputOrder == nil
     }
 }

@@ -52,7 +52,6 @@ struct Import: AsyncParsableCommand {
 
     @OptionGroup(title: "Firebase hash parameters (with --from-firebase)") var hash: HashOptions
 
-    var flags: HashFlags { hash.flags }
     var hashConfig: String? { hash.hashConfig }
 
     func validate() throws {
@@ -63,7 +62,7 @@ struct Import: AsyncParsableCommand {
         if displayName != nil, !createTenant {
             throw ValidationError("--display-name names a tenant --create-tenant makes")
         }
-        if fromFirebase == nil, hashConfig != nil || !flags.isEmpty {
+        if fromFirebase == nil, hashConfig != nil || !hash.flagsAreEmpty {
             throw ValidationError(
                 "--hash-config and the hash flags are for --from-firebase (an export carries its own)")
         }
@@ -125,7 +124,7 @@ struct Import: AsyncParsableCommand {
                 }
                 names = try HashParameters.parse(String(decoding: data, as: UTF8.self))
             }
-            source.hash = try HashParameters.from(names, flags: flags)
+            source.hash = try HashParameters.from(names, flags: hash)
             if source.hash == nil, let own = try member("hashConfig") { source.hash = HashParameters(hashConfig: own) }
             guard source.hash != nil else {
                 throw CLIError.usage(
@@ -512,9 +511,9 @@ struct HashOptions: ParsableArguments {
     @Option(help: ArgumentHelp("SALT_FIRST or PASSWORD_FIRST (HMAC and plain digests).", valueName: "order"))
     var hashInputOrder: String?
 
-    var flags: HashFlags {
-        HashFlags(
-            hashAlgo: hashAlgo, hashKey: hashKey, saltSeparator: saltSeparator, rounds: rounds, memCost: memCost,
-            parallelization: parallelization, blockSize: blockSize, dkLen: dkLen, hashInputOrder: hashInputOrder)
+    /// No `firebase auth:import` hash flag was given (`--hash-config` aside).
+    var flagsAreEmpty: Bool {
+        hashAlgo == nil && hashKey == nil && saltSeparator == nil && rounds == nil && memCost == nil
+            && parallelization == nil && blockSize == nil && dkLen == nil && hashInputOrder == nil
     }
 }

@@ -151,6 +151,14 @@ public enum KeyDirectory {
         return try SigningKey(kid: kid, privateKey: key, signFrom: signFrom)
     }
 
+    /// When `key` (a file of `directory`) could begin signing: its `Tessera-Sign-From`, or for a key
+    /// without one, its file's modification time.
+    public static func signingStart(of key: SigningKey, in directory: String) -> Date {
+        guard key.signFrom.timeIntervalSince1970 <= 0 else { return key.signFrom }
+        let attributes = try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(key.kid).pem")
+        return attributes?[.modificationDate] as? Date ?? key.signFrom
+    }
+
     /// Writes a new 2048-bit key, published at once, signing after `lead`. Returns its kid.
     @discardableResult
     public static func generate(into directory: String, lead: Duration, now: Date = Date()) throws -> String {
@@ -198,15 +206,7 @@ public final class KeyStore: Sendable {
         let directory = self.directory
         metrics.onScrape {
             let set = self.current
-            var since = set.signer.signFrom
-            if since.timeIntervalSince1970 <= 0,
-                let attributes = try? FileManager.default.attributesOfItem(
-                    atPath: "\(directory)/\(set.signer.kid).pem"),
-                let modified = attributes[.modificationDate] as? Date
-            {
-                since = modified
-            }
-            activeSince.set(since.timeIntervalSince1970)
+            activeSince.set(KeyDirectory.signingStart(of: set.signer, in: directory).timeIntervalSince1970)
             expiry.set(set.keys.map(\.notAfter.timeIntervalSince1970).min() ?? 0)
             published.set(Double(set.keys.count))
         }
