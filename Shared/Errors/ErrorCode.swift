@@ -78,6 +78,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case tooManyAttemptsTryLater = "TOO_MANY_ATTEMPTS_TRY_LATER"
     case unauthorizedDomain = "UNAUTHORIZED_DOMAIN"
     case unexpectedParameter = "UNEXPECTED_PARAMETER"
+    case userCancelled = "USER_CANCELLED"
     case userDisabled = "USER_DISABLED"
     case userNotFound = "USER_NOT_FOUND"
     case weakPassword = "WEAK_PASSWORD"

@@ -22,6 +22,20 @@ public enum FormURLEncoded {
         return fields
     }
 
+    /// `name=value` pairs joined by `&`, everything but RFC 3986's unreserved characters
+    /// percent-encoded (so a space is `%20`, which every reader of either form accepts).
+    public static func encode(_ fields: [(String, String)]) -> String {
+        fields.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
+    }
+
+    static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    /// RFC 3986 percent-encoding of everything outside the unreserved set (OAuth's rule too).
+    public static func escape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
     static func decode(_ part: Substring) -> String? {
         part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }

@@ -43,6 +43,16 @@ public struct ActionLinks: Sendable {
             .filter { !$0.isEmpty }
     }
 
+    /// An authorized domain as an admin writes it (`app.example.com`, `localhost:3000`, an address),
+    /// in the form `isAuthorized` compares: lower case, IDNA-encoded, the default port dropped. A
+    /// scheme, path, userinfo or wildcard is refused, as is a blank.
+    public static func normalizedDomain(_ raw: String) -> String? {
+        let entry = raw.trimmingCharacters(in: .whitespaces)
+        guard !entry.isEmpty, entry.count <= 253, let url = WebURL.authority(ofHostHeader: entry), !entry.contains("*")
+        else { return nil }
+        return url.authority
+    }
+
     /// The configured action URL, else the public URL's action page. Without either, the request's
     /// own host, but only when it is exactly an authorized domain (issue #23): the Host header is the
     /// caller's to write, and a reset link pointing at the caller's server would hand it the

@@ -170,12 +170,32 @@ public struct IdpConfigResponse: Codable, Sendable {
     public var clientSecret: String?
     /// OIDC providers of a scope (`oidc.*`): the issuer whose discovery document names the JWKS.
     public var issuer: String?
+    /// OIDC providers of a scope: the authorization flow the hosted handler runs with them — the
+    /// code flow (`responseType.code`) or the ID token posted back (`responseType.idToken`).
+    public var responseCode: Bool?
+    /// apple.com's code flow: the client secret is an ES256 JWT signed with this key of this team.
+    public var appleCodeFlow: AppleCodeFlow?
 
     public init(providerId: String, clientId: String, clientSecret: String?, issuer: String?) {
         self.providerId = providerId
         self.clientId = clientId
         self.clientSecret = clientSecret
         self.issuer = issuer
+    }
+}
+
+/// The Apple Developer team id, the Sign in with Apple key's id and its private key (PKCS#8 PEM, as
+/// Apple's `.p8` file holds it): what the client secret of Apple's token endpoint is made from
+/// (Identity Platform's `appleSignInConfig.codeFlowConfig`).
+public struct AppleCodeFlow: Codable, Sendable, Equatable {
+    public var teamId: String
+    public var keyId: String
+    public var privateKey: String
+
+    public init(teamId: String, keyId: String, privateKey: String) {
+        self.teamId = teamId
+        self.keyId = keyId
+        self.privateKey = privateKey
     }
 }
 

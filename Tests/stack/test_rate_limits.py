@@ -71,7 +71,8 @@ def test_mails_per_account_are_limited_for_end_users_only(admin, client, make_te
 def test_limits_are_tenant_settings_with_defaults(admin, make_tenant):
     tenant = make_tenant()
     assert tenant["rateLimits"] == {"signUpsPerIpPerHour": 100, "passwordSignInsPerAccountPerHour": 30,
-                                    "passwordSignInsPerIpPerHour": 300, "oobEmailsPerAccountPerHour": 10}, tenant
+                                    "passwordSignInsPerIpPerHour": 300, "oobEmailsPerAccountPerHour": 10,
+                                    "idpSignInsPerIpPerHour": 300}, tenant
     resp = admin.patch_tenant(tenant["tenantId"], {"rateLimits": {"signUpsPerIpPerHour": 0}},
                               update_mask="rateLimits.signUpsPerIpPerHour")
     changed = expect_ok(resp)["rateLimits"]

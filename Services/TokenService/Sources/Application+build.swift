@@ -55,6 +55,8 @@ public func buildTokenApplication(
     let providers = IdentityProviders(
         endpoints: configuration.providerEndpoints,
         keys: JWKSCache(http: providerHTTP, refetchInterval: configuration.idpJWKSRefetchInterval), http: providerHTTP)
+    let flows = AuthorizationFlows(
+        providers: providers, directory: directory, apiKey: configuration.apiKey, lifetime: configuration.idpFlowTTL)
 
     /// One router per listener, built alike. The public listener of a token service that has an admin
     /// listener believes no admin bearer (`keepsAuthorization: false`).
@@ -87,8 +89,9 @@ public func buildTokenApplication(
                 InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)
             return JSONResponse(HealthStatus())
         }
-        AccountsController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
-        FederatedController(tokens: tokens, providers: providers, configuration: configuration).addRoutes(to: clients)
+        AccountsController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: clients)
+        FederatedController(tokens: tokens, providers: providers, flows: flows, configuration: configuration)
+            .addRoutes(to: clients)
         TokenController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
         OobController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
         SessionCookieController(tokens: tokens, cookieKeys: cookieKeys, configuration: configuration).addRoutes(
@@ -98,6 +101,7 @@ public func buildTokenApplication(
         LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
         EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
         ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+        AuthHandlerController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: router)
         OutOfScope.addRoutes(to: router)
         router.addRouteTable(internalSecret: configuration.internalSecret)
         return router

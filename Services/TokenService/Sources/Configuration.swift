@@ -42,6 +42,12 @@ public struct TokenServiceConfiguration: Sendable {
     var egress = EgressPolicy.open
     /// Time allowed for one request to an identity provider.
     public var idpTimeout: Duration = .seconds(5)
+    /// How long a sign-in started with a provider (`createAuthUri`, the hosted handler) can be
+    /// finished (`TESSERA_IDP_FLOW_TTL`).
+    public var idpFlowTTL: Duration = .seconds(600)
+    /// iOS bundle ids and Android package names that may sign in through the hosted handler
+    /// (`TESSERA_AUTHORIZED_APPS`): the provider's answer goes to the app that claims the scheme.
+    public var authorizedApps: [String] = []
 
     var links: ActionLinks {
         ActionLinks(actionURL: actionURL, publicURL: publicURL, apiKey: apiKey, authorizedDomains: authorizedDomains)
@@ -87,6 +93,12 @@ public struct TokenServiceConfiguration: Sendable {
         providerEndpoints = ProviderEndpoints.resolve(env)
         idpJWKSRefetchInterval = try env.duration("TESSERA_IDP_JWKS_REFETCH_INTERVAL", default: idpJWKSRefetchInterval)
         idpTimeout = try env.duration("TESSERA_IDP_TIMEOUT", default: idpTimeout)
+        idpFlowTTL = try env.duration("TESSERA_IDP_FLOW_TTL", default: idpFlowTTL)
+        guard idpFlowTTL >= .seconds(30), idpFlowTTL <= .seconds(3600) else {
+            throw ConfigError.invalid("TESSERA_IDP_FLOW_TTL", "\(idpFlowTTL) (between 30s and 1h)")
+        }
+        authorizedApps = (env.string("TESSERA_AUTHORIZED_APPS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let proxies = env.string("TESSERA_TRUSTED_PROXIES") {
             clientAddress = try ClientAddress(parsing: proxies)
         }

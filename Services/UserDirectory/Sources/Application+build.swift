@@ -177,6 +177,9 @@ public func buildDirectoryApplication(
 
     let internalGroup = router.internalGroup(secret: configuration.internalSecret)
     InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
+    AuthFlowStore(client: client).addRoutes(to: internalGroup)
+    let domains = AuthorizedDomains(client: client, deploymentDefault: configuration.links.authorizedDomains)
+    domains.addRoutes(to: internalGroup)
     let cleanup = CleanupStore(client: client, anonymousRetention: configuration.anonymousRetention)
     CleanupInternalController(store: cleanup).addRoutes(to: internalGroup)
     // The token service's privileged endpoints (createSessionCookie) authenticate admins here.
@@ -208,7 +211,7 @@ public func buildDirectoryApplication(
             absoluteTimeout: configuration.consoleSessionLifetime),
         credentials: credentials, failures: adminFailures, tenants: tenants, accounts: accounts, cleanup: cleanup,
         mailTemplates: MailTemplateStore(client: client), idpConfigs: IdpConfigStore(client: client),
-        serviceAccounts: serviceAccounts, links: configuration.links, views: try ConsoleViews()
+        serviceAccounts: serviceAccounts, links: configuration.links, domains: domains, views: try ConsoleViews()
     ).addRoutes(to: router)
 
     for prefix in identityToolkitPrefixes {
@@ -220,7 +223,9 @@ public func buildDirectoryApplication(
         ).group(context: AdminContext.self).add(middleware: AdminAuditMiddleware(credentials: credentials))
         AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)
-        TenantController(store: tenants, projectID: configuration.projectID) { scope, logger in
+        TenantController(
+            store: tenants, projectID: configuration.projectID, defaultDomains: configuration.links.authorizedDomains
+        ) { scope, logger in
             let config = try await accounts.admin.hashConfig(scope: scope, logger: logger)
             return ProjectConfigWire.HashConfigWire(
                 algorithm: "SCRYPT", signerKey: config.signerKey, saltSeparator: config.saltSeparator,
@@ -230,7 +235,8 @@ public func buildDirectoryApplication(
         adminAccounts.addRoutes(to: admin)
         ImportController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
         QueryController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
-        AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links).addRoutes(to: admin)
+        AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links, domains: domains)
+            .addRoutes(to: admin)
         MailTemplateController(store: MailTemplateStore(client: client), tenants: tenants).addRoutes(to: admin)
         CleanupController(store: cleanup, tenants: tenants).addRoutes(to: admin)
         IdpConfigController(store: IdpConfigStore(client: client), tenants: tenants, projectID: configuration.projectID)

@@ -76,7 +76,7 @@ struct ActionPageController {
         let page = ActionPageHTML(
             link: link,
             language: ActionPageStrings.choose(lang: link.lang, acceptLanguage: request.headers[.acceptLanguage]),
-            continueURL: try? configuration.links.checkContinueURL(link.continueUrl))
+            continueURL: await continueURL(link, context: context))
         do {
             let (mode, code) = try await check(link, context: context)
             let csrf = Base64URL.encode(Secrets.randomBytes(24))
@@ -103,7 +103,7 @@ struct ActionPageController {
         let page = ActionPageHTML(
             link: link,
             language: ActionPageStrings.choose(lang: link.lang, acceptLanguage: request.headers[.acceptLanguage]),
-            continueURL: try? configuration.links.checkContinueURL(link.continueUrl))
+            continueURL: await continueURL(link, context: context))
         // The form's token must match the cookie the form came with: another site cannot read the
         // cookie, so it cannot post a form of its own (a sign-in into its account, say) here.
         guard let posted = fields["csrf"], let cookie = Self.cookie(Self.csrfCookie, in: request),
@@ -119,6 +119,14 @@ struct ActionPageController {
         } catch {
             return page.error(Self.firebaseError(error, context: context))
         }
+    }
+
+    /// The link's `continueUrl` when it is on one of the project's authorized domains.
+    func continueURL(_ link: Link, context: TokenContext) async -> String? {
+        guard link.continueUrl != nil,
+            let links = try? await tokens.currentLinks(requestID: context.requestID, logger: context.logger)
+        else { return nil }
+        return try? links.checkContinueURL(link.continueUrl)
     }
 
     /// The link is for this deployment and its code is one of its mode, unused and unexpired; the

@@ -15,6 +15,11 @@ struct ProviderCredential: Sendable {
     var code: String?
     var samlResponse: String?
 
+    /// A credential Tessera obtained itself, at the end of an authorization flow.
+    init(providerId: String) {
+        self.providerId = providerId
+    }
+
     init(postBody: String) throws {
         guard let fields = FormURLEncoded.parse(postBody) else {
             throw FirebaseError.invalid(.invalidIdpResponse, "postBody is not valid form-encoded text.")
@@ -309,16 +314,21 @@ struct IdentityProviders: Sendable {
 
 /// OAuth 1.0a request signing with HMAC-SHA1 (RFC 5849 §3.4), as Twitter's v1.1 API requires.
 enum OAuth1 {
+    /// `token` is nil when asking for a request token; `protocolParameters` are the flow's other
+    /// `oauth_*` parameters (`oauth_callback`, `oauth_verifier`), signed and sent in the header.
     static func authorization(
         method: String, url: String, query: [(String, String)], consumerKey: String, consumerSecret: String,
-        token: String, tokenSecret: String, nonce: String = Secrets.randomAlphanumeric(32),
-        timestamp: Int64 = Int64(Date().timeIntervalSince1970)
+        token: String?, tokenSecret: String, protocolParameters: [(String, String)] = [],
+        nonce: String = Secrets.randomAlphanumeric(32), timestamp: Int64 = Int64(Date().timeIntervalSince1970)
     ) -> String {
         let enc = IdentityProviders.percentEncode
         var oauth: [(String, String)] = [
             ("oauth_consumer_key", consumerKey), ("oauth_nonce", nonce), ("oauth_signature_method", "HMAC-SHA1"),
-            ("oauth_timestamp", String(timestamp)), ("oauth_token", token), ("oauth_version", "1.0"),
+            ("oauth_timestamp", String(timestamp)),
         ]
+        if let token { oauth.append(("oauth_token", token)) }
+        oauth.append(("oauth_version", "1.0"))
+        oauth += protocolParameters
         let parameters = (oauth + query).map { (enc($0.0), enc($0.1)) }.sorted { $0 < $1 }
         let normalized = parameters.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
         let base = [method.uppercased(), enc(url), enc(normalized)].joined(separator: "&")

@@ -43,6 +43,16 @@ struct ProviderHTTP: Sendable {
             logger: logger)
     }
 
+    /// A POST of a form (a token endpoint's request).
+    func post(
+        _ url: String, form: [(String, String)], headers: [(String, String)] = [], guarded: Bool = false,
+        logger: Logger
+    ) async throws -> Answer {
+        try await send(
+            .POST, url, headers: headers + [("Content-Type", "application/x-www-form-urlencoded")],
+            body: Data(FormURLEncoded.encode(form).utf8), guarded: guarded, logger: logger)
+    }
+
     private func send(
         _ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data?, guarded: Bool, logger: Logger
     ) async throws -> Answer {
@@ -126,7 +136,7 @@ actor JWKSCache {
     let clock = ContinuousClock()
     var entries: [String: Entry] = [:]
     var inFlight: [String: Task<Entry, any Error>] = [:]
-    var discovery: [String: (jwksURL: String, expiresAt: ContinuousClock.Instant)] = [:]
+    var discoveries: [String: (document: Discovery, expiresAt: ContinuousClock.Instant)] = [:]
     /// How many times each URL was fetched (for logs and tests).
     private(set) var fetches: [String: Int] = [:]
 
@@ -183,32 +193,63 @@ actor JWKSCache {
         return entry
     }
 
-    /// The `jwks_uri` of an OIDC issuer's discovery document. Both URLs are the tenant's: fetched
-    /// guarded (`ProviderHTTP`), and the keys URL must be https (or http to an address the operator
-    /// allowed, as development setups have).
+    /// What an OIDC issuer's discovery document says: where its keys are, and where its
+    /// authorization flow runs.
+    struct Discovery: Sendable {
+        var jwksURL: String
+        var authorizationURL: String?
+        var tokenURL: String?
+        /// `token_endpoint_auth_methods_supported` (absent: `client_secret_basic`, OIDC's default).
+        var tokenAuthMethods: [String]
+    }
+
+    /// The `jwks_uri` of an OIDC issuer's discovery document.
     func jwksURL(issuer: String, logger: Logger) async throws -> String {
-        if let cached = discovery[issuer], cached.expiresAt > clock.now { return cached.jwksURL }
+        try await discovery(issuer: issuer, logger: logger).jwksURL
+    }
+
+    /// An OIDC issuer's discovery document. Both it and the URLs it names are the tenant's: fetched
+    /// guarded (`ProviderHTTP`), and every URL it names must be https (or http to an address the
+    /// operator allowed, as development setups have).
+    func discovery(issuer: String, logger: Logger) async throws -> Discovery {
+        if let cached = discoveries[issuer], cached.expiresAt > clock.now { return cached.document }
         let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         let answer = try await http.get(base + "/.well-known/openid-configuration", guarded: true, logger: logger)
         struct Document: Decodable {
             var issuer: String?
             var jwks_uri: String?
+            var authorization_endpoint: String?
+            var token_endpoint: String?
+            var token_endpoint_auth_methods_supported: [String]?
         }
         guard answer.status == 200, let document = try? JSONDecoder().decode(Document.self, from: answer.body),
-            let jwksURL = document.jwks_uri, let url = WebURL(jwksURL)
+            let jwksURL = document.jwks_uri
         else {
             logger.warning("OIDC discovery failed", metadata: ["http.status": "\(answer.status)"])
             throw FirebaseError.unavailable("The identity provider's discovery document could not be read.")
         }
-        let plainAllowed = url.scheme == "http" ? await http.egress.allowsPlainHTTP(url) : false
-        guard url.scheme == "https" || plainAllowed else {
-            logger.warning(
-                "OIDC discovery names a jwks_uri that is not https", metadata: ["idp.host": .string(url.hostString)])
-            throw IdentityProviders.invalid("The provider's discovery document names a jwks_uri that is not https.")
+        func secure(_ raw: String?, _ name: String) async throws -> String? {
+            guard let raw else { return nil }
+            guard let url = WebURL(raw) else {
+                throw IdentityProviders.invalid("The provider's discovery document names an invalid \(name).")
+            }
+            let plainAllowed = url.scheme == "http" ? await http.egress.allowsPlainHTTP(url) : false
+            guard url.scheme == "https" || plainAllowed else {
+                logger.warning(
+                    "OIDC discovery names a URL that is not https",
+                    metadata: ["idp.host": .string(url.hostString), "oidc.field": .string(name)])
+                throw IdentityProviders.invalid("The provider's discovery document names a \(name) that is not https.")
+            }
+            return url.description
         }
+        let result = Discovery(
+            jwksURL: try await secure(jwksURL, "jwks_uri") ?? jwksURL,
+            authorizationURL: try await secure(document.authorization_endpoint, "authorization_endpoint"),
+            tokenURL: try await secure(document.token_endpoint, "token_endpoint"),
+            tokenAuthMethods: document.token_endpoint_auth_methods_supported ?? ["client_secret_basic"])
         let lifetime = ProviderHTTP.maxAge(answer.headers).map { Duration.seconds($0) } ?? Self.defaultLifetime
-        discovery[issuer] = (url.description, clock.now + min(lifetime, Self.maximumLifetime))
-        return url.description
+        discoveries[issuer] = (result, clock.now + min(lifetime, Self.maximumLifetime))
+        return result
     }
 
     struct JWK: Decodable {

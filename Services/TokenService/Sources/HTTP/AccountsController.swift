@@ -8,6 +8,7 @@ import TesseraShared
 /// to the directory's admin API, which authenticates them.
 struct AccountsController {
     let tokens: SessionTokens
+    let flows: AuthorizationFlows
     let configuration: TokenServiceConfiguration
 
     func addRoutes(to clients: RouterGroup<TokenContext>) {
@@ -147,6 +148,13 @@ struct AccountsController {
         var continueUri: String?
         var providerId: String?
         var tenantId: String?
+        /// With `providerId`: parameters for the provider's authorization request.
+        var customParameter: [String: String]?
+        /// With `providerId`: more scopes, as a list (`"a,b"` or `"a b"`) or the legacy SDK's JSON
+        /// object of provider id to list (`{"google.com":"a,b"}`).
+        var oauthScope: String?
+        /// With `providerId`: the session id the redemption will present (else Tessera makes one).
+        var sessionId: String?
     }
 
     struct CreateAuthUriResponse: Encodable, Sendable {
@@ -154,16 +162,23 @@ struct AccountsController {
         var registered: Bool?
         var allProviders: [String]?
         var signinMethods: [String]?
+        var authUri: String?
+        var providerId: String?
         var sessionId: String
     }
 
-    /// `accounts:createAuthUri` for an email (B.2.1); under email enumeration protection only
-    /// `kind` and `sessionId` (B.5.9).
+    /// `accounts:createAuthUri` (B.2.1): for an email, what it can sign in with (under email
+    /// enumeration protection only `kind` and `sessionId`, B.5.9); for a `providerId`, a sign-in with
+    /// that provider (docs/oauth-flows.md): `authUri` sends the browser to the provider, whose answer
+    /// comes back to Tessera's handler and on to `continueUri` (an authorized domain's), where the app
+    /// redeems it with `signInWithIdp` (`requestUri` = that URL, `sessionId`).
     @Sendable func createAuthUri(_ request: Request, context: ClientContext) async throws
         -> JSONResponse<CreateAuthUriResponse>
     {
         let body = try await request.decodeJSON(CreateAuthUriRequest.self, context: context)
-        if body.providerId != nil { throw FirebaseError.notImplemented("createAuthUri with providerId") }
+        if let providerId = body.providerId {
+            return JSONResponse(try await startProviderSignIn(providerId, body, request: request, context: context))
+        }
         guard let identifier = body.identifier, !identifier.isEmpty else {
             throw FirebaseError.invalid(.missingIdentifier)
         }
@@ -185,6 +200,44 @@ struct AccountsController {
             CreateAuthUriResponse(
                 registered: answer.registered, allProviders: answer.allProviders, signinMethods: answer.signinMethods,
                 sessionId: sessionId))
+    }
+
+    func startProviderSignIn(
+        _ providerId: String, _ body: CreateAuthUriRequest, request: Request, context: ClientContext
+    ) async throws -> CreateAuthUriResponse {
+        guard FederatedProviders.kind(of: providerId) != nil else { throw FirebaseError.invalid(.invalidProviderId) }
+        guard let continueUri = body.continueUri, !continueUri.isEmpty else {
+            throw FirebaseError.invalid(.missingContinueUri)
+        }
+        let links = try await tokens.currentLinks(requestID: context.requestID, logger: context.logger)
+        guard WebURL(continueUri) != nil else { throw FirebaseError.invalid(.invalidContinueUri) }
+        guard let checked = try links.checkContinueURL(continueUri) else {
+            throw FirebaseError.invalid(.missingContinueUri)
+        }
+        let sessionId = body.sessionId.flatMap { $0.isEmpty ? nil : $0 } ?? Base64URL.encode(Secrets.randomBytes(24))
+        guard sessionId.utf8.count <= 256 else {
+            throw FirebaseError.invalid(.invalidIdpResponse, "sessionId is too long.")
+        }
+        var scopes: [String] = []
+        if let raw = body.oauthScope, !raw.isEmpty {
+            var list = raw
+            if let data = raw.data(using: .utf8),
+                case .object(let byProvider)? = try? JSONDecoder().decode(
+                    JSONValue.self, from: data)
+            {
+                list = byProvider[providerId]?.stringValue ?? ""
+            }
+            scopes = list.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        }
+        let authUri = try await flows.start(
+            AuthorizationFlows.Start(
+                scope: Scope(wire: body.tenantId), providerId: providerId, scopes: scopes,
+                customParameters: body.customParameter ?? [:],
+                redirectUri: try AuthHandlerController.handlerURL(configuration: configuration, request: request),
+                continueUri: checked, sessionHashes: [AuthorizationFlows.hexDigest(sessionId)], client: nil,
+                clientIP: tokens.clientIP(request, context)),
+            requestID: context.requestID, logger: context.logger)
+        return CreateAuthUriResponse(authUri: authUri, providerId: providerId, sessionId: sessionId)
     }
 
     struct UpdateRequest: Decodable {
@@ -214,7 +267,8 @@ struct AccountsController {
     /// An end user's `accounts:update` with its ID token (B.2.1, B.5.2, B.5.11, B.5.12).
     @Sendable func update(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
         if case .privileged(let authorization) = context.caller {
-            return try await forwardPrivileged(request, context: context, authorization: authorization, verb: "update")
+            return try await tokens.forwardPrivileged(
+                request, context: context, authorization: authorization, verb: "update")
         }
         return try await clientUpdate(request, context: context).response(from: request, context: context)
     }
@@ -284,7 +338,8 @@ struct AccountsController {
 
     @Sendable func lookup(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
         if case .privileged(let authorization) = context.caller {
-            return try await forwardPrivileged(request, context: context, authorization: authorization, verb: "lookup")
+            return try await tokens.forwardPrivileged(
+                request, context: context, authorization: authorization, verb: "lookup")
         }
         let body = try await request.decodeJSON(IDTokenRequest.self, context: context)
         let (_, user) = try await tokens.verify(
@@ -295,7 +350,8 @@ struct AccountsController {
 
     @Sendable func delete(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
         if case .privileged(let authorization) = context.caller {
-            return try await forwardPrivileged(request, context: context, authorization: authorization, verb: "delete")
+            return try await tokens.forwardPrivileged(
+                request, context: context, authorization: authorization, verb: "delete")
         }
         let body = try await request.decodeJSON(IDTokenRequest.self, context: context)
         let (verified, user) = try await tokens.verify(
@@ -318,20 +374,6 @@ struct AccountsController {
             as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
         guard let user = answer.user else { throw FirebaseError.internal }
         return JSONResponse(SetAccountInfoResponse(user: user))
-    }
-
-    /// Sends a privileged call to the directory's admin path for the body's tenant.
-    func forwardPrivileged(_ request: Request, context: some TokenRequestContext, authorization: String, verb: String)
-        async throws
-        -> Response
-    {
-        var request = request
-        let body = try await request.collectBody(upTo: 1 << 20)
-        let data = Data(body.readableBytesView)
-        let tenant = (try? JSONBody.decode(IDTokenRequest.self, from: data.isEmpty ? Data("{}".utf8) : data))?.tenantId
-        return try await tokens.relayAdminCall(
-            project: configuration.projectID, scope: Scope(wire: tenant), verb: verb, authorization: authorization,
-            body: data, context: context)
     }
 }
 

@@ -8,6 +8,7 @@ import TesseraShared
 struct FederatedController {
     let tokens: SessionTokens
     let providers: IdentityProviders
+    let flows: AuthorizationFlows
     let configuration: TokenServiceConfiguration
 
     func addRoutes(to clients: RouterGroup<TokenContext>) {
@@ -86,16 +87,6 @@ struct FederatedController {
         guard let url = URL(string: requestUri), url.scheme != nil, url.host != nil else {
             throw FirebaseError.invalid(.invalidRequestUri)
         }
-        guard let postBody = body.postBody, !postBody.isEmpty else {
-            throw FirebaseError.invalid(.invalidIdpResponse, "postBody is required.")
-        }
-        let credential = try ProviderCredential(postBody: postBody)
-        if credential.providerId.hasPrefix("saml.") || credential.samlResponse != nil {
-            throw FirebaseError.notImplemented("SAML sign-in")
-        }
-        guard FederatedProviders.kind(of: credential.providerId) != nil else {
-            throw FirebaseError.invalid(.invalidProviderId)
-        }
         var scope = Scope(wire: body.tenantId)
         var linkTo: String?
         if let idToken = body.idToken {
@@ -104,10 +95,33 @@ struct FederatedController {
             linkTo = user.localId
             scope = verified.scope
         }
-        let config = try await tokens.directory.call(
-            InternalPath.idpConfig, IdpConfigRequest(scope: scope, providerId: credential.providerId),
-            as: IdpConfigResponse.self, requestID: context.requestID, logger: context.logger)
-        let profile = try await providers.verify(credential, config: config, logger: context.logger)
+        // The provider's answer to a flow Tessera started (the hosted handler, createAuthUri), or a
+        // credential the app already holds.
+        let profile: ProviderProfile
+        let credential: ProviderCredential
+        let answer = (try? AuthorizationFlows.Answer(requestUri: requestUri, postBody: body.postBody))
+        if let answer, answer.isFlowAnswer {
+            let redeemed = try await flows.redeem(
+                answer, requestUri: requestUri, sessionId: body.sessionId, scope: scope, requestID: context.requestID,
+                logger: context.logger)
+            (profile, credential) = (redeemed.profile, redeemed.credential)
+        } else {
+            guard let postBody = body.postBody, !postBody.isEmpty else {
+                throw FirebaseError.invalid(.invalidIdpResponse, "postBody is required.")
+            }
+            let given = try ProviderCredential(postBody: postBody)
+            if given.providerId.hasPrefix("saml.") || given.samlResponse != nil {
+                throw FirebaseError.notImplemented("SAML sign-in")
+            }
+            guard FederatedProviders.kind(of: given.providerId) != nil else {
+                throw FirebaseError.invalid(.invalidProviderId)
+            }
+            let config = try await tokens.directory.call(
+                InternalPath.idpConfig, IdpConfigRequest(scope: scope, providerId: given.providerId),
+                as: IdpConfigResponse.self, requestID: context.requestID, logger: context.logger)
+            profile = try await providers.verify(given, config: config, logger: context.logger)
+            credential = given
+        }
         var response = Self.answer(profile, credential: credential, scope: scope)
 
         let (refreshToken, session) = tokens.newSession()

@@ -33,13 +33,14 @@ struct OobController {
 
     @Sendable func sendOobCode(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
         if case .privileged(let authorization) = context.caller {
-            return try await AccountsController(tokens: tokens, configuration: configuration).forwardPrivileged(
+            return try await tokens.forwardPrivileged(
                 request, context: context, authorization: authorization, verb: "sendOobCode")
         }
         let body = try await request.decodeJSON(SendRequest.self, context: context)
         let type = try OobRequestType.parse(body.requestType)
         if body.returnOobLink == true { throw FirebaseError.invalid(.insufficientPermission) }
-        let continueUrl = try configuration.links.checkContinueURL(body.continueUrl)
+        let continueUrl = try await tokens.currentLinks(requestID: context.requestID, logger: context.logger)
+            .checkContinueURL(body.continueUrl)
         var scope = Scope(wire: body.tenantId)
         var email: String?
         var newEmail: String?

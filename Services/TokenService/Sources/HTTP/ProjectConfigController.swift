@@ -27,9 +27,9 @@ struct ProjectConfigController {
 
     @Sendable func projectConfig(_ request: Request, context: ClientContext) async throws -> JSONResponse<ProjectConfig>
     {
+        let links = try await tokens.currentLinks(requestID: context.requestID, logger: context.logger)
         return JSONResponse(
-            ProjectConfig(
-                projectId: configuration.projectNumber, authorizedDomains: configuration.links.authorizedDomains))
+            ProjectConfig(projectId: configuration.projectNumber, authorizedDomains: links.authorizedDomains))
     }
 
     struct RecaptchaConfig: Encodable, Sendable {

@@ -22,6 +22,16 @@ struct SessionTokens: Sendable {
             peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor].joined(separator: ","))
     }
 
+    /// The action links with the project's authorized domains as they are now (the directory holds
+    /// them: the project config's, or the deployment's default).
+    func currentLinks(requestID: String, logger: Logger) async throws -> ActionLinks {
+        var links = configuration.links
+        links.authorizedDomains = try await directory.get(
+            InternalPath.authorizedDomains, as: AuthorizedDomainsResponse.self, requestID: requestID, logger: logger
+        ).authorizedDomains
+        return links
+    }
+
     /// A new refresh token and what the directory stores of it.
     func newSession() -> (refreshToken: String, session: NewSession) {
         let refreshToken = RefreshTokens.generate()
@@ -158,3 +168,21 @@ protocol SessionAnswer: Decodable, Sendable {
 
 extension SessionCreatedResponse: SessionAnswer {}
 extension SignedInResponse: SessionAnswer {}
+
+extension SessionTokens {
+    /// Sends a privileged call to the directory's admin path for the body's tenant.
+    func forwardPrivileged(_ request: Request, context: some TokenRequestContext, authorization: String, verb: String)
+        async throws
+        -> Response
+    {
+        var request = request
+        let body = try await request.collectBody(upTo: 1 << 20)
+        let data = Data(body.readableBytesView)
+        let tenant =
+            (try? JSONBody.decode(AccountsController.IDTokenRequest.self, from: data.isEmpty ? Data("{}".utf8) : data))?
+            .tenantId
+        return try await relayAdminCall(
+            project: configuration.projectID, scope: Scope(wire: tenant), verb: verb, authorization: authorization,
+            body: data, context: context)
+    }
+}

@@ -9,6 +9,7 @@ struct AdminOobController<Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants
     let links: ActionLinks
+    let domains: AuthorizedDomains
 
     func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v1/projects/{project}", "v1/projects/{project}/tenants/{tenant}"] {
@@ -45,6 +46,7 @@ struct AdminOobController<Tenants: TenantStore> {
             }
             newEmail = normalized
         }
+        let links = try await domains.links(self.links, logger: context.logger)
         let continueUrl = try links.checkContinueURL(body.continueUrl)
         let answer = try await accounts.oob.sendOobCode(
             SendOobCodeRequest(

@@ -29,9 +29,12 @@ extension FederatedAccounts {
                 throw FirebaseError.invalid(
                     .operationNotAllowed, "The identity provider \(request.providerId) is not enabled.")
             }
-            return IdpConfigResponse(
+            var answer = IdpConfigResponse(
                 providerId: config.providerId, clientId: config.clientId, clientSecret: config.clientSecret,
                 issuer: config.issuer)
+            if FederatedProviders.isOIDCProviderID(config.providerId) { answer.responseCode = config.responseCode }
+            answer.appleCodeFlow = config.appleCodeFlow
+            return answer
         }
     }
 

@@ -55,15 +55,19 @@ extension PostgresQuery.StringInterpolation {
         case .counter:
             // Rate-limit windows are an hour long; a day later nobody needs them.
             appendLiteral("window_start < now() - interval '1 day'")
+        case .authFlow:
+            // A sign-in with an identity provider nobody finished: useless once expired.
+            appendLiteral("expires_at < now()")
         }
         appendLiteral(")")
     }
 }
 
 /// What housekeeping prunes: sessions (`refresh_families`), codes (`oob_codes`), delivered mail
-/// (`mail_outbox`) and rate-limit windows (`rate_counters`).
+/// (`mail_outbox`), rate-limit windows (`rate_counters`) and abandoned sign-ins with identity
+/// providers (`auth_flows`).
 enum Prunable {
-    case session, code, mail, counter
+    case session, code, mail, counter, authFlow
 }
 
 /// The directory's side of the anonymous cleanup and housekeeping (API.md A.6): the sweep lease,
@@ -198,7 +202,9 @@ struct CleanupStore: Sendable {
                 OR EXISTS (SELECT 1 FROM oob_codes c WHERE c.tenant_id = t.tenant_id AND \(prunable: .code, by: request))
                 OR EXISTS (SELECT 1 FROM mail_outbox m WHERE m.tenant_id = t.tenant_id AND \(prunable: .mail, by: request))
                 OR EXISTS (SELECT 1 FROM rate_counters r
-                    WHERE r.tenant_id = t.tenant_id AND \(prunable: .counter, by: request)))
+                    WHERE r.tenant_id = t.tenant_id AND \(prunable: .counter, by: request))
+                OR EXISTS (SELECT 1 FROM auth_flows a
+                    WHERE a.tenant_id = t.tenant_id AND \(prunable: .authFlow, by: request)))
             ORDER BY t.tenant_id
             """, logger: logger)
         var tenants: [String] = []
@@ -254,6 +260,11 @@ struct CleanupStore: Sendable {
                     AND (tenant_id, bucket, key, window_start) IN (
                         SELECT tenant_id, bucket, key, window_start FROM rate_counters
                         WHERE tenant_id = \(tenant) AND \(prunable: .counter, by: request) LIMIT \(limit))
+            ), flows AS (
+                DELETE FROM auth_flows WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
+                    AND state_hash IN (
+                        SELECT state_hash FROM auth_flows
+                        WHERE tenant_id = \(tenant) AND \(prunable: .authFlow, by: request) LIMIT \(limit))
             )
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM sessions), (SELECT count(*) FROM codes),
                 (SELECT count(*) FROM mails)

@@ -20,6 +20,7 @@ struct ConsoleController<Tenants: TenantStore> {
     let idpConfigs: IdpConfigStore
     let serviceAccounts: ServiceAccountController<Tenants>
     let links: ActionLinks
+    let domains: AuthorizedDomains
     let views: ConsoleViews
 
     static var scopeBases: [String] { ["project", "tenants/{tenant}"] }

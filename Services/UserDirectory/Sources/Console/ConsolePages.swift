@@ -456,7 +456,7 @@ extension ConsoleController {
         func switches(_ list: [ScopeSwitch]) -> [[String: Any]] {
             list.map { ["name": $0.rawValue, "label": $0.label, "on": $0.get(settings)] }
         }
-        model["authorizedDomains"] = links.authorizedDomains
+        model["authorizedDomains"] = try await domains.current(logger: context.logger)
         model["providerSwitches"] = switches(ScopeSwitch.allCases.filter(\.isProvider))
         model["selfService"] = switches(ScopeSwitch.allCases.filter { !$0.isProvider })
         return views.render("methods", model)

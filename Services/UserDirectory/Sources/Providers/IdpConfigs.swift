@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Hummingbird
 import Logging
@@ -17,6 +18,15 @@ struct IdpConfig: Sendable, Equatable {
     var responseCode = false
     /// Domains whose addresses this OIDC provider verifies (A.4 per-tenant additions); `*` = all.
     var trustedEmailDomains: [String] = []
+    /// apple.com only: what its code flow's client secret is signed with.
+    var appleTeamId: String?
+    var appleKeyId: String?
+    var applePrivateKey: String?
+
+    var appleCodeFlow: AppleCodeFlow? {
+        guard let appleTeamId, let appleKeyId, let applePrivateKey else { return nil }
+        return AppleCodeFlow(teamId: appleTeamId, keyId: appleKeyId, privateKey: applePrivateKey)
+    }
 }
 
 extension FirebaseError {
@@ -32,14 +42,20 @@ struct IdpConfigStore: Sendable {
 
     static let columns = """
         provider_id, enabled, client_id, client_secret, issuer, display_name, response_id_token, response_code,
-        trusted_email_domains
+        trusted_email_domains, apple_team_id, apple_key_id, apple_private_key
         """
-    typealias Row = (String, Bool, String, String?, String?, String?, Bool, Bool, [String])
+    typealias Row = (String, Bool, String, String?, String?, String?, Bool, Bool, [String], String?, String?, String?)
 
     static func config(_ r: Row) -> IdpConfig {
-        IdpConfig(
-            providerId: r.0, enabled: r.1, clientId: r.2, clientSecret: r.3, issuer: r.4, displayName: r.5,
-            responseIdToken: r.6, responseCode: r.7, trustedEmailDomains: r.8)
+        let (
+            providerId, enabled, clientId, clientSecret, issuer, displayName, responseIdToken, responseCode,
+            trustedEmailDomains, appleTeamId, appleKeyId, applePrivateKey
+        ) = r
+        return IdpConfig(
+            providerId: providerId, enabled: enabled, clientId: clientId, clientSecret: clientSecret, issuer: issuer,
+            displayName: displayName, responseIdToken: responseIdToken, responseCode: responseCode,
+            trustedEmailDomains: trustedEmailDomains, appleTeamId: appleTeamId, appleKeyId: appleKeyId,
+            applePrivateKey: applePrivateKey)
     }
 
     static func get(_ connection: PostgresConnection, scope: Scope, providerId: String, logger: Logger) async throws
@@ -75,9 +91,11 @@ struct IdpConfigStore: Sendable {
             try await client.query(
                 """
                 INSERT INTO idp_configs (tenant_id, provider_id, enabled, client_id, client_secret, issuer, display_name,
-                    response_id_token, response_code, trusted_email_domains)
+                    response_id_token, response_code, trusted_email_domains, apple_team_id, apple_key_id,
+                    apple_private_key)
                 VALUES (\(scope), \(c.providerId), \(c.enabled), \(c.clientId), \(c.clientSecret), \(c.issuer),
-                    \(c.displayName), \(c.responseIdToken), \(c.responseCode), \(c.trustedEmailDomains))
+                    \(c.displayName), \(c.responseIdToken), \(c.responseCode), \(c.trustedEmailDomains),
+                    \(c.appleTeamId), \(c.appleKeyId), \(c.applePrivateKey))
                 """, logger: logger)
         } catch let error as PSQLError where error.has(.uniqueViolation) {
             throw FirebaseError.configurationExists
@@ -102,7 +120,9 @@ struct IdpConfigStore: Sendable {
                 """
                 UPDATE idp_configs SET enabled = \(c.enabled), client_id = \(c.clientId), client_secret = \(c.clientSecret),
                     issuer = \(c.issuer), display_name = \(c.displayName), response_id_token = \(c.responseIdToken),
-                    response_code = \(c.responseCode), trusted_email_domains = \(c.trustedEmailDomains), updated_at = now()
+                    response_code = \(c.responseCode), trusted_email_domains = \(c.trustedEmailDomains),
+                    apple_team_id = \(c.appleTeamId), apple_key_id = \(c.appleKeyId),
+                    apple_private_key = \(c.applePrivateKey), updated_at = now()
                 WHERE tenant_id = \(scope) AND provider_id = \(providerId)
                 """, logger: logger)
             return c
@@ -121,7 +141,10 @@ struct IdpConfigStore: Sendable {
 
 /// The updatable paths of a built-in (`false`) and an OIDC (`true`) provider configuration.
 let idpMaskPaths: [Bool: [String]] = [
-    false: ["enabled", "clientId", "clientSecret"],
+    false: [
+        "enabled", "clientId", "clientSecret", "appleSignInConfig.codeFlowConfig.teamId",
+        "appleSignInConfig.codeFlowConfig.keyId", "appleSignInConfig.codeFlowConfig.privateKey",
+    ],
     true: [
         "enabled", "clientId", "clientSecret", "issuer", "displayName", "responseType.idToken", "responseType.code",
         "trustedEmailDomains",
@@ -163,6 +186,17 @@ struct IdpConfigController<Tenants: TenantStore> {
         var code: Bool?
     }
 
+    /// Identity Platform's `appleSignInConfig` (apple.com only): the code flow's key.
+    struct AppleSignInConfig: Codable, Sendable {
+        struct CodeFlowConfig: Codable, Sendable {
+            var teamId: String?
+            var keyId: String?
+            var privateKey: String?
+        }
+
+        var codeFlowConfig: CodeFlowConfig?
+    }
+
     /// Request and response body of both collections; built-in configs use the first four fields.
     struct ConfigWire: Codable, Sendable {
         var name: String?
@@ -174,6 +208,7 @@ struct IdpConfigController<Tenants: TenantStore> {
         var responseType: ResponseType?
         /// Tessera's addition (A.4): domains whose addresses this OIDC provider verifies.
         var trustedEmailDomains: [String]?
+        var appleSignInConfig: AppleSignInConfig?
     }
 
     static var maskPaths: [Bool: [String]] {
@@ -192,6 +227,10 @@ struct IdpConfigController<Tenants: TenantStore> {
             wire.responseType = ResponseType(idToken: c.responseIdToken, code: c.responseCode)
             wire.trustedEmailDomains = c.trustedEmailDomains.isEmpty ? nil : c.trustedEmailDomains
         }
+        if c.appleTeamId != nil || c.appleKeyId != nil || c.applePrivateKey != nil {
+            wire.appleSignInConfig = AppleSignInConfig(
+                codeFlowConfig: .init(teamId: c.appleTeamId, keyId: c.appleKeyId, privateKey: c.applePrivateKey))
+        }
         return wire
     }
 
@@ -207,6 +246,12 @@ struct IdpConfigController<Tenants: TenantStore> {
             case "responseType.idToken": config.responseIdToken = input.responseType?.idToken ?? false
             case "responseType.code": config.responseCode = input.responseType?.code ?? false
             case "trustedEmailDomains": config.trustedEmailDomains = input.trustedEmailDomains ?? []
+            case "appleSignInConfig.codeFlowConfig.teamId":
+                config.appleTeamId = input.appleSignInConfig?.codeFlowConfig?.teamId?.nilIfBlank
+            case "appleSignInConfig.codeFlowConfig.keyId":
+                config.appleKeyId = input.appleSignInConfig?.codeFlowConfig?.keyId?.nilIfBlank
+            case "appleSignInConfig.codeFlowConfig.privateKey":
+                config.applePrivateKey = input.appleSignInConfig?.codeFlowConfig?.privateKey?.nilIfBlank
             default: break
             }
         }
@@ -218,6 +263,11 @@ struct IdpConfigController<Tenants: TenantStore> {
         if input.enabled != nil { paths.append("enabled") }
         if input.clientId != nil { paths.append("clientId") }
         if input.clientSecret != nil { paths.append("clientSecret") }
+        if let code = input.appleSignInConfig?.codeFlowConfig, !oidc {
+            if code.teamId != nil { paths.append("appleSignInConfig.codeFlowConfig.teamId") }
+            if code.keyId != nil { paths.append("appleSignInConfig.codeFlowConfig.keyId") }
+            if code.privateKey != nil { paths.append("appleSignInConfig.codeFlowConfig.privateKey") }
+        }
         if oidc {
             if input.issuer != nil { paths.append("issuer") }
             if input.displayName != nil { paths.append("displayName") }
@@ -233,6 +283,7 @@ struct IdpConfigController<Tenants: TenantStore> {
         guard !c.clientId.isEmpty, c.clientId.count <= 1024 else {
             throw FirebaseError.invalid(.invalidConfig, "clientId is required.")
         }
+        try validateAppleCodeFlow(c)
         guard oidc else { return }
         // Read as the token service will fetch it (WebURL); where it may connect is decided there, after DNS.
         guard let issuer = c.issuer, let url = WebURL(issuer), url.scheme == "https" || url.isLoopback else {
@@ -251,6 +302,28 @@ struct IdpConfigController<Tenants: TenantStore> {
                 throw FirebaseError.invalid(.invalidConfig, "trustedEmailDomains holds an invalid domain: \(raw)")
             }
             return domain
+        }
+    }
+
+    /// Apple's code-flow key: all three parts or none, only for apple.com, and a P-256 key (the
+    /// kind Sign in with Apple issues) in PEM.
+    static func validateAppleCodeFlow(_ c: IdpConfig) throws {
+        let parts = [c.appleTeamId, c.appleKeyId, c.applePrivateKey]
+        if parts.allSatisfy({ $0 == nil }) { return }
+        guard c.providerId == "apple.com" else {
+            throw FirebaseError.invalid(.invalidConfig, "appleSignInConfig is for apple.com only.")
+        }
+        guard parts.allSatisfy({ $0 != nil }), let teamId = c.appleTeamId, let keyId = c.appleKeyId,
+            let key = c.applePrivateKey
+        else {
+            throw FirebaseError.invalid(
+                .invalidConfig, "appleSignInConfig.codeFlowConfig needs teamId, keyId and privateKey together.")
+        }
+        guard teamId.count <= 64, keyId.count <= 64, (try? P256.Signing.PrivateKey(pemRepresentation: key)) != nil
+        else {
+            throw FirebaseError.invalid(
+                .invalidConfig,
+                "appleSignInConfig.codeFlowConfig.privateKey must be the P-256 key of Apple's .p8 file (PEM).")
         }
     }
 
@@ -371,4 +444,9 @@ struct IdpConfigController<Tenants: TenantStore> {
                     SupportedIdp(name: "defaultSupportedIdps/\($0.id)", idpId: $0.id, description: $0.description)
                 }))
     }
+}
+
+extension String {
+    /// nil for an empty or all-blank string.
+    var nilIfBlank: String? { trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : self }
 }

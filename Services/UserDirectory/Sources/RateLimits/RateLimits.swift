@@ -15,10 +15,43 @@ public struct RateLimitSettings: Codable, Sendable, Equatable {
     public var passwordSignInsPerIpPerHour: Int
     /// Verification, reset and email-change mails per account.
     public var oobEmailsPerAccountPerHour: Int
+    /// Sign-ins started with an identity provider (`createAuthUri`, the hosted handler) per client IP:
+    /// each keeps a row until it is used or expires.
+    public var idpSignInsPerIpPerHour: Int
 
     public static let defaults = RateLimitSettings(
         signUpsPerIpPerHour: 100, passwordSignInsPerAccountPerHour: 30, passwordSignInsPerIpPerHour: 300,
-        oobEmailsPerAccountPerHour: 10)
+        oobEmailsPerAccountPerHour: 10, idpSignInsPerIpPerHour: 300)
+
+    public init(
+        signUpsPerIpPerHour: Int, passwordSignInsPerAccountPerHour: Int, passwordSignInsPerIpPerHour: Int,
+        oobEmailsPerAccountPerHour: Int, idpSignInsPerIpPerHour: Int
+    ) {
+        self.signUpsPerIpPerHour = signUpsPerIpPerHour
+        self.passwordSignInsPerAccountPerHour = passwordSignInsPerAccountPerHour
+        self.passwordSignInsPerIpPerHour = passwordSignInsPerIpPerHour
+        self.oobEmailsPerAccountPerHour = oobEmailsPerAccountPerHour
+        self.idpSignInsPerIpPerHour = idpSignInsPerIpPerHour
+    }
+
+    /// A limit the stored JSON lacks (written before the limit existed) has its default.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = Self.defaults
+        signUpsPerIpPerHour =
+            try container.decodeIfPresent(Int.self, forKey: .signUpsPerIpPerHour) ?? defaults.signUpsPerIpPerHour
+        passwordSignInsPerAccountPerHour =
+            try container.decodeIfPresent(Int.self, forKey: .passwordSignInsPerAccountPerHour)
+            ?? defaults.passwordSignInsPerAccountPerHour
+        passwordSignInsPerIpPerHour =
+            try container.decodeIfPresent(Int.self, forKey: .passwordSignInsPerIpPerHour)
+            ?? defaults.passwordSignInsPerIpPerHour
+        oobEmailsPerAccountPerHour =
+            try container.decodeIfPresent(Int.self, forKey: .oobEmailsPerAccountPerHour)
+            ?? defaults.oobEmailsPerAccountPerHour
+        idpSignInsPerIpPerHour =
+            try container.decodeIfPresent(Int.self, forKey: .idpSignInsPerIpPerHour) ?? defaults.idpSignInsPerIpPerHour
+    }
 
     /// The stored JSON (nil or unreadable: the defaults).
     static func decode(_ text: String?) -> RateLimitSettings {

@@ -37,9 +37,14 @@ public struct ScopeSettings: Sendable, Equatable {
 public struct ProjectSettings: Sendable, Equatable {
     public var allowDuplicateEmails: Bool
     public var enableImprovedEmailPrivacy: Bool
+    /// The project's authorized domains; nil: the deployment's default (`TESSERA_AUTHORIZED_DOMAINS`).
+    public var authorizedDomains: [String]?
 
-    public init(allowDuplicateEmails: Bool = false, enableImprovedEmailPrivacy: Bool = true) {
+    public init(
+        allowDuplicateEmails: Bool = false, enableImprovedEmailPrivacy: Bool = true, authorizedDomains: [String]? = nil
+    ) {
         self.allowDuplicateEmails = allowDuplicateEmails
         self.enableImprovedEmailPrivacy = enableImprovedEmailPrivacy
+        self.authorizedDomains = authorizedDomains
     }
 }

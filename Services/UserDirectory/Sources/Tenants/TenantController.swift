@@ -7,6 +7,8 @@ import TesseraShared
 struct TenantController<Tenants: TenantStore> {
     let store: Tenants
     let projectID: String
+    /// The deployment's authorized domains (`TESSERA_AUTHORIZED_DOMAINS`), for a config that sets none.
+    let defaultDomains: [String]
     /// A scope's hash config: the project's in the project Config (project admins only), each
     /// tenant's own in the tenant (its admins may see it: it protects that tenant's hashes only).
     let hashConfig: @Sendable (_ scope: Scope, Logger) async throws -> ProjectConfigWire.HashConfigWire
@@ -92,7 +94,7 @@ struct TenantController<Tenants: TenantStore> {
         return JSONResponse(
             ProjectConfigWire(
                 scope: scope, project: project, projectID: projectID,
-                hashConfig: try await hashConfig(.project, context.logger)))
+                hashConfig: try await hashConfig(.project, context.logger), defaultDomains: defaultDomains))
     }
 
     @Sendable func updateConfig(_ request: Request, context: AdminContext) async throws
@@ -102,12 +104,13 @@ struct TenantController<Tenants: TenantStore> {
         let paths = try Self.maskPaths(request, known: ProjectConfigWire.fields.keys)
         let (scope, project) = try await store.updateProjectConfig(logger: context.logger) { scope, project in
             for path in paths { ProjectConfigWire.fields[path]?(&scope, &project, input) }
+            project.authorizedDomains = try project.authorizedDomains.map(ProjectConfigWire.checkDomains)
         }
         context.logger.info("project config updated")
         return JSONResponse(
             ProjectConfigWire(
                 scope: scope, project: project, projectID: projectID,
-                hashConfig: try await hashConfig(.project, context.logger)))
+                hashConfig: try await hashConfig(.project, context.logger), defaultDomains: defaultDomains))
     }
 
     /// The paths to copy: those of `?updateMask=`, or every field (full replace) without a mask.

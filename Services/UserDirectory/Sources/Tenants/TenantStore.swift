@@ -141,9 +141,14 @@ public struct PostgresTenantStore: TenantStore {
             throw FirebaseError.internal
         }
         let rows = try await client.query(
-            "SELECT allow_duplicate_emails, enable_improved_email_privacy FROM project_config", logger: logger)
-        for try await (duplicates, privacy) in rows.decode((Bool, Bool).self) {
-            return (scope, ProjectSettings(allowDuplicateEmails: duplicates, enableImprovedEmailPrivacy: privacy))
+            "SELECT allow_duplicate_emails, enable_improved_email_privacy, authorized_domains FROM project_config",
+            logger: logger)
+        for try await (duplicates, privacy, domains) in rows.decode((Bool, Bool, [String]?).self) {
+            return (
+                scope,
+                ProjectSettings(
+                    allowDuplicateEmails: duplicates, enableImprovedEmailPrivacy: privacy, authorizedDomains: domains)
+            )
         }
         throw FirebaseError.internal
     }
@@ -158,11 +163,15 @@ public struct PostgresTenantStore: TenantStore {
             var scope: ScopeSettings?
             for try await row in scopeRows.decode(Row.self) { scope = Self.settings(row) }
             let projectRows = try await connection.query(
-                "SELECT allow_duplicate_emails, enable_improved_email_privacy FROM project_config FOR UPDATE",
+                """
+                SELECT allow_duplicate_emails, enable_improved_email_privacy, authorized_domains FROM project_config
+                FOR UPDATE
+                """,
                 logger: logger)
             var project: ProjectSettings?
-            for try await (duplicates, privacy) in projectRows.decode((Bool, Bool).self) {
-                project = ProjectSettings(allowDuplicateEmails: duplicates, enableImprovedEmailPrivacy: privacy)
+            for try await (duplicates, privacy, domains) in projectRows.decode((Bool, Bool, [String]?).self) {
+                project = ProjectSettings(
+                    allowDuplicateEmails: duplicates, enableImprovedEmailPrivacy: privacy, authorizedDomains: domains)
             }
             guard let scopeBefore = scope, let projectBefore = project else { throw FirebaseError.internal }
             var newScope = scopeBefore
@@ -173,7 +182,8 @@ public struct PostgresTenantStore: TenantStore {
             try await connection.query(
                 """
                 UPDATE project_config SET allow_duplicate_emails = \(newProject.allowDuplicateEmails),
-                    enable_improved_email_privacy = \(newProject.enableImprovedEmailPrivacy), updated_at = now()
+                    enable_improved_email_privacy = \(newProject.enableImprovedEmailPrivacy),
+                    authorized_domains = \(newProject.authorizedDomains), updated_at = now()
                 """, logger: logger)
             return (newScope, newProject)
         }

@@ -16,12 +16,14 @@ struct RateLimitsWire: Codable, Sendable {
     var passwordSignInsPerAccountPerHour: Int?
     var passwordSignInsPerIpPerHour: Int?
     var oobEmailsPerAccountPerHour: Int?
+    var idpSignInsPerIpPerHour: Int?
 
     init(_ s: RateLimitSettings) {
         signUpsPerIpPerHour = s.signUpsPerIpPerHour
         passwordSignInsPerAccountPerHour = s.passwordSignInsPerAccountPerHour
         passwordSignInsPerIpPerHour = s.passwordSignInsPerIpPerHour
         oobEmailsPerAccountPerHour = s.oobEmailsPerAccountPerHour
+        idpSignInsPerIpPerHour = s.idpSignInsPerIpPerHour
     }
 
     typealias Apply = @Sendable (inout RateLimitSettings, RateLimitsWire?) -> Void
@@ -42,6 +44,9 @@ struct RateLimitsWire: Codable, Sendable {
         "oobEmailsPerAccountPerHour": { s, w in
             s.oobEmailsPerAccountPerHour =
                 w?.oobEmailsPerAccountPerHour ?? RateLimitSettings.defaults.oobEmailsPerAccountPerHour
+        },
+        "idpSignInsPerIpPerHour": { s, w in
+            s.idpSignInsPerIpPerHour = w?.idpSignInsPerIpPerHour ?? RateLimitSettings.defaults.idpSignInsPerIpPerHour
         },
     ]
 }
@@ -151,8 +156,16 @@ struct ProjectConfigWire: Codable, Sendable {
     /// Tessera's: the default scope's switch that tenants have too (A.5).
     var disableAuth: Bool?
     var rateLimits: RateLimitsWire?
+    /// Firebase's: the hosts (and their subdomains) a `continueUrl`, the hosted handler's
+    /// `redirectUrl` and an identity-provider sign-in's `continueUri` may point to (API.md A.11).
+    /// Until set, the deployment's `TESSERA_AUTHORIZED_DOMAINS`.
+    var authorizedDomains: [String]?
 
-    init(scope: ScopeSettings, project: ProjectSettings, projectID: String, hashConfig: HashConfigWire?) {
+    init(
+        scope: ScopeSettings, project: ProjectSettings, projectID: String, hashConfig: HashConfigWire?,
+        defaultDomains: [String]
+    ) {
+        authorizedDomains = project.authorizedDomains ?? defaultDomains
         rateLimits = RateLimitsWire(scope.rateLimits)
         name = "projects/\(projectID)/config"
         signIn = SignInWire(
@@ -211,7 +224,26 @@ struct ProjectConfigWire: Codable, Sendable {
         },
         "autodeleteAnonymousUsers": { s, _, w in s.autodeleteAnonymousUsers = w.autodeleteAnonymousUsers ?? false },
         "disableAuth": { s, _, w in s.disableAuth = w.disableAuth ?? false },
+        // Absent from a body whose mask names it: back to the deployment's default.
+        "authorizedDomains": { _, p, w in p.authorizedDomains = w.authorizedDomains },
     ]
+
+    /// Each authorized domain normalized (`ActionLinks.normalizedDomain`), duplicates dropped.
+    static func checkDomains(_ domains: [String]) throws -> [String] {
+        guard domains.count <= 200 else {
+            throw FirebaseError.invalid(.invalidConfig, "authorizedDomains holds more than 200 domains.")
+        }
+        var result: [String] = []
+        for raw in domains {
+            guard let domain = ActionLinks.normalizedDomain(raw) else {
+                throw FirebaseError.invalid(
+                    .invalidConfig,
+                    "authorizedDomains holds an invalid domain: \(raw.prefix(100)) (a host, or host:port)")
+            }
+            if !result.contains(domain) { result.append(domain) }
+        }
+        return result
+    }
 }
 
 enum UpdateMask {
