@@ -463,6 +463,95 @@ def test_providers_are_set_up_in_the_console_and_the_admin_api_sees_them(stack, 
         at.close()
 
 
+def test_the_providers_page_shows_the_redirect_uri_and_takes_apple_s_code_flow_key(
+        stack, admin, make_tenant, browser, artifacts):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    tenant_id = make_tenant()["tenantId"]
+    base = f"/v2/projects/{stack.project_id}/tenants/{tenant_id}"
+    redirect_uri = stack.url + "/__/auth/handler"
+    pem = ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open(f"/console/tenants/{tenant_id}/providers")
+        # One URL to register with every provider, shown at the top and next to each client id.
+        assert at.page.inner_text("#redirect-uri") == redirect_uri
+        assert redirect_uri in at.page.inner_text("#apple-com") and redirect_uri in at.page.inner_text("#github-com")
+
+        # A key that is not Apple's kind (P-256) is refused next to the form; nothing is created.
+        at.page.check("#apple-com-enabled")
+        at.page.fill("#apple-com-client", "com.example.web")
+        at.page.fill("#apple-team", "TEAM123456")
+        at.page.fill("#apple-key-id", "KEY1234567")
+        at.page.fill("#apple-key", "not a key")
+        at.click("#apple-com button[type=submit]")
+        assert "P-256" in at.page.inner_text("#apple-com-error")
+        assert admin.request("GET", f"{base}/defaultSupportedIdpConfigs/apple.com").status_code == 404
+
+        at.page.check("#apple-com-enabled")
+        at.page.fill("#apple-com-client", "com.example.web")
+        at.page.fill("#apple-team", "TEAM123456")
+        at.page.fill("#apple-key-id", "KEY1234567")
+        at.page.fill("#apple-key", pem)
+        at.click("#apple-com button[type=submit]")
+        assert "Saved." in at.text()
+        apple = expect_ok(admin.request("GET", f"{base}/defaultSupportedIdpConfigs/apple.com"))
+        code_flow = apple["appleSignInConfig"]["codeFlowConfig"]
+        assert (code_flow["teamId"], code_flow["keyId"]) == ("TEAM123456", "KEY1234567"), apple
+        assert code_flow["privateKey"].strip() == pem.strip()
+        # The key is never shown again, and an empty field keeps it.
+        assert at.page.input_value("#apple-key") == "" and "leave empty to keep it" in at.page.inner_text("#apple-com")
+        at.click("#apple-com button[type=submit]")
+        apple = expect_ok(admin.request("GET", f"{base}/defaultSupportedIdpConfigs/apple.com"))
+        assert apple["appleSignInConfig"]["codeFlowConfig"]["privateKey"].strip() == pem.strip()
+        at.shots("providers-apple")
+    finally:
+        at.close()
+
+
+def test_the_project_s_authorized_domains_are_edited_on_its_sign_in_methods_page(
+        stack, admin, make_tenant, browser, artifacts):
+    """Project-wide state: the test keeps localhost and 127.0.0.1 in every list it saves (the suite's
+    pages live there) and puts the deployment's default back at the end."""
+    tenant_id = make_tenant()["tenantId"]
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open("/console/project/sign-in-methods")
+        assert "deployment's default" in at.text()
+        assert at.page.input_value("#authorized-domains").split() == ["localhost", "127.0.0.1"]
+
+        at.page.fill("#authorized-domains", "localhost\n127.0.0.1\nhttps://app.example/")
+        at.click("#domains-form button[value=save]")
+        assert "host, or host:port" in at.page.inner_text("#domains-error")
+        assert expect_ok(admin.get_config())["authorizedDomains"] == ["localhost", "127.0.0.1"]
+
+        at.page.fill("#authorized-domains", "localhost\n127.0.0.1\nApp.Example\nlocalhost")
+        at.click("#domains-form button[value=save]")
+        assert "Saved." in at.text()
+        assert expect_ok(admin.get_config())["authorizedDomains"] == ["localhost", "127.0.0.1", "app.example"]
+        # The token service answers the same list to the SDKs (getProjectConfig).
+        public = requests.get(f"{stack.url}/v1/projects", params={"key": stack.api_key}, timeout=HTTP_TIMEOUT)
+        assert expect_ok(public)["authorizedDomains"] == ["localhost", "127.0.0.1", "app.example"]
+        at.shots("authorized-domains")
+
+        # A tenant's page lists them without a form: they are the project's.
+        at.open(f"/console/tenants/{tenant_id}/sign-in-methods")
+        assert at.page.locator("#domains-form").count() == 0
+        assert "app.example" in at.page.inner_text("#domains-list")
+
+        at.open("/console/project/sign-in-methods")
+        at.click("#domains-form button[value=default]")
+        assert "Saved." in at.text() and "deployment's default" in at.text()
+        assert expect_ok(admin.get_config())["authorizedDomains"] == ["localhost", "127.0.0.1"]
+    finally:
+        admin.patch_config({}, update_mask="authorizedDomains")
+        at.close()
+
+
 def test_users_exported_from_one_tenant_import_into_another_and_sign_in_with_their_passwords(
         stack, admin, client, make_tenant, browser, artifacts, tmp_path):
     source = make_tenant()["tenantId"]

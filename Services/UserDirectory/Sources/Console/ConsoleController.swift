@@ -59,6 +59,7 @@ struct ConsoleController<Tenants: TenantStore> {
             pages.post("\(base)/users/{localId}/profile", use: updateProfile)
             pages.get("\(base)/sign-in-methods", use: methods)
             pages.post("\(base)/sign-in-methods", use: saveMethods)
+            pages.post("\(base)/authorized-domains", use: saveDomains)
             pages.get("\(base)/cleanup", use: cleanupPage)
             pages.post("\(base)/cleanup", use: saveCleanup)
             pages.get("\(base)/audit", use: audit)

@@ -449,17 +449,52 @@ extension ConsoleController {
     }
 
     @Sendable func methods(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        try await methodsPage(request: request, context: context, scope: try await tenants.scope(of: context))
+    }
+
+    func methodsPage(
+        request: Request, context: AdminContext, scope: Scope, domainsForm: (text: String, error: String)? = nil
+    ) async throws -> Response {
         let settings = try await settings(scope, logger: context.logger)
         var model = page(context, title: "Sign-in methods", scope: scope, section: .methods)
         model["notice"] = Self.notice(request)
         func switches(_ list: [ScopeSwitch]) -> [[String: Any]] {
             list.map { ["name": $0.rawValue, "label": $0.label, "on": $0.get(settings)] }
         }
-        model["authorizedDomains"] = try await domains.current(logger: context.logger)
+        let current = try await domains.current(logger: context.logger)
+        model["authorizedDomains"] = current
+        model["domainsText"] = domainsForm?.text ?? current.joined(separator: "\n")
+        model["domainsError"] = domainsForm?.error
+        model["domainsAreDefault"] = try await tenants.projectConfig(logger: context.logger).1.authorizedDomains == nil
+        // The project's setting, so only on the project's page (where only project admins get).
+        model["canEditDomains"] = scope.isProject
         model["providerSwitches"] = switches(ScopeSwitch.allCases.filter(\.isProvider))
         model["selfService"] = switches(ScopeSwitch.allCases.filter { !$0.isProvider })
-        return views.render("methods", model)
+        return views.render("methods", model, status: domainsForm == nil ? .ok : .badRequest)
+    }
+
+    /// The project's authorized domains, one per line, checked as the admin API checks them; or back
+    /// to the deployment's default.
+    @Sendable func saveDomains(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.scope(of: context)
+        guard scope.isProject else { throw FirebaseError.notFound }
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        let text = form["authorizedDomains"] ?? ""
+        let useDefault = form["action"] == "default"
+        let entries = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        do {
+            let checked = useDefault ? nil : try ProjectConfigWire.checkDomains(entries)
+            _ = try await tenants.updateProjectConfig(logger: context.logger) { _, project in
+                project.authorizedDomains = checked
+            }
+        } catch let error as FirebaseError where error.errorCode == .invalidConfig {
+            return try await methodsPage(
+                request: request, context: context, scope: scope, domainsForm: (text, Self.words(error)))
+        }
+        context.logger.info("authorized domains updated")
+        return Self.redirect(Self.base(scope) + "/sign-in-methods?notice=saved")
     }
 
     @Sendable func saveMethods(_ request: Request, context: AdminContext) async throws -> Response {

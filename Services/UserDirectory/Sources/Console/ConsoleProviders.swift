@@ -20,6 +20,9 @@ extension ConsoleController {
         let oidc = try await idpConfigs.list(scope: scope, oidc: true, after: nil, limit: 100, logger: context.logger)
         var model = page(context, title: "Identity providers", scope: scope, section: .providers)
         model["notice"] = Self.notice(request)
+        let redirectUri = redirectURI
+        model["redirectUri"] = redirectUri
+        model["publicURLUnset"] = links.publicURL == nil
         model["builtIn"] = FederatedProviders.builtIn.map { provider -> [String: Any] in
             let config = builtIn.first { $0.providerId == provider.id }
             var row: [String: Any] = [
@@ -27,8 +30,14 @@ extension ConsoleController {
                 "field": provider.id.replacingOccurrences(of: ".", with: "-"),
                 "enabled": config?.enabled ?? false, "clientId": config?.clientId ?? "",
                 "secretSet": config?.clientSecret != nil, "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
-                "trustedFor": FederatedProviders.trustedFor(provider.id),
+                "trustedFor": FederatedProviders.trustedFor(provider.id), "redirectUri": redirectUri,
             ]
+            if provider.id == "apple.com" {
+                row["apple"] = [
+                    "teamId": config?.appleTeamId ?? "", "keyId": config?.appleKeyId ?? "",
+                    "keySet": config?.applePrivateKey != nil,
+                ]
+            }
             if let error, error.provider == provider.id { row["error"] = error.message }
             return row
         }
@@ -38,13 +47,21 @@ extension ConsoleController {
                 "name": config.displayName ?? config.providerId, "issuer": config.issuer ?? "",
                 "clientId": config.clientId, "enabled": config.enabled,
                 "domains": config.trustedEmailDomains.joined(separator: ", "), "base": Self.base(scope),
-                "csrf": context.consoleCSRF ?? "",
+                "csrf": context.consoleCSRF ?? "", "redirectUri": redirectUri,
+                "flow": config.responseCode ? "code flow with the client secret" : "ID token (form_post)",
             ]
             if let error, error.provider == config.providerId { row["error"] = error.message }
             return row
         }
         model["newError"] = error?.provider == "new" ? error?.message : nil
         return views.render("providers", model, status: error == nil ? .ok : .badRequest)
+    }
+
+    /// Where every provider sends its answer (the token service's `/__/auth/handler` on the public
+    /// URL): the redirect URI to register with each provider.
+    var redirectURI: String {
+        guard let publicURL = links.publicURL else { return "https://<public URL>/__/auth/handler" }
+        return (publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL) + "/__/auth/handler"
     }
 
     static func domains(_ text: String?) -> [String] {
@@ -60,17 +77,31 @@ extension ConsoleController {
         let form = try await ConsoleSessionMiddleware.form(&request)
         let enabled = form["enabled"] == "on"
         let clientId = form["clientId"] ?? ""
-        // An empty secret field keeps the stored secret: it is never shown again.
+        // An empty secret field keeps the stored secret: it is never shown again. So does an empty
+        // Apple private key.
         let secret = form["clientSecret"].flatMap { $0.isEmpty ? nil : $0 }
+        let apple = id == "apple.com"
+        let teamId = form["appleTeamId"]?.trimmingCharacters(in: .whitespaces).nilIfBlank
+        let keyId = form["appleKeyId"]?.trimmingCharacters(in: .whitespaces).nilIfBlank
+        let privateKey = form["applePrivateKey"]?.nilIfBlank
+        let applyApple: @Sendable (inout IdpConfig) -> Void = { config in
+            guard apple else { return }
+            config.appleTeamId = teamId
+            config.appleKeyId = keyId
+            if let privateKey { config.applePrivateKey = privateKey }
+            if teamId == nil, keyId == nil { config.applePrivateKey = nil }
+        }
         do {
             let updated = try await idpConfigs.update(scope: scope, providerId: id, logger: context.logger) { config in
                 config.enabled = enabled
                 config.clientId = clientId
                 if let secret { config.clientSecret = secret }
+                applyApple(&config)
                 try IdpConfigController<Tenants>.validate(&config, oidc: false)
             }
             if updated == nil {
                 var config = IdpConfig(providerId: id, enabled: enabled, clientId: clientId, clientSecret: secret)
+                applyApple(&config)
                 try IdpConfigController<Tenants>.validate(&config, oidc: false)
                 try await idpConfigs.create(scope: scope, config, logger: context.logger)
             }

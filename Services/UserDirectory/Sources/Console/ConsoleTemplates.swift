@@ -279,9 +279,23 @@ enum ConsoleTemplates {
         </form>
         <section class="card" aria-labelledby="domains-heading">
         <h2 id="domains-heading">Authorized domains</h2>
-        <p>Where mailed links may send users on (<code>continueUrl</code>) and the hosts links are built on.
-        The operator sets them for the deployment (<code>TESSERA_AUTHORIZED_DOMAINS</code>):</p>
-        <ul>{{#authorizedDomains}}<li><code>{{.}}</code></li>{{/authorizedDomains}}</ul>
+        <p>The project's: where mailed links may send users on (<code>continueUrl</code>), the app pages a
+        sign-in with a provider may start from and return to, and the hosts links are built on. Each
+        domain admits its subdomains; a domain with a port admits that port only.
+        {{#domainsAreDefault}}These are the deployment's default (<code>TESSERA_AUTHORIZED_DOMAINS</code>).{{/domainsAreDefault}}</p>
+        {{#canEditDomains}}
+        <form method="post" action="{{base}}/authorized-domains" id="domains-form">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label for="authorized-domains">One per line</label>
+        <textarea id="authorized-domains" name="authorizedDomains" rows="5" spellcheck="false"
+         {{#domainsError}}aria-invalid="true" aria-describedby="domains-error"{{/domainsError}}>{{domainsText}}</textarea>
+        {{#domainsError}}<p id="domains-error" class="field-error">{{domainsError}}</p>{{/domainsError}}
+        <button type="submit" name="action" value="save">Save domains</button>
+        {{^domainsAreDefault}}<button type="submit" name="action" value="default">Use the deployment's default</button>{{/domainsAreDefault}}
+        </form>
+        {{/canEditDomains}}
+        {{^canEditDomains}}<ul id="domains-list">{{#authorizedDomains}}<li><code>{{.}}</code></li>{{/authorizedDomains}}</ul>
+        <p class="hint">Project admins change them on the project's page.</p>{{/canEditDomains}}
         </section>
         {{/content}}{{/layout}}
         """
@@ -379,6 +393,15 @@ enum ConsoleTemplates {
     static let providers = """
         {{<layout}}{{$content}}
         <h1>Identity providers</h1>
+        <section class="card" aria-labelledby="redirect-heading">
+        <h2 id="redirect-heading">Redirect URI</h2>
+        <p>Every provider sends its answer to one URL of Tessera's. Register it with each provider as the
+        redirect (callback) URI of its app (Google, Microsoft: authorized redirect URI; Apple: Return URL;
+        GitHub: authorization callback URL; Facebook: valid OAuth redirect URI; Twitter: callback URL):</p>
+        <p><code id="redirect-uri">{{redirectUri}}</code></p>
+        {{#publicURLUnset}}<p class="hint">The directory does not know the public URL (<code>TESSERA_PUBLIC_URL</code>
+        is not set here): the token service builds the URL from the address the browser reaches it at.</p>{{/publicURLUnset}}
+        </section>
         <h2>Built-in providers</h2>
         {{#builtIn}}
         <form method="post" action="{{base}}/providers/{{id}}" class="card" id="{{field}}">
@@ -393,6 +416,16 @@ enum ConsoleTemplates {
         {{#error}}<p id="{{field}}-error" class="field-error">{{error}}</p>{{/error}}
         <label for="{{field}}-secret">Client secret {{#secretSet}}(set; leave empty to keep it){{/secretSet}}</label>
         <input id="{{field}}-secret" name="clientSecret" type="password" autocomplete="off">
+        {{#apple}}
+        <fieldset>
+        <legend>Sign in with Apple on the web (the code flow's key)</legend>
+        <label for="apple-team">Team id</label><input id="apple-team" name="appleTeamId" value="{{teamId}}">
+        <label for="apple-key-id">Key id</label><input id="apple-key-id" name="appleKeyId" value="{{keyId}}">
+        <label for="apple-key">Private key (the .p8 file's PEM) {{#keySet}}(set; leave empty to keep it){{/keySet}}</label>
+        <textarea id="apple-key" name="applePrivateKey" rows="4" autocomplete="off" spellcheck="false"></textarea>
+        </fieldset>
+        {{/apple}}
+        <p class="hint">Redirect URI: <code>{{redirectUri}}</code></p>
         <button type="submit">Save {{label}}</button>
         </form>
         {{/builtIn}}
@@ -400,7 +433,7 @@ enum ConsoleTemplates {
         {{#oidc}}
         <section class="card" id="{{field}}">
         <h3>{{name}} <code>{{id}}</code></h3>
-        <p class="hint">Issuer {{issuer}} · client id {{clientId}}</p>
+        <p class="hint">Issuer {{issuer}} · client id {{clientId}} · {{flow}} · redirect URI <code>{{redirectUri}}</code></p>
         <form method="post" action="{{base}}/providers/oidc/{{id}}">
         <input type="hidden" name="csrf" value="{{csrf}}">
         <div class="check"><input type="checkbox" id="{{field}}-enabled" name="enabled" value="on"{{#enabled}} checked{{/enabled}}>

@@ -283,7 +283,7 @@ struct IdpConfigController<Tenants: TenantStore> {
         guard !c.clientId.isEmpty, c.clientId.count <= 1024 else {
             throw FirebaseError.invalid(.invalidConfig, "clientId is required.")
         }
-        try validateAppleCodeFlow(c)
+        try validateAppleCodeFlow(&c)
         guard oidc else { return }
         // Read as the token service will fetch it (WebURL); where it may connect is decided there, after DNS.
         guard let issuer = c.issuer, let url = WebURL(issuer), url.scheme == "https" || url.isLoopback else {
@@ -307,7 +307,11 @@ struct IdpConfigController<Tenants: TenantStore> {
 
     /// Apple's code-flow key: all three parts or none, only for apple.com, and a P-256 key (the
     /// kind Sign in with Apple issues) in PEM.
-    static func validateAppleCodeFlow(_ c: IdpConfig) throws {
+    static func validateAppleCodeFlow(_ c: inout IdpConfig) throws {
+        // A key pasted into a form comes with CRLF line breaks (HTML forms send them so).
+        c.applePrivateKey = c.applePrivateKey.map {
+            $0.replacingOccurrences(of: "\r\n", with: "\n").trimmingCharacters(in: .whitespacesAndNewlines) + "\n"
+        }
         let parts = [c.appleTeamId, c.appleKeyId, c.applePrivateKey]
         if parts.allSatisfy({ $0 == nil }) { return }
         guard c.providerId == "apple.com" else {
