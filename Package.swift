@@ -174,6 +174,7 @@ let package = Package(
                     .product(name: "_CryptoExtras", package: "swift-crypto"),
                     .product(name: "Prometheus", package: "swift-prometheus"),
                     .product(name: "CoreMetrics", package: "swift-metrics"),
+                    .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 ],
                 path: "Tests/TesseraTests",
                 swiftSettings: swiftSettings
