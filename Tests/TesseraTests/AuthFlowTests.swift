@@ -103,6 +103,29 @@ struct AuthFlowUnitTests {
                 + "B.encryptionEnabled=false;end")
     }
 
+    @Test("a refused start reaches a listed mobile app as the firebaseError its SDK reads")
+    func appErrors() throws {
+        var ios = AuthFlowClient(platform: .ios, authType: "signInWithRedirect")
+        ios.eventId = "ABCDEFGHIJ"
+        ios.callbackScheme = "app-1-2-ios-3"
+        let failure = FirebaseError.invalid(.operationNotAllowed, "off")
+        let deepLink = AuthHandlerController.appError(ios, error: failure, base: "https://auth.example/__/auth/handler")
+        let prefix = "app-1-2-ios-3://firebaseauth/link?deep_link_id="
+        #expect(deepLink.hasPrefix(prefix))
+        let inner = try #require(String(deepLink.dropFirst(prefix.count)).removingPercentEncoding)
+        let query = try #require(FormURLEncoded.parse(String(inner.split(separator: "?", maxSplits: 1)[1])))
+        #expect(query["authType"] == "signInWithRedirect" && query["eventId"] == "ABCDEFGHIJ")
+        let error = try JSONDecoder().decode([String: String].self, from: Data((query["firebaseError"] ?? "").utf8))
+        #expect(error["code"] == "auth/operation-not-allowed" && error["message"] == "OPERATION_NOT_ALLOWED : off")
+
+        var android = AuthFlowClient(platform: .android, authType: "signInWithRedirect")
+        android.eventId = "e-1"
+        android.androidPackage = "com.example.app"
+        let intent = AuthHandlerController.appError(android, error: failure, base: "")
+        #expect(intent.hasPrefix("intent://firebase.auth/#Intent;scheme=genericidp;package=com.example.app;"))
+        #expect(intent.contains(";S.firebaseError=%7B%22") && !intent.contains("S.link=") && intent.hasSuffix(";end"))
+    }
+
     @Test("the relay iframe may be framed by the authorized domains' pages only")
     func frameAncestors() {
         #expect(

@@ -89,11 +89,11 @@ struct AuthHandlerController {
             return page.error(.invalid(.invalidProviderId), status: .badRequest)
         }
         let scope = Scope(wire: (q["tid"] ?? q["tenantId"]).flatMap { $0.isEmpty ? nil : $0 })
-        var web: AuthFlowClient?
+        var started: AuthFlowClient?
         do {
             let links = try await tokens.currentLinks(requestID: context.requestID, logger: context.logger)
             let (client, sessionHashes) = try client(q, links: links)
-            if client.platform == .web { web = client }
+            started = client
             var scopes = (q["scopes"] ?? "").split(separator: ",").map { String($0) }
             scopes.removeAll { $0.isEmpty }
             let redirectUri = try Self.handlerURL(configuration: configuration, request: request)
@@ -107,11 +107,20 @@ struct AuthHandlerController {
             return AuthHandlerHTML.redirect(to: authorizationURL)
         } catch {
             let failure = Self.firebaseError(error, context: context)
-            // A web SDK waiting for its popup or its redirect gets the error as its event, as from
-            // Firebase's handler; its page was checked (an authorized domain's), or is the popup's
-            // opener, which only learns the error.
-            if let web {
-                return page.deliver(.object(Self.webEvent(web, scope: scope, error: failure)), client: web)
+            // An SDK whose page or app was checked (an authorized domain's page, a listed app) gets the
+            // error as its answer, as from Firebase's handler, instead of waiting for a browser the
+            // user must close: the web SDK as its auth event, the mobile SDKs as `firebaseError`.
+            switch started?.platform {
+            case .web?:
+                if let web = started {
+                    return page.deliver(.object(Self.webEvent(web, scope: scope, error: failure)), client: web)
+                }
+            case .ios?, .android?:
+                if let app = started {
+                    let base = (try? Self.handlerURL(configuration: configuration, request: request)) ?? ""
+                    return page.toApp(Self.appError(app, error: failure, base: base))
+                }
+            case nil: break
             }
             return page.error(
                 failure, status: failure.status == .serviceUnavailable ? .serviceUnavailable : .badRequest)
@@ -126,8 +135,7 @@ struct AuthHandlerController {
             }
             return value
         }
-        if let bundle = q["ibi"] {
-            try checkApp(bundle)
+        if q["ibi"] != nil {
             var client = AuthFlowClient(platform: .ios, authType: q["authType"] ?? "signInWithRedirect")
             client.eventId = try required("eventId")
             // The Apple SDK sends the SHA-256 (hex) of the session id it redeems with (OAuthProvider.swift).
@@ -145,11 +153,15 @@ struct AuthHandlerController {
             guard let scheme = client.callbackScheme, Self.isScheme(scheme) else {
                 throw FirebaseError.invalid(.invalidArgument, "clientId or appId does not make a URL scheme.")
             }
+            // The answer goes to whichever app claims the scheme: the scheme (or the client id or app
+            // id it is made from) must be listed, whatever bundle id the link names.
+            try checkApp([scheme, q["clientId"], q["appId"]].compactMap { $0 })
             client.language = q["hl"]
             return (client, [hashed])
         }
         if let package = q["apn"] {
-            try checkApp(package)
+            // The intent names the package that receives the answer.
+            try checkApp([package])
             var client = AuthFlowClient(platform: .android, authType: q["authType"] ?? "signInWithRedirect")
             client.eventId = try required("eventId")
             client.androidPackage = package
@@ -179,12 +191,13 @@ struct AuthHandlerController {
     }
 
     /// Mobile apps sign in through the handler only when the operator lists them
-    /// (`TESSERA_AUTHORIZED_APPS`): the answer goes to whichever app claims the URL scheme or
-    /// package, so a link that starts a flow for an app of someone else's must not work.
-    func checkApp(_ identifier: String) throws {
-        guard configuration.authorizedApps.contains(identifier) else {
+    /// (`TESSERA_AUTHORIZED_APPS`): the answer goes to whichever app claims the URL scheme (iOS) or
+    /// the package (Android), so a link that starts a flow for someone else's app must not work.
+    func checkApp(_ identifiers: [String]) throws {
+        guard identifiers.contains(where: configuration.authorizedApps.contains) else {
             throw FirebaseError.invalid(
-                .unauthorizedDomain, "The app \(identifier.prefix(100)) is not one of TESSERA_AUTHORIZED_APPS.")
+                .unauthorizedDomain,
+                "The app \(identifiers.first?.prefix(100) ?? "") is not one of TESSERA_AUTHORIZED_APPS.")
         }
     }
 
@@ -287,7 +300,7 @@ struct AuthHandlerController {
         case .unauthorizedDomain?: return "auth/unauthorized-domain"
         case .operationNotAllowed?, .projectDisabled?: return "auth/operation-not-allowed"
         case .invalidProviderId?: return "auth/invalid-provider-id"
-        case .tenantNotFound?: return "auth/tenant-id-mismatch"
+        case .tenantNotFound?: return "auth/invalid-tenant-id"
         case .tooManyAttemptsTryLater?: return "auth/too-many-requests"
         case .invalidApiKey?: return "auth/invalid-api-key"
         case .invalidIdpResponse?: return "auth/invalid-credential"
@@ -315,6 +328,26 @@ struct AuthHandlerController {
         "intent://firebase.auth/#Intent;scheme=genericidp;package=\(client.androidPackage ?? "");"
             + "S.authType=\(FormURLEncoded.escape(client.authType));S.eventId=\(FormURLEncoded.escape(client.eventId ?? ""));"
             + "S.link=\(FormURLEncoded.escape(link));B.encryptionEnabled=false;end"
+    }
+
+    /// A refusal as each mobile SDK reads it: `firebaseError` (JSON `{code, message}`) in the Apple
+    /// SDK's deep link, or an extra of the Android SDK's intent.
+    static func appError(_ client: AuthFlowClient, error: FirebaseError, base: String) -> String {
+        let json: JSONValue = .object(["code": .string(sdkCode(error)), "message": .string(error.message)])
+        let text = (try? JSONEncoder().encode(json)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        if client.platform == .android {
+            return "intent://firebase.auth/#Intent;scheme=genericidp;package=\(client.androidPackage ?? "");"
+                + "S.authType=\(FormURLEncoded.escape(client.authType));"
+                + "S.eventId=\(FormURLEncoded.escape(client.eventId ?? ""));"
+                + "S.firebaseError=\(FormURLEncoded.escape(text));B.encryptionEnabled=false;end"
+        }
+        let origin = WebURL(base)?.origin ?? base
+        let inner =
+            origin + "/__/auth/callback?"
+            + FormURLEncoded.encode([
+                ("authType", client.authType), ("eventId", client.eventId ?? ""), ("firebaseError", text),
+            ])
+        return (client.callbackScheme ?? "") + "://firebaseauth/link?deep_link_id=" + FormURLEncoded.escape(inner)
     }
 
     // MARK: The relay iframe

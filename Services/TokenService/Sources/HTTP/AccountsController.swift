@@ -214,6 +214,11 @@ struct AccountsController {
         guard let checked = try links.checkContinueURL(continueUri) else {
             throw FirebaseError.invalid(.missingContinueUri)
         }
+        let handler = try AuthHandlerController.handlerURL(configuration: configuration, request: request)
+        // The provider's answer comes to the handler, which sends it on to continueUri: not to itself.
+        guard !AuthorizationFlows.sameResource(checked, handler) else {
+            throw FirebaseError.invalid(.invalidContinueUri, "continueUri is Tessera's handler; name the app's page.")
+        }
         let sessionId = body.sessionId.flatMap { $0.isEmpty ? nil : $0 } ?? Base64URL.encode(Secrets.randomBytes(24))
         guard sessionId.utf8.count <= 256 else {
             throw FirebaseError.invalid(.invalidIdpResponse, "sessionId is too long.")
@@ -233,7 +238,7 @@ struct AccountsController {
             AuthorizationFlows.Start(
                 scope: Scope(wire: body.tenantId), providerId: providerId, scopes: scopes,
                 customParameters: body.customParameter ?? [:],
-                redirectUri: try AuthHandlerController.handlerURL(configuration: configuration, request: request),
+                redirectUri: handler,
                 continueUri: checked, sessionHashes: [AuthorizationFlows.hexDigest(sessionId)], client: nil,
                 clientIP: tokens.clientIP(request, context)),
             requestID: context.requestID, logger: context.logger)

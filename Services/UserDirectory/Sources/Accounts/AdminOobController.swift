@@ -46,8 +46,9 @@ struct AdminOobController<Tenants: TenantStore> {
             }
             newEmail = normalized
         }
-        let links = try await domains.links(self.links, logger: context.logger)
-        let continueUrl = try links.checkContinueURL(body.continueUrl)
+        // The continue URL is checked against the project's domains; the link itself is built as the
+        // token service builds it (the deployment's public URL, or a Host of its own domains).
+        let continueUrl = try await domains.links(links, logger: context.logger).checkContinueURL(body.continueUrl)
         let answer = try await accounts.oob.sendOobCode(
             SendOobCodeRequest(
                 scope: scope, requestType: type, email: email, localId: nil, newEmail: newEmail,
