@@ -143,9 +143,14 @@ struct AuthHandlerController {
             guard hashed.count == 64, hashed.allSatisfy(\.isHexDigit) else {
                 throw FirebaseError.invalid(.invalidArgument, "sessionId must be a SHA-256 in hex.")
             }
+            // The scheme is made from the client id when the SDK sends one, else from the app id
+            // (OAuthProvider.swift), exactly as the SDK will expect it.
+            let source: String
             if let clientId = q["clientId"], !clientId.isEmpty {
+                source = clientId
                 client.callbackScheme = clientId.split(separator: ".").reversed().joined(separator: ".")
             } else if let appId = q["appId"], !appId.isEmpty {
+                source = appId
                 client.callbackScheme = "app-" + appId.replacingOccurrences(of: ":", with: "-")
             } else {
                 throw FirebaseError.invalid(.invalidArgument, "The handler needs clientId or appId.")
@@ -153,9 +158,9 @@ struct AuthHandlerController {
             guard let scheme = client.callbackScheme, Self.isScheme(scheme) else {
                 throw FirebaseError.invalid(.invalidArgument, "clientId or appId does not make a URL scheme.")
             }
-            // The answer goes to whichever app claims the scheme: the scheme (or the client id or app
-            // id it is made from) must be listed, whatever bundle id the link names.
-            try checkApp([scheme, q["clientId"], q["appId"]].compactMap { $0 })
+            // The answer goes to whichever app claims the scheme: the scheme, or what it was made from,
+            // must be listed, whatever bundle id or other id the link names.
+            try checkApp([scheme, source])
             client.language = q["hl"]
             return (client, [hashed])
         }

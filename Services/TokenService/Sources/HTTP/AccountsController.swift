@@ -215,10 +215,7 @@ struct AccountsController {
             throw FirebaseError.invalid(.missingContinueUri)
         }
         let handler = try AuthHandlerController.handlerURL(configuration: configuration, request: request)
-        // The provider's answer comes to the handler, which sends it on to continueUri: not to itself.
-        guard !AuthorizationFlows.sameResource(checked, handler) else {
-            throw FirebaseError.invalid(.invalidContinueUri, "continueUri is Tessera's handler; name the app's page.")
-        }
+        try Self.checkAnswerTarget(checked)
         let sessionId = body.sessionId.flatMap { $0.isEmpty ? nil : $0 } ?? Base64URL.encode(Secrets.randomBytes(24))
         guard sessionId.utf8.count <= 256 else {
             throw FirebaseError.invalid(.invalidIdpResponse, "sessionId is too long.")
@@ -243,6 +240,31 @@ struct AccountsController {
                 clientIP: tokens.clientIP(request, context)),
             requestID: context.requestID, logger: context.logger)
         return CreateAuthUriResponse(authUri: authUri, providerId: providerId, sessionId: sessionId)
+    }
+
+    /// The provider's answer comes to the handler, which sends it on to `continueUri` with the answer
+    /// appended to its query: so not to a handler (it would answer itself), not to a URL with a
+    /// fragment (the answer would land in it), not to one whose own query names `state`, `code` or
+    /// `error` (the app's would be read instead of the provider's).
+    static func checkAnswerTarget(_ continueUri: String) throws {
+        guard let url = WebURL(continueUri) else { throw FirebaseError.invalid(.invalidContinueUri) }
+        let rest = Substring(url.rest)
+        guard !rest.contains("#") else {
+            throw FirebaseError.invalid(
+                .invalidContinueUri, "continueUri cannot have a fragment: the answer is added to its query.")
+        }
+        let parts = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let path = parts[0]
+        if path == AuthHandlerController.handlerPath || path == AuthHandlerController.emulatorHandlerPath {
+            throw FirebaseError.invalid(.invalidContinueUri, "continueUri is Tessera's handler; name the app's page.")
+        }
+        if parts.count == 2, let fields = FormURLEncoded.parse(String(parts[1])),
+            fields.keys.contains(
+                where: ["state", "code", "error", "id_token", "oauth_token", "oauth_verifier"].contains)
+        {
+            throw FirebaseError.invalid(
+                .invalidContinueUri, "continueUri's query cannot name the provider's answer's fields (state, code, …).")
+        }
     }
 
     struct UpdateRequest: Decodable {

@@ -99,8 +99,10 @@ struct FederatedController {
         // credential the app already holds.
         let profile: ProviderProfile
         let credential: ProviderCredential
+        // Only an answer presented with its session id is a flow's: an app's own page may carry a
+        // `state` of its own beside a credential it holds.
         let answer = (try? AuthorizationFlows.Answer(requestUri: requestUri, postBody: body.postBody))
-        if let answer, answer.isFlowAnswer {
+        if let answer, answer.isFlowAnswer, let sessionId = body.sessionId, !sessionId.isEmpty {
             let redeemed = try await flows.redeem(
                 answer, requestUri: requestUri, sessionId: body.sessionId, scope: scope, requestID: context.requestID,
                 logger: context.logger)
