@@ -38,11 +38,6 @@ def account(idp, provider: str, **claims) -> str:
     return hint
 
 
-def wait_for_handler_page(page) -> None:
-    """The provider answered and the handler page (back on Tessera's origin) ran its script."""
-    page.wait_for_url("**/__/auth/handler?**", timeout=30_000)
-
-
 def test_signin_with_popup_through_google_then_link_and_reauthenticate(
         stack, admin, make_tenant, idp, sdk_app, oauth_artifacts):
     tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
@@ -52,8 +47,7 @@ def test_signin_with_popup_through_google_then_link_and_reauthenticate(
     app = sdk_app(tenant_id)
 
     flow = app.start_popup("signInWithPopup", "google.com", custom_parameters={"login_hint": hint})
-    wait_for_handler_page(flow.popup)
-    app.screenshot("popup-handler", flow.popup)
+    # The SDK closes the popup as soon as the event arrives: no screenshot of it can be relied on here.
     result = expect_result(flow.wait())
     user = result["user"]
     assert user["providerData"][0]["providerId"] == "google.com" and user["displayName"] == "Popup User", user

@@ -238,11 +238,10 @@ struct AuthorizationFlows: Sendable {
     struct Redeemed {
         var profile: ProviderProfile
         var credential: ProviderCredential
-        var config: IdpConfigResponse
     }
 
     func redeem(
-        _ answer: Answer, requestUri: String, sessionId: String?, scope: Scope, requestID: String, logger: Logger
+        _ answer: Answer, sessionId: String?, scope: Scope, requestID: String, logger: Logger
     ) async throws -> Redeemed {
         guard let state = answer.fields["state"], let stateScope = Self.scope(ofState: state), stateScope == scope
         else {
@@ -288,7 +287,7 @@ struct AuthorizationFlows: Sendable {
         if config.providerId == "apple.com", let user = answer.fields["user"] {
             Self.applyAppleUser(user, to: &profile)
         }
-        return Redeemed(profile: profile, credential: credential, config: config)
+        return Redeemed(profile: profile, credential: credential)
     }
 
     static let unknownFlow = FirebaseError.invalid(

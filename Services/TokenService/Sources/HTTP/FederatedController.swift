@@ -104,8 +104,7 @@ struct FederatedController {
         let answer = (try? AuthorizationFlows.Answer(requestUri: requestUri, postBody: body.postBody))
         if let answer, answer.isFlowAnswer, let sessionId = body.sessionId, !sessionId.isEmpty {
             let redeemed = try await flows.redeem(
-                answer, requestUri: requestUri, sessionId: body.sessionId, scope: scope, requestID: context.requestID,
-                logger: context.logger)
+                answer, sessionId: sessionId, scope: scope, requestID: context.requestID, logger: context.logger)
             (profile, credential) = (redeemed.profile, redeemed.credential)
         } else {
             guard let postBody = body.postBody, !postBody.isEmpty else {
