@@ -31,6 +31,16 @@ def idp(fake_idp):
     return fake_idp
 
 
+def configure_apple(stack, admin, idp, tenant_id: str) -> None:
+    """apple.com in the tenant, with a code-flow key of the fake's (its client secret is signed with it)."""
+    key = idp.apple_key()
+    configure_provider(admin, idp, "apple.com", tenant_id=tenant_id)
+    expect_ok(admin.request(
+        "PATCH", f"/v2/projects/{stack.project_id}/tenants/{tenant_id}/defaultSupportedIdpConfigs/apple.com",
+        json={"appleSignInConfig": {"codeFlowConfig": {
+            "teamId": key.team_id, "keyId": key.key_id, "privateKey": key.private_key_pem}}}))
+
+
 def account(idp, provider: str, **claims) -> str:
     """A new account at the fake provider; returns its login_hint (the app passes it as a custom parameter)."""
     hint = f"{provider.split('.')[0]}-{uuid.uuid4().hex[:10]}"
@@ -97,12 +107,7 @@ def test_signin_with_redirect_answers_get_redirect_result_after_the_reload(
 
 def test_apple_signs_in_through_a_popup_with_its_form_post_answer(stack, admin, make_tenant, idp, sdk_app):
     tenant_id = make_tenant()["tenantId"]
-    key = idp.apple_key()
-    configure_provider(admin, idp, "apple.com", tenant_id=tenant_id)
-    expect_ok(admin.request(
-        "PATCH", f"/v2/projects/{stack.project_id}/tenants/{tenant_id}/defaultSupportedIdpConfigs/apple.com",
-        json={"appleSignInConfig": {"codeFlowConfig": {
-            "teamId": key.team_id, "keyId": key.key_id, "privateKey": key.private_key_pem}}}))
+    configure_apple(stack, admin, idp, tenant_id)
     hint = account(idp, "apple.com", email=f"{uuid.uuid4().hex[:8]}@privaterelay.appleid.com",
                    user_json={"name": {"firstName": "Ada", "lastName": "Lovelace"}})
     app = sdk_app(tenant_id)
@@ -174,12 +179,7 @@ def test_the_apple_sdk_s_handler_url_comes_back_to_the_app_scheme_and_redeems_wi
     import requests
 
     tenant_id = make_tenant()["tenantId"]
-    key = idp.apple_key()
-    configure_provider(admin, idp, "apple.com", tenant_id=tenant_id)
-    expect_ok(admin.request(
-        "PATCH", f"/v2/projects/{stack.project_id}/tenants/{tenant_id}/defaultSupportedIdpConfigs/apple.com",
-        json={"appleSignInConfig": {"codeFlowConfig": {
-            "teamId": key.team_id, "keyId": key.key_id, "privateKey": key.private_key_pem}}}))
+    configure_apple(stack, admin, idp, tenant_id)
     hint = account(idp, "apple.com", email=f"{uuid.uuid4().hex[:8]}@example.com")
     session_id, event_id = "QWERTYUIOP", "ASDFGHJKLZ"  # the Apple SDK's: ten capital letters each
     query = {"apiKey": stack.api_key, "authType": "signInWithRedirect", "ibi": "com.example.tessera.ios",

@@ -76,9 +76,8 @@ DEFAULT_DOMAINS = ["localhost", "127.0.0.1"]
 # responseType {code: true} and {idToken: true}.
 ALL_PROVIDERS = ["google.com", "apple.com", "microsoft.com", "yahoo.com", "facebook.com", "github.com",
                  "twitter.com", "oidc-code", "oidc-idtoken"]
-# Every platform is exercised with these (one of each kind of flow: OIDC code, Apple's form_post, OAuth
-# 1.0a, a tenant's OIDC code flow and ID-token flow).
-PLATFORM_PROVIDERS = ["google.com", "apple.com", "twitter.com", "oidc-code", "oidc-idtoken"]
+# Every provider on every platform (the acceptance: popup, redirect and the mobile handler).
+PLATFORM_PROVIDERS = ALL_PROVIDERS
 OIDC_CODE = {"google.com", "microsoft.com", "yahoo.com", "oidc-code"}  # code + PKCE + nonce
 PKCE = OIDC_CODE | {"facebook.com", "github.com"}
 NONCE = OIDC_CODE | {"apple.com", "oidc-idtoken"}

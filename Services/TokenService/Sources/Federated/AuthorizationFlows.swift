@@ -439,17 +439,9 @@ struct AuthorizationFlows: Sendable {
     func requestToken(_ config: IdpConfigResponse, callback: String, logger: Logger) async throws
         -> (token: String, secret: String)
     {
-        guard let url = providers.endpoints[config.providerId]?.requestTokenURL else { throw FirebaseError.internal }
-        guard let consumerSecret = config.clientSecret else {
-            throw FirebaseError.invalid(
-                .operationNotAllowed, "twitter.com is configured without its consumer secret (clientSecret).")
-        }
-        let authorization = OAuth1.authorization(
-            method: "POST", url: url, query: [], consumerKey: config.clientId, consumerSecret: consumerSecret,
-            token: nil, tokenSecret: "", protocolParameters: [("oauth_callback", callback)])
-        let reply = try await providers.http.post(
-            url, form: [], headers: [("Authorization", authorization)], logger: logger)
-        let fields = try Self.oauth1Answer(reply)
+        let fields = try await oauth1Post(
+            config, url: \.requestTokenURL, token: nil, tokenSecret: "", parameters: [("oauth_callback", callback)],
+            logger: logger)
         guard let token = fields["oauth_token"], let secret = fields["oauth_token_secret"],
             fields["oauth_callback_confirmed"] == "true"
         else { throw IdentityProviders.invalid("The identity provider gave no request token.") }
@@ -460,21 +452,32 @@ struct AuthorizationFlows: Sendable {
     func accessToken(
         _ config: IdpConfigResponse, requestToken: String, requestSecret: String, verifier: String, logger: Logger
     ) async throws -> (token: String, secret: String) {
-        guard let url = providers.endpoints[config.providerId]?.tokenURL else { throw FirebaseError.internal }
+        let fields = try await oauth1Post(
+            config, url: \.tokenURL, token: requestToken, tokenSecret: requestSecret,
+            parameters: [("oauth_verifier", verifier)], logger: logger)
+        guard let token = fields["oauth_token"], let secret = fields["oauth_token_secret"] else {
+            throw IdentityProviders.invalid("The identity provider gave no access token.")
+        }
+        return (token, secret)
+    }
+
+    /// A POST to one of Twitter's OAuth 1.0a endpoints, signed with the app's consumer key and secret
+    /// (and the token so far); its form-encoded answer.
+    func oauth1Post(
+        _ config: IdpConfigResponse, url: KeyPath<ProviderEndpoints, String?>, token: String?, tokenSecret: String,
+        parameters: [(String, String)], logger: Logger
+    ) async throws -> [String: String] {
+        guard let target = providers.endpoints[config.providerId]?[keyPath: url] else { throw FirebaseError.internal }
         guard let consumerSecret = config.clientSecret else {
             throw FirebaseError.invalid(
                 .operationNotAllowed, "twitter.com is configured without its consumer secret (clientSecret).")
         }
         let authorization = OAuth1.authorization(
-            method: "POST", url: url, query: [], consumerKey: config.clientId, consumerSecret: consumerSecret,
-            token: requestToken, tokenSecret: requestSecret, protocolParameters: [("oauth_verifier", verifier)])
+            method: "POST", url: target, query: [], consumerKey: config.clientId, consumerSecret: consumerSecret,
+            token: token, tokenSecret: tokenSecret, protocolParameters: parameters)
         let reply = try await providers.http.post(
-            url, form: [], headers: [("Authorization", authorization)], logger: logger)
-        let fields = try Self.oauth1Answer(reply)
-        guard let token = fields["oauth_token"], let secret = fields["oauth_token_secret"] else {
-            throw IdentityProviders.invalid("The identity provider gave no access token.")
-        }
-        return (token, secret)
+            target, form: [], headers: [("Authorization", authorization)], logger: logger)
+        return try Self.oauth1Answer(reply)
     }
 
     static func oauth1Answer(_ reply: ProviderHTTP.Answer) throws -> [String: String] {
