@@ -96,11 +96,10 @@ struct FederatedController {
             scope = verified.scope
         }
         // The provider's answer to a flow Tessera started (the hosted handler, createAuthUri), or a
-        // credential the app already holds.
+        // credential the app already holds. Only an answer presented with its session id is a flow's:
+        // an app's own page may carry a `state` of its own beside a credential it holds.
         let profile: ProviderProfile
         let credential: ProviderCredential
-        // Only an answer presented with its session id is a flow's: an app's own page may carry a
-        // `state` of its own beside a credential it holds.
         let answer = (try? AuthorizationFlows.Answer(requestUri: requestUri, postBody: body.postBody))
         if let answer, answer.isFlowAnswer, let sessionId = body.sessionId, !sessionId.isEmpty {
             let redeemed = try await flows.redeem(
