@@ -1189,6 +1189,21 @@ def test_an_unauthorized_redirect_url_on_a_js_popup_gets_an_error_page_and_start
     assert len(world.idp.authorize_requests("google")) == before and flows_in(world, tenant.id) == 0
 
 
+@pytest.mark.parametrize("provider_id", ["github.com", "twitter.com", "apple.com"])
+def test_a_provider_without_what_redeems_its_answer_is_refused_before_the_user_goes_there(world, provider_id):
+    """A code flow's client secret (Twitter's consumer secret) or Apple's code-flow key is needed to redeem
+    the answer: without it the start is refused, instead of the user signing in at the provider for an
+    answer Tessera cannot redeem."""
+    tenant = Tenant(world.make_tenant()["tenantId"])
+    configure_provider(world.admin, world.idp, provider_id, tenant_id=tenant.id, client_secret=None)
+    before = len(world.idp.authorize_requests(provider_id.split(".")[0]))
+    resp = create_auth_uri(world, provider_id, tenant.id)
+    expect_error(resp, "OPERATION_NOT_ALLOWED")
+    assert "configured without" in resp.json()["error"]["message"], describe(resp)
+    assert flows_in(world, tenant.id) == 0
+    assert len(world.idp.authorize_requests(provider_id.split(".")[0])) == before
+
+
 def test_create_auth_uri_refuses_an_unauthorized_continue_uri(world):
     tenant = provider_tenant(world, "google.com")
     before = len(world.idp.authorize_requests("google"))

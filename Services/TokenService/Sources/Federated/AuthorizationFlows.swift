@@ -85,6 +85,7 @@ struct AuthorizationFlows: Sendable {
             InternalPath.idpConfig, IdpConfigRequest(scope: start.scope, providerId: start.providerId),
             as: IdpConfigResponse.self, requestID: requestID, logger: logger)
         let kind = try Self.kind(config)
+        try Self.checkCredentials(config, kind: kind)
         let state = Self.newState(scope: start.scope)
         var flow = AuthFlow(
             providerId: config.providerId, sessionHashes: start.sessionHashes, apiKeyHash: Self.hexDigest(apiKey),
@@ -131,6 +132,24 @@ struct AuthorizationFlows: Sendable {
         _ = try await directory.call(
             InternalPath.createAuthFlow, create, as: EmptyObject.self, requestID: requestID, logger: logger)
         return authorizationURL
+    }
+
+    /// What the provider's answer will be redeemed with must be configured before the user is sent
+    /// there: a code flow's client secret (Twitter's consumer secret), Apple's code-flow key.
+    static func checkCredentials(_ config: IdpConfigResponse, kind: Kind) throws {
+        switch kind {
+        case .apple where config.appleCodeFlow == nil:
+            throw FirebaseError.invalid(
+                .operationNotAllowed,
+                "apple.com is configured without appleSignInConfig.codeFlowConfig (team id, key id, private key).")
+        case .oidcCode, .oauth2Code, .oauth1:
+            if config.clientSecret == nil {
+                throw FirebaseError.invalid(
+                    .operationNotAllowed, "\(config.providerId) is configured without its client secret (clientSecret)."
+                )
+            }
+        default: break
+        }
     }
 
     /// The authorization and token endpoints of an OAuth 2 provider, and the custom parameters that
