@@ -85,6 +85,23 @@ public struct WebURL: Sendable, Equatable, CustomStringConvertible {
     /// `scheme://host[:port]`.
     public var origin: String { scheme + "://" + authority }
 
+    /// The path (at least `/`), the query after `?` and the fragment after `#`, each as serialized.
+    public var path: Substring { rest.prefix { $0 != "?" && $0 != "#" } }
+
+    public var query: Substring? {
+        let beforeFragment = rest.prefix { $0 != "#" }
+        guard let mark = beforeFragment.firstIndex(of: "?") else { return nil }
+        return beforeFragment[beforeFragment.index(after: mark)...]
+    }
+
+    public var fragment: Substring? {
+        guard let hash = rest.firstIndex(of: "#") else { return nil }
+        return rest[rest.index(after: hash)...]
+    }
+
+    /// `scheme://host[:port]/path`: the resource, without query and fragment.
+    public var resource: String { origin + path }
+
     public var description: String { origin + rest }
 
     /// A `Host` header's `name[:port]` (or `[IPv6][:port]`) read as the authority of an http URL;

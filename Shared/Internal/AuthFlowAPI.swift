@@ -126,7 +126,7 @@ public struct AuthFlowResponse: Codable, Sendable {
     }
 }
 
-/// The project's authorized domains (API.md A.11): the project config's, or the deployment's
+/// The project's authorized domains (docs/configuration.md, `TESSERA_AUTHORIZED_DOMAINS`): the project config's, or the deployment's
 /// default (`TESSERA_AUTHORIZED_DOMAINS`) while the config has none.
 public struct AuthorizedDomainsResponse: Codable, Sendable {
     public var authorizedDomains: [String]

@@ -56,6 +56,17 @@ struct AuthFlowUnitTests {
         #expect(!AuthorizationFlows.sameResource("not a url", handler))
     }
 
+    @Test("a URL's path, query and fragment, as serialized")
+    func webURLParts() throws {
+        let url = try #require(WebURL("HTTPS://App.Example:443/a/b?x=1&y=%20#frag?no"))
+        #expect(url.path == "/a/b" && url.query == "x=1&y=%20" && url.fragment == "frag?no")
+        #expect(url.resource == "https://app.example/a/b")
+        let bare = try #require(WebURL("http://localhost:3000"))
+        #expect(bare.path == "/" && bare.query == nil && bare.fragment == nil)
+        let hashed = try #require(WebURL("http://localhost/#/finish?state=1"))
+        #expect(hashed.query == nil && hashed.fragment == "/finish?state=1")
+    }
+
     @Test("scopes: the provider's defaults first, the app's added once")
     func scopes() {
         #expect(
@@ -71,8 +82,8 @@ struct AuthFlowUnitTests {
         client.eventId = "ABCDEFGHIJ"
         client.callbackScheme = "com.googleusercontent.apps.123"
         let link = "https://auth.example/__/auth/handler?code=a%2Bb&state=s&user=%7B%22n%22%3A1%7D"
-        let deepLink = AuthHandlerController.appleDeepLink(
-            client, link: link, base: "https://auth.example/__/auth/handler")
+        let deepLink = AuthHandlerController.appURL(
+            client, base: "https://auth.example/__/auth/handler", answer: ("link", link))
         let prefix = "com.googleusercontent.apps.123://firebaseauth/link?deep_link_id="
         #expect(deepLink.hasPrefix(prefix))
         // AuthWebUtils.dictionary(withHttpArgumentsString:): `+` to space, then percent-decoding.
@@ -94,8 +105,9 @@ struct AuthFlowUnitTests {
         var client = AuthFlowClient(platform: .android, authType: "signInWithRedirect")
         client.eventId = "6f1c-42"
         client.androidPackage = "com.example.app"
-        let intent = AuthHandlerController.androidIntent(
-            client, link: "https://auth.example/__/auth/handler?code=1&state=2")
+        let intent = AuthHandlerController.appURL(
+            client, base: "https://auth.example/__/auth/handler",
+            answer: ("link", "https://auth.example/__/auth/handler?code=1&state=2"))
         #expect(
             intent
                 == "intent://firebase.auth/#Intent;scheme=genericidp;package=com.example.app;S.authType=signInWithRedirect;"
@@ -109,7 +121,9 @@ struct AuthFlowUnitTests {
         ios.eventId = "ABCDEFGHIJ"
         ios.callbackScheme = "app-1-2-ios-3"
         let failure = FirebaseError.invalid(.operationNotAllowed, "off")
-        let deepLink = AuthHandlerController.appError(ios, error: failure, base: "https://auth.example/__/auth/handler")
+        let deepLink = AuthHandlerController.appURL(
+            ios, base: "https://auth.example/__/auth/handler",
+            answer: ("firebaseError", AuthHandlerController.errorJSON(failure)))
         let prefix = "app-1-2-ios-3://firebaseauth/link?deep_link_id="
         #expect(deepLink.hasPrefix(prefix))
         let inner = try #require(String(deepLink.dropFirst(prefix.count)).removingPercentEncoding)
@@ -121,7 +135,8 @@ struct AuthFlowUnitTests {
         var android = AuthFlowClient(platform: .android, authType: "signInWithRedirect")
         android.eventId = "e-1"
         android.androidPackage = "com.example.app"
-        let intent = AuthHandlerController.appError(android, error: failure, base: "")
+        let intent = AuthHandlerController.appURL(
+            android, base: "", answer: ("firebaseError", AuthHandlerController.errorJSON(failure)))
         #expect(intent.hasPrefix("intent://firebase.auth/#Intent;scheme=genericidp;package=com.example.app;"))
         #expect(intent.contains(";S.firebaseError=%7B%22") && !intent.contains("S.link=") && intent.hasSuffix(";end"))
     }

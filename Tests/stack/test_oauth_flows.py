@@ -8,7 +8,7 @@ them).
    signInWithIdp body), the Apple SDK (the deep link, decoded as AuthWebUtils does, then v3
    verifyAssertion), the Android SDK (the GenericIdpActivity intent, then verifyAssertion or v1
    signInWithIdp), and an app of its own (createAuthUri, the answer on its continueUri).
-2. Linking, re-authentication and A.4's trust rules give through the popup what they give on the
+2. Linking, re-authentication and the trust rules (docs/design-notes.md) give through the popup what they give on the
    credential path (test_federated.py).
 3. Every refusal, each leaving no user behind: unknown, replayed, other-scope, other-API-key, expired
    states; wrong or missing session ids; a requestUri that is not the flow's; unauthorized redirectUrl,
@@ -975,6 +975,60 @@ def test_linking_an_identity_another_user_holds_answers_200_with_error_message(w
     assert tenant_user_ids(world, tenant.id) == sorted([owner["localId"], other.local_id])
 
 
+def test_the_scope_s_self_service_switches_govern_a_flow_as_they_govern_a_credential(world):
+    """With client.permissions.disabledUserSignup, a first sign-in through a flow answers ADMIN_ONLY_OPERATION
+    and creates nobody, while an identity the scope already has still signs in; with disableAuth, the handler
+    starts nothing and the popup's SDK gets auth/operation-not-allowed."""
+    tenant = provider_tenant(world, "google.com")
+    known = new_account(world, "google.com")
+    existing = check_user(world, redeem_web(world, web_flow(world, tenant.id, "google.com", known).event),
+                          tenant.id, "google.com", known)
+    expect_ok(world.admin.patch_tenant(tenant.id, {"client": {"permissions": {"disabledUserSignup": True}}},
+                                       update_mask="client.permissions.disabledUserSignup"))
+    stranger = new_account(world, "google.com")
+    refusal(world, redeem_web(world, web_flow(world, tenant.id, "google.com", stranger).event),
+            "ADMIN_ONLY_OPERATION", tenant.id, users=[existing["localId"]])
+    again = check_user(world, redeem_web(world, web_flow(world, tenant.id, "google.com", known).event),
+                       tenant.id, "google.com", known, new=False)
+    assert again["localId"] == existing["localId"]
+
+    expect_ok(world.admin.patch_tenant(tenant.id, {"disableAuth": True}, update_mask="disableAuth"))
+    before = len(world.idp.authorize_requests("google"))
+    resp = requests.get(web_handler_url(world, "google.com", tenant_id=tenant.id), allow_redirects=False,
+                        timeout=HTTP_TIMEOUT)
+    refused_event(page_data(resp), "auth/operation-not-allowed")
+    assert len(world.idp.authorize_requests("google")) == before and flows_in(world, tenant.id) == 0
+
+
+def test_a_tenant_s_trusted_pair_lets_its_oidc_provider_take_over_through_a_flow(world):
+    """A tenant's OIDC provider listed as verifying a domain (trustedEmailDomains) is trusted for it through
+    a flow as through a credential: it takes over an account whose address nobody proved; without the pair
+    the same sign-in needs confirmation."""
+    tenant = provider_tenant(world, "oidc-code", allowPasswordSignup=True)
+    provider_id = tenant["oidc-code"]
+    domain = f"acme{uuid.uuid4().hex[:6]}.example"
+
+    def squatter() -> dict:
+        return expect_ok(world.client.post("/v1/accounts:signUp", {
+            "tenantId": tenant.id, "email": f"owner-{uuid.uuid4().hex[:8]}@{domain}", "password": "flows pw 1",
+            "returnSecureToken": True}))
+
+    untrusted_owner = squatter()
+    account = new_account(world, provider_id, email=untrusted_owner["email"])
+    resp = redeem_web(world, web_flow(world, tenant.id, provider_id, account).event)
+    assert expect_ok(resp).get("needConfirmation") is True, describe(resp)
+
+    path = idp_config_path(world.admin.stack, "oauthIdpConfigs", tenant.id, provider_id)
+    expect_ok(world.admin.request("PATCH", path, params={"updateMask": "trustedEmailDomains"},
+                                  json={"trustedEmailDomains": [domain]}))
+    owner = squatter()
+    account = new_account(world, provider_id, email=owner["email"])
+    data = signed_in(redeem_web(world, web_flow(world, tenant.id, provider_id, account).event))
+    assert data["localId"] == owner["localId"], data
+    user = user_record(world, tenant.id, owner["localId"])
+    assert links(user) == [(provider_id, account.sub)] and user["emailVerified"] is True, user
+
+
 # ======================================================================================
 # 3. Refusals
 # ======================================================================================
@@ -1582,9 +1636,23 @@ def test_authorized_domains_are_project_config_that_governs_every_continue_url(w
     continueUri and sendOobCode's continueUrl accept, the relay iframe's frame-ancestors and what
     GET /v1/projects answers; PATCH with the mask and no value goes back to the deployment's default. The
     list set keeps localhost and 127.0.0.1 (other suites run beside this one) and is put back in any case."""
-    tenant = provider_tenant(world, "google.com", allowPasswordSignup=True)
+    tenant = provider_tenant(world, "google.com", allowPasswordSignup=True, enableEmailLinkSignin=True)
     app = "https://app.example.com/login"
     sub = "https://eu.app.example.com/login"
+
+    def email_link(url: str) -> str:
+        """An admin's email-link sign-in link whose continueUrl is ``url`` (checked against the domains)."""
+        path = f"/v1/projects/{world.stack.project_id}/tenants/{tenant.id}/accounts:sendOobCode"
+        resp = world.admin.request("POST", path, json={
+            "requestType": "EMAIL_SIGNIN", "email": f"link-{uuid.uuid4().hex[:8]}@example.com",
+            "continueUrl": url, "returnOobLink": True})
+        return expect_ok(resp)["oobLink"]
+
+    def offers_the_app(link: str) -> bool:
+        """Whether the action page (a GET uses nothing) offers to open the app at the link's continueUrl."""
+        page = requests.get(link, timeout=HTTP_TIMEOUT)
+        assert page.status_code == 200, describe(page)
+        return 'id="open-app" href="https://app.example.com/login?' in page.text
 
     def handler(url: str) -> requests.Response:
         return requests.get(web_handler_url(world, "google.com", tenant_id=tenant.id, auth_type="signInViaRedirect",
@@ -1620,8 +1688,16 @@ def test_authorized_domains_are_project_config_that_governs_every_continue_url(w
             expect_ok(oob(url))
         assert "https://app.example.com:*" in iframe_ancestors() and "http://localhost:*" in iframe_ancestors()
         assert error_page_code(handler("https://example.com/")) == "UNAUTHORIZED_DOMAIN"
+        link = email_link(app)
+        assert offers_the_app(link), "the action page follows a continueUrl on an authorized domain"
     finally:
         put_back_default_domains(world)
+    # The same link, once the domain is no longer authorized: the page no longer offers it.
+    assert not offers_the_app(link)
+    admin_refused = world.admin.request(
+        "POST", f"/v1/projects/{world.stack.project_id}/tenants/{tenant.id}/accounts:sendOobCode",
+        json={"requestType": "EMAIL_SIGNIN", "email": "x@example.com", "continueUrl": app, "returnOobLink": True})
+    expect_error(admin_refused, "UNAUTHORIZED_DOMAIN")
     assert expect_ok(world.admin.get_config())["authorizedDomains"] == DEFAULT_DOMAINS
     assert public_domains() == DEFAULT_DOMAINS
     assert error_page_code(handler(app)) == "UNAUTHORIZED_DOMAIN"

@@ -86,7 +86,7 @@ struct ActionPageController {
                 "\(Self.csrfCookie)=\(csrf); Path=\(Self.path); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
             return response
         } catch {
-            return page.error(Self.firebaseError(error, context: context))
+            return page.error(HostedPage.firebaseError(error, page: "action", logger: context.logger))
         }
     }
 
@@ -117,7 +117,7 @@ struct ActionPageController {
                 mode, code: code, link: link, fields: fields, request: request, context: context)
             return page.success(mode: mode, email: email)
         } catch {
-            return page.error(Self.firebaseError(error, context: context))
+            return page.error(HostedPage.firebaseError(error, page: "action", logger: context.logger))
         }
     }
 
@@ -175,15 +175,6 @@ struct ActionPageController {
                 clientIP: tokens.clientIP(request, context), requestID: context.requestID, logger: context.logger)
             return completed.user.email ?? code.email
         }
-    }
-
-    /// What went wrong, as the Firebase error the API would have answered; anything unexpected is
-    /// logged here (the page never shows it) and shown as a generic failure.
-    static func firebaseError(_ error: any Error, context: TokenContext) -> FirebaseError {
-        if let error = error as? FirebaseError { return error }
-        context.logger.error(
-            "action page failed", metadata: ["error.type": .string(String(describing: type(of: error)))])
-        return FirebaseError.internal
     }
 
     /// A cookie's value from the request's `Cookie` headers.

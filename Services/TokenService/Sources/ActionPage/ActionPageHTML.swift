@@ -15,15 +15,10 @@ struct ActionPageHTML {
 
     /// Only this origin's stylesheet, forms posting to this origin, no framing, no scripts; the link's
     /// code is in the page's URL, so no page it leads to learns it from a Referer.
-    static let headers: HTTPFields = [
-        .contentType: "text/html; charset=utf-8",
-        .contentSecurityPolicy:
-            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        .cacheControl: "no-store",
-        HTTPField.Name("Referrer-Policy")!: "no-referrer",
-        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-        HTTPField.Name("X-Frame-Options")!: "DENY",
-    ]
+    static let headers = HostedPage.headers(
+        contentSecurityPolicy:
+            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
 
     func form(mode: ActionPageController.Mode, code: OobCodeResponse, csrf: String) -> Response {
         let (title, intro, button) = wording(mode)
@@ -150,24 +145,9 @@ struct ActionPageHTML {
     }
 
     func page(title: String, body: String, status: HTTPResponse.Status) -> Response {
-        let html = """
-            <!doctype html>
-            <html lang="\(language.code)" dir="\(text.rightToLeft ? "rtl" : "ltr")">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="referrer" content="no-referrer">
-            <title>\(Self.escape(title)) · \(Self.escape(text.pageTitle))</title>
-            <link rel="stylesheet" href="\(ActionPageController.stylesheetPath)">
-            </head>
-            <body>
-            <main>
-            <h1>\(Self.escape(title))</h1>
-            \(body)</main>
-            </body>
-            </html>
-
-            """
+        let html = HostedPage.document(
+            language: language.code, rightToLeft: text.rightToLeft, title: "\(title) · \(text.pageTitle)",
+            heading: title, body: body)
         return Response(status: status, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 

@@ -83,10 +83,10 @@ struct AuthHandlerController {
         let language = AuthHandlerStrings.choose(lang: q["hl"], acceptLanguage: request.headers[.acceptLanguage])
         let page = AuthHandlerHTML(language: language)
         guard let key = q["apiKey"], Secrets.constantTimeEquals(key, configuration.apiKey) else {
-            return page.error(.invalid(.invalidApiKey), status: .badRequest)
+            return page.error(.invalid(.invalidApiKey))
         }
         guard let providerId = q["providerId"], FederatedProviders.kind(of: providerId) != nil else {
-            return page.error(.invalid(.invalidProviderId), status: .badRequest)
+            return page.error(.invalid(.invalidProviderId))
         }
         let scope = Scope(wire: (q["tid"] ?? q["tenantId"]).flatMap { $0.isEmpty ? nil : $0 })
         var started: AuthFlowClient?
@@ -106,24 +106,16 @@ struct AuthHandlerController {
                 requestID: context.requestID, logger: context.logger)
             return AuthHandlerHTML.redirect(to: authorizationURL)
         } catch {
-            let failure = Self.firebaseError(error, context: context)
+            let failure = HostedPage.firebaseError(error, page: "auth handler", logger: context.logger)
             // An SDK whose page or app was checked (an authorized domain's page, a listed app) gets the
             // error as its answer, as from Firebase's handler, instead of waiting for a browser the
             // user must close: the web SDK as its auth event, the mobile SDKs as `firebaseError`.
-            switch started?.platform {
-            case .web?:
-                if let web = started {
-                    return page.deliver(.object(Self.webEvent(web, scope: scope, error: failure)), client: web)
-                }
-            case .ios?, .android?:
-                if let app = started {
-                    let base = (try? Self.handlerURL(configuration: configuration, request: request)) ?? ""
-                    return page.toApp(Self.appError(app, error: failure, base: base))
-                }
-            case nil: break
+            guard let started else { return page.error(failure) }
+            if started.platform == .web {
+                return page.deliver(.object(Self.webEvent(started, scope: scope, error: failure)), client: started)
             }
-            return page.error(
-                failure, status: failure.status == .serviceUnavailable ? .serviceUnavailable : .badRequest)
+            let base = (try? Self.handlerURL(configuration: configuration, request: request)) ?? ""
+            return page.toApp(Self.appURL(started, base: base, answer: ("firebaseError", Self.errorJSON(failure))))
         }
     }
 
@@ -241,7 +233,7 @@ struct AuthHandlerController {
         let language = AuthHandlerStrings.choose(lang: nil, acceptLanguage: request.headers[.acceptLanguage])
         var page = AuthHandlerHTML(language: language)
         guard let state = fields["state"], let scope = AuthorizationFlows.scope(ofState: state) else {
-            return page.error(AuthorizationFlows.unknownFlow, status: .badRequest)
+            return page.error(AuthorizationFlows.unknownFlow)
         }
         let flow: AuthFlow
         do {
@@ -250,9 +242,7 @@ struct AuthHandlerController {
                 as: AuthFlowResponse.self, requestID: context.requestID, logger: context.logger
             ).flow
         } catch {
-            let failure = Self.firebaseError(error, context: context)
-            return page.error(
-                failure, status: failure.status == .serviceUnavailable ? .serviceUnavailable : .badRequest)
+            return page.error(HostedPage.firebaseError(error, page: "auth handler", logger: context.logger))
         }
         let answer = postBody ?? rawQuery ?? ""
         let link = flow.redirectUri + (answer.isEmpty ? "" : "?" + answer)
@@ -273,10 +263,8 @@ struct AuthHandlerController {
                 event["urlResponse"] = .string(link)
             }
             return page.deliver(.object(event), client: client)
-        case .ios:
-            return page.toApp(Self.appleDeepLink(client, link: link, base: flow.redirectUri))
-        case .android:
-            return page.toApp(Self.androidIntent(client, link: link))
+        case .ios, .android:
+            return page.toApp(Self.appURL(client, base: flow.redirectUri, answer: ("link", link)))
         }
     }
 
@@ -313,46 +301,29 @@ struct AuthHandlerController {
         }
     }
 
-    /// The Apple SDK's callback (`AuthWebUtils.isExpectedCallbackURL`, `OAuthProvider`):
-    /// `<scheme>://firebaseauth/link?deep_link_id=<URL whose query has authType, eventId and link>`,
-    /// every value percent-encoded, so `link` is encoded twice.
-    static func appleDeepLink(_ client: AuthFlowClient, link: String, base: String) -> String {
-        let origin = WebURL(base)?.origin ?? base
-        let inner =
-            origin + "/__/auth/callback?"
-            + FormURLEncoded.encode([
-                ("authType", client.authType), ("link", link), ("eventId", client.eventId ?? ""),
-            ])
-        return (client.callbackScheme ?? "") + "://firebaseauth/link?deep_link_id=" + FormURLEncoded.escape(inner)
-    }
-
-    /// The Android SDK's callback: an intent for `GenericIdpActivity` (scheme `genericidp`, host
-    /// `firebase.auth`) with the answer as string extras, unencrypted (`encryptionEnabled=false`, as
-    /// the Firebase emulator's handler sends it: Tessera does not hold the app's key).
-    static func androidIntent(_ client: AuthFlowClient, link: String) -> String {
-        "intent://firebase.auth/#Intent;scheme=genericidp;package=\(client.androidPackage ?? "");"
-            + "S.authType=\(FormURLEncoded.escape(client.authType));S.eventId=\(FormURLEncoded.escape(client.eventId ?? ""));"
-            + "S.link=\(FormURLEncoded.escape(link));B.encryptionEnabled=false;end"
-    }
-
-    /// A refusal as each mobile SDK reads it: `firebaseError` (JSON `{code, message}`) in the Apple
-    /// SDK's deep link, or an extra of the Android SDK's intent.
-    static func appError(_ client: AuthFlowClient, error: FirebaseError, base: String) -> String {
-        let json: JSONValue = .object(["code": .string(sdkCode(error)), "message": .string(error.message)])
-        let text = (try? JSONEncoder().encode(json)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    /// Back to a mobile SDK, with `answer` — `link` (the provider's answer as a URL on the handler)
+    /// or `firebaseError` (JSON `{code, message}`) — beside `authType` and `eventId`:
+    /// - the Apple SDK (`AuthWebUtils.isExpectedCallbackURL`, `OAuthProvider`):
+    ///   `<scheme>://firebaseauth/link?deep_link_id=<URL whose query has them>`, every value
+    ///   percent-encoded, so `link` is encoded twice;
+    /// - the Android SDK: an intent for `GenericIdpActivity` (scheme `genericidp`, host
+    ///   `firebase.auth`) with them as string extras, unencrypted (`encryptionEnabled=false`, as the
+    ///   Firebase emulator's handler sends it: Tessera does not hold the app's key).
+    static func appURL(_ client: AuthFlowClient, base: String, answer: (name: String, value: String)) -> String {
+        let fields = [("authType", client.authType), ("eventId", client.eventId ?? ""), answer]
         if client.platform == .android {
+            let extras = fields.map { "S.\($0.0)=\(FormURLEncoded.escape($0.1));" }.joined()
             return "intent://firebase.auth/#Intent;scheme=genericidp;package=\(client.androidPackage ?? "");"
-                + "S.authType=\(FormURLEncoded.escape(client.authType));"
-                + "S.eventId=\(FormURLEncoded.escape(client.eventId ?? ""));"
-                + "S.firebaseError=\(FormURLEncoded.escape(text));B.encryptionEnabled=false;end"
+                + extras + "B.encryptionEnabled=false;end"
         }
-        let origin = WebURL(base)?.origin ?? base
-        let inner =
-            origin + "/__/auth/callback?"
-            + FormURLEncoded.encode([
-                ("authType", client.authType), ("eventId", client.eventId ?? ""), ("firebaseError", text),
-            ])
+        let inner = (WebURL(base)?.origin ?? base) + "/__/auth/callback?" + FormURLEncoded.encode(fields)
         return (client.callbackScheme ?? "") + "://firebaseauth/link?deep_link_id=" + FormURLEncoded.escape(inner)
+    }
+
+    /// A refusal as the mobile SDKs read their `firebaseError`: the JS SDK's code, and the message.
+    static func errorJSON(_ error: FirebaseError) -> String {
+        let json: JSONValue = .object(["code": .string(sdkCode(error)), "message": .string(error.message)])
+        return (try? JSONEncoder().encode(json)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     // MARK: The relay iframe
@@ -361,10 +332,10 @@ struct AuthHandlerController {
         let q = Self.query(request)
         let page = AuthHandlerHTML(language: AuthHandlerStrings.choose(lang: nil, acceptLanguage: nil))
         guard let key = q["apiKey"], Secrets.constantTimeEquals(key, configuration.apiKey) else {
-            return page.error(.invalid(.invalidApiKey), status: .badRequest)
+            return page.error(.invalid(.invalidApiKey))
         }
         guard let appName = q["appName"], !appName.isEmpty else {
-            return page.error(.invalid(.invalidArgument), status: .badRequest)
+            return page.error(.invalid(.invalidArgument))
         }
         let domains = try await tokens.currentLinks(requestID: context.requestID, logger: context.logger)
             .authorizedDomains
@@ -396,12 +367,5 @@ struct AuthHandlerController {
                 HTTPField.Name("X-Content-Type-Options")!: "nosniff",
             ],
             body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
-
-    static func firebaseError(_ error: any Error, context: TokenContext) -> FirebaseError {
-        if let error = error as? FirebaseError { return error }
-        context.logger.error(
-            "auth handler failed", metadata: ["error.type": .string(String(describing: type(of: error)))])
-        return FirebaseError.internal
     }
 }

@@ -14,15 +14,10 @@ struct AuthHandlerHTML {
     /// No inline script, no framing (the handler runs in a popup or a whole tab), nothing but this
     /// origin; the answer's code is in the URL, so no page it leads to learns it from a Referer. No
     /// `Cross-Origin-Opener-Policy`: the popup must keep its opener to reach the relay iframe.
-    static let headers: HTTPFields = [
-        .contentType: "text/html; charset=utf-8",
-        .contentSecurityPolicy:
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
-        .cacheControl: "no-store",
-        HTTPField.Name("Referrer-Policy")!: "no-referrer",
-        HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-        HTTPField.Name("X-Frame-Options")!: "DENY",
-    ]
+    static let headers = HostedPage.headers(
+        contentSecurityPolicy:
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+    )
 
     /// Off to the provider (or to an app's `continueUri`).
     static func redirect(to location: String) -> Response {
@@ -33,7 +28,9 @@ struct AuthHandlerHTML {
             ])
     }
 
-    func error(_ error: FirebaseError, status: HTTPResponse.Status) -> Response {
+    /// The error's page, with its status (400 for a refusal, 503 with `Retry-After` for a
+    /// dependency that is down).
+    func error(_ error: FirebaseError) -> Response {
         let message: String
         switch error.errorCode {
         case .invalidApiKey?: message = text.invalidApiKey
@@ -51,7 +48,7 @@ struct AuthHandlerHTML {
             </section>
 
             """
-        var response = page(title: text.errorTitle, body: body, status: status)
+        var response = page(title: text.errorTitle, body: body, status: error.status)
         if let retryAfter = error.retryAfterSeconds { response.headers[.retryAfter] = String(retryAfter) }
         return response
     }
@@ -110,14 +107,10 @@ struct AuthHandlerHTML {
             </html>
 
             """
-        let headers: HTTPFields = [
-            .contentType: "text/html; charset=utf-8",
-            .contentSecurityPolicy:
+        let headers = HostedPage.headers(
+            contentSecurityPolicy:
                 "default-src 'none'; script-src 'self' https://apis.google.com https://www.gstatic.com; frame-src https://apis.google.com; connect-src https://apis.google.com; frame-ancestors \(frameAncestors); base-uri 'none'; form-action 'none'",
-            .cacheControl: "no-store",
-            HTTPField.Name("Referrer-Policy")!: "no-referrer",
-            HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-        ]
+            framed: true)
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
@@ -133,24 +126,8 @@ struct AuthHandlerHTML {
     }
 
     func page(title: String, body: String, status: HTTPResponse.Status) -> Response {
-        let html = """
-            <!doctype html>
-            <html lang="\(language.code)" dir="\(text.rightToLeft ? "rtl" : "ltr")">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="referrer" content="no-referrer">
-            <title>\(Self.escape(title))</title>
-            <link rel="stylesheet" href="\(ActionPageController.stylesheetPath)">
-            </head>
-            <body>
-            <main>
-            <h1>\(Self.escape(title))</h1>
-            \(body)</main>
-            </body>
-            </html>
-
-            """
+        let html = HostedPage.document(
+            language: language.code, rightToLeft: text.rightToLeft, title: title, heading: title, body: body)
         return Response(status: status, headers: Self.headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 

@@ -28,6 +28,13 @@ struct AuthorizationFlows: Sendable {
         case oauth2Code
         /// Twitter's OAuth 1.0a: a request token first, then the access token and its secret.
         case oauth1
+
+        /// The ID token must carry the flow's nonce.
+        var usesNonce: Bool { self == .oidcCode || self == .apple || self == .oidcImplicit }
+        /// The code is bound to a PKCE verifier (Apple's token endpoint takes none).
+        var usesPKCE: Bool { self == .oidcCode || self == .oauth2Code }
+        /// The provider posts its answer back (`response_mode=form_post`).
+        var postsAnswer: Bool { self == .apple || self == .oidcImplicit }
     }
 
     static func kind(_ config: IdpConfigResponse) throws -> Kind {
@@ -111,18 +118,18 @@ struct AuthorizationFlows: Sendable {
                 ("response_type", kind == .oidcImplicit ? "id_token" : "code"),
                 ("scope", Self.scopes(config.providerId, requested: start.scopes)), ("state", state),
             ]
-            if kind == .oidcCode || kind == .apple || kind == .oidcImplicit {
+            if kind.usesNonce {
                 let nonce = Base64URL.encode(Secrets.randomBytes(24))
                 flow.nonce = nonce
                 query.append(("nonce", nonce))
             }
-            if kind == .oidcCode || kind == .oauth2Code {
+            if kind.usesPKCE {
                 let verifier = Base64URL.encode(Secrets.randomBytes(32))
                 flow.codeVerifier = verifier
                 query.append(("code_challenge", Base64URL.encode(Array(SHA256.hash(data: Data(verifier.utf8))))))
                 query.append(("code_challenge_method", "S256"))
             }
-            if kind == .apple || kind == .oidcImplicit { query.append(("response_mode", "form_post")) }
+            if kind.postsAnswer { query.append(("response_mode", "form_post")) }
             authorizationURL = Self.url(base, query + extra.sorted { $0.key < $1.key })
         }
         var create = CreateAuthFlowRequest(
@@ -138,18 +145,29 @@ struct AuthorizationFlows: Sendable {
     /// there: a code flow's client secret (Twitter's consumer secret), Apple's code-flow key.
     static func checkCredentials(_ config: IdpConfigResponse, kind: Kind) throws {
         switch kind {
-        case .apple where config.appleCodeFlow == nil:
+        case .apple: _ = try appleCodeFlow(config)
+        case .oidcCode, .oauth2Code, .oauth1: _ = try clientSecret(config)
+        case .oidcImplicit: break
+        }
+    }
+
+    /// The provider's client secret (Twitter's consumer secret), or `OPERATION_NOT_ALLOWED`.
+    static func clientSecret(_ config: IdpConfigResponse) throws -> String {
+        guard let secret = config.clientSecret else {
+            throw FirebaseError.invalid(
+                .operationNotAllowed, "\(config.providerId) is configured without its client secret (clientSecret).")
+        }
+        return secret
+    }
+
+    /// Apple's code-flow key, or `OPERATION_NOT_ALLOWED`.
+    static func appleCodeFlow(_ config: IdpConfigResponse) throws -> AppleCodeFlow {
+        guard let flow = config.appleCodeFlow else {
             throw FirebaseError.invalid(
                 .operationNotAllowed,
                 "apple.com is configured without appleSignInConfig.codeFlowConfig (team id, key id, private key).")
-        case .oidcCode, .oauth2Code, .oauth1:
-            if config.clientSecret == nil {
-                throw FirebaseError.invalid(
-                    .operationNotAllowed, "\(config.providerId) is configured without its client secret (clientSecret)."
-                )
-            }
-        default: break
         }
+        return flow
     }
 
     /// The authorization and token endpoints of an OAuth 2 provider, and the custom parameters that
@@ -229,15 +247,8 @@ struct AuthorizationFlows: Sendable {
 
         init(requestUri: String, postBody: String?) throws {
             guard let url = WebURL(requestUri) else { throw FirebaseError.invalid(.invalidRequestUri) }
-            var rest = Substring(url.rest)
-            if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
-            var query = Substring("")
-            if let mark = rest.firstIndex(of: "?") {
-                query = rest[rest.index(after: mark)...]
-                rest = rest[..<mark]
-            }
-            base = url.origin + rest
-            guard var fields = FormURLEncoded.parse(String(query)) else {
+            base = url.resource
+            guard var fields = FormURLEncoded.parse(String(url.query ?? "")) else {
                 throw FirebaseError.invalid(.invalidRequestUri)
             }
             if let postBody, !postBody.isEmpty {
@@ -314,13 +325,8 @@ struct AuthorizationFlows: Sendable {
 
     /// Same scheme, host, port and path.
     static func sameResource(_ lhs: String, _ rhs: String) -> Bool {
-        func base(_ text: String) -> String? {
-            guard let url = WebURL(text) else { return nil }
-            let rest = url.rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            return url.origin + String(rest.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0])
-        }
-        guard let left = base(lhs), let right = base(rhs) else { return false }
-        return left == right
+        guard let left = WebURL(lhs), let right = WebURL(rhs) else { return false }
+        return left.resource == right.resource
     }
 
     /// Turns the provider's answer into the credential `IdentityProviders` verifies: the tokens the
@@ -357,17 +363,14 @@ struct AuthorizationFlows: Sendable {
             var headers: [(String, String)] = [("Accept", "application/json")]
             if kind == .apple {
                 form.append(("client_secret", try appleClientSecret(config)))
-            } else if let secret = config.clientSecret {
+            } else {
+                let secret = try Self.clientSecret(config)
                 if try await usesBasicAuthentication(config, logger: logger) {
                     let pair = FormURLEncoded.escape(config.clientId) + ":" + FormURLEncoded.escape(secret)
                     headers.append(("Authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
                 } else {
                     form.append(("client_secret", secret))
                 }
-            } else {
-                throw FirebaseError.invalid(
-                    .operationNotAllowed, "\(config.providerId) is configured without its client secret (clientSecret)."
-                )
             }
             if let verifier = flow.codeVerifier { form.append(("code_verifier", verifier)) }
             let reply = try await providers.http.post(
@@ -414,11 +417,7 @@ struct AuthorizationFlows: Sendable {
     /// team, for the Services ID, to Apple, signed with the team's key; five minutes is plenty for
     /// the one call it is made for.
     func appleClientSecret(_ config: IdpConfigResponse) throws -> String {
-        guard let flow = config.appleCodeFlow else {
-            throw FirebaseError.invalid(
-                .operationNotAllowed,
-                "apple.com is configured without appleSignInConfig.codeFlowConfig (team id, key id, private key).")
-        }
+        let flow = try Self.appleCodeFlow(config)
         guard let key = try? P256.Signing.PrivateKey(pemRepresentation: flow.privateKey) else {
             throw FirebaseError.invalid(.operationNotAllowed, "apple.com's code-flow private key is not a P-256 key.")
         }
@@ -487,10 +486,7 @@ struct AuthorizationFlows: Sendable {
         parameters: [(String, String)], logger: Logger
     ) async throws -> [String: String] {
         guard let target = providers.endpoints[config.providerId]?[keyPath: url] else { throw FirebaseError.internal }
-        guard let consumerSecret = config.clientSecret else {
-            throw FirebaseError.invalid(
-                .operationNotAllowed, "twitter.com is configured without its consumer secret (clientSecret).")
-        }
+        let consumerSecret = try Self.clientSecret(config)
         let authorization = OAuth1.authorization(
             method: "POST", url: target, query: [], consumerKey: config.clientId, consumerSecret: consumerSecret,
             token: token, tokenSecret: tokenSecret, protocolParameters: parameters)

@@ -2,7 +2,7 @@ import Foundation
 import TesseraShared
 
 /// Where a built-in provider publishes its keys and user info, and where its authorization flow
-/// runs (API.md A.8; docs/oauth-flows.md): production defaults, each overridable per deployment with
+/// runs (docs/configuration.md, the `IDP_*` rows; docs/oauth-flows.md §3): production defaults, each overridable per deployment with
 /// `IDP_<NAME>_ISSUER`, `_JWKS_URL`, `_USERINFO_URL`, `_TOKEN_CHECK_URL`, `_AUTHORIZATION_URL`,
 /// `_TOKEN_URL` (and Twitter's `_REQUEST_TOKEN_URL`).
 public struct ProviderEndpoints: Sendable, Equatable {

@@ -167,8 +167,8 @@ struct AccountsController {
         var sessionId: String
     }
 
-    /// `accounts:createAuthUri` (B.2.1): for an email, what it can sign in with (under email
-    /// enumeration protection only `kind` and `sessionId`, B.5.9); for a `providerId`, a sign-in with
+    /// `accounts:createAuthUri`: for an email, what it can sign in with (under email enumeration
+    /// protection only `kind` and `sessionId`, docs/design-notes.md); for a `providerId`, a sign-in with
     /// that provider (docs/oauth-flows.md): `authUri` sends the browser to the provider, whose answer
     /// comes back to Tessera's handler and on to `continueUri` (an authorized domain's), where the app
     /// redeems it with `signInWithIdp` (`requestUri` = that URL, `sessionId`).
@@ -248,17 +248,14 @@ struct AccountsController {
     /// `error` (the app's would be read instead of the provider's).
     static func checkAnswerTarget(_ continueUri: String) throws {
         guard let url = WebURL(continueUri) else { throw FirebaseError.invalid(.invalidContinueUri) }
-        let rest = Substring(url.rest)
-        guard !rest.contains("#") else {
+        guard url.fragment == nil else {
             throw FirebaseError.invalid(
                 .invalidContinueUri, "continueUri cannot have a fragment: the answer is added to its query.")
         }
-        let parts = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let path = parts[0]
-        if path == AuthHandlerController.handlerPath || path == AuthHandlerController.emulatorHandlerPath {
+        if url.path == AuthHandlerController.handlerPath || url.path == AuthHandlerController.emulatorHandlerPath {
             throw FirebaseError.invalid(.invalidContinueUri, "continueUri is Tessera's handler; name the app's page.")
         }
-        if parts.count == 2, let fields = FormURLEncoded.parse(String(parts[1])),
+        if let fields = url.query.flatMap({ FormURLEncoded.parse(String($0)) }),
             fields.keys.contains(
                 where: ["state", "code", "error", "id_token", "oauth_token", "oauth_verifier"].contains)
         {

@@ -40,42 +40,25 @@ struct AuthFlowStore: Sendable {
         request_token, request_token_secret, client
         """
 
-    /// A row of `columns`, named.
-    struct Row {
-        var providerId: String
-        var sessionHashes: [String]
-        var apiKeyHash: String
-        var continueUri: String
-        var redirectUri: String
-        var tokenURL: String?
-        var nonce: String?
-        var codeVerifier: String?
-        var requestToken: String?
-        var requestTokenSecret: String?
-        var client: String?
+    typealias Row = (String, [String], String, String, String, String?, String?, String?, String?, String?, String?)
 
-        init(_ r: (String, [String], String, String, String, String?, String?, String?, String?, String?, String?)) {
-            (
-                providerId, sessionHashes, apiKeyHash, continueUri, redirectUri, tokenURL, nonce, codeVerifier,
-                requestToken, requestTokenSecret, client
-            ) = r
-        }
-
-        var flow: AuthFlow {
-            var flow = AuthFlow(
-                providerId: providerId, sessionHashes: sessionHashes, apiKeyHash: apiKeyHash,
-                continueUri: continueUri, redirectUri: redirectUri)
-            flow.tokenURL = tokenURL
-            flow.nonce = nonce
-            flow.codeVerifier = codeVerifier
-            flow.requestToken = requestToken
-            flow.requestTokenSecret = requestTokenSecret
-            flow.client = client.flatMap { try? JSONDecoder().decode(AuthFlowClient.self, from: Data($0.utf8)) }
-            return flow
-        }
+    /// The flow of a row of `columns`.
+    static func flow(_ row: Row) -> AuthFlow {
+        let (
+            providerId, sessionHashes, apiKeyHash, continueUri, redirectUri, tokenURL, nonce, codeVerifier,
+            requestToken, requestTokenSecret, client
+        ) = row
+        var flow = AuthFlow(
+            providerId: providerId, sessionHashes: sessionHashes, apiKeyHash: apiKeyHash, continueUri: continueUri,
+            redirectUri: redirectUri)
+        flow.tokenURL = tokenURL
+        flow.nonce = nonce
+        flow.codeVerifier = codeVerifier
+        flow.requestToken = requestToken
+        flow.requestTokenSecret = requestTokenSecret
+        flow.client = client.flatMap { try? JSONDecoder().decode(AuthFlowClient.self, from: Data($0.utf8)) }
+        return flow
     }
-
-    typealias Columns = (String, [String], String, String, String, String?, String?, String?, String?, String?, String?)
 
     /// The unexpired flow, left in place (the hosted handler reads where to send the answer).
     func get(_ request: AuthFlowRequest, logger: Logger) async throws -> AuthFlow {
@@ -84,7 +67,7 @@ struct AuthFlowStore: Sendable {
             SELECT \(unescaped: Self.columns) FROM auth_flows
             WHERE tenant_id = \(request.scope) AND state_hash = \(request.stateHash) AND expires_at > now()
             """, logger: logger)
-        for try await row in rows.decode(Columns.self) { return Row(row).flow }
+        for try await row in rows.decode(Row.self) { return Self.flow(row) }
         throw Self.unknownFlow
     }
 
@@ -96,7 +79,7 @@ struct AuthFlowStore: Sendable {
             WHERE tenant_id = \(request.scope) AND state_hash = \(request.stateHash) AND expires_at > now()
             RETURNING \(unescaped: Self.columns)
             """, logger: logger)
-        for try await row in rows.decode(Columns.self) { return Row(row).flow }
+        for try await row in rows.decode(Row.self) { return Self.flow(row) }
         throw Self.unknownFlow
     }
 
@@ -128,7 +111,7 @@ struct AuthFlowStore: Sendable {
     }
 }
 
-/// The project's authorized domains (API.md A.11; Firebase's `Config.authorizedDomains`): those the
+/// The project's authorized domains (docs/oauth-flows.md §2, "No open redirect"; Firebase's `Config.authorizedDomains`): those the
 /// project config lists, or the deployment's default (`TESSERA_AUTHORIZED_DOMAINS`) until an admin
 /// sets them.
 struct AuthorizedDomains: Sendable {

@@ -157,7 +157,7 @@ struct ProjectConfigWire: Codable, Sendable {
     var disableAuth: Bool?
     var rateLimits: RateLimitsWire?
     /// Firebase's: the hosts (and their subdomains) a `continueUrl`, the hosted handler's
-    /// `redirectUrl` and an identity-provider sign-in's `continueUri` may point to (API.md A.11).
+    /// `redirectUrl` and an identity-provider sign-in's `continueUri` may point to (docs/oauth-flows.md §2).
     /// Until set, the deployment's `TESSERA_AUTHORIZED_DOMAINS`.
     var authorizedDomains: [String]?
 
