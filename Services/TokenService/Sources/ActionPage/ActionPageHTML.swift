@@ -90,14 +90,7 @@ struct ActionPageHTML {
         case .invalidMode?, .invalidApiKey?, .tenantNotFound?: message = text.invalidLink
         default: message = error.status == .serviceUnavailable ? text.unavailable : text.unknownError
         }
-        let code = error.status == .internalServerError ? "INTERNAL" : error.code
-        let body = """
-            <section id="result" data-outcome="error" data-code="\(Self.escape(code))" role="alert">
-            <p>\(Self.escape(message))</p>
-            </section>
-
-            """
-        var response = page(title: text.errorTitle, body: body, status: error.status)
+        var response = page(title: text.errorTitle, body: HostedPage.errorSection(error, message), status: error.status)
         if let retryAfter = error.retryAfterSeconds { response.headers[.retryAfter] = String(retryAfter) }
         return response
     }

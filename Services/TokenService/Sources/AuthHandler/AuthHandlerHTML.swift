@@ -41,14 +41,7 @@ struct AuthHandlerHTML {
         case .invalidArgument?, .invalidContinueUri?: message = text.invalidRequest
         default: message = error.status == .serviceUnavailable ? text.unavailable : text.unknownError
         }
-        let code = error.status == .internalServerError ? "INTERNAL" : error.code
-        let body = """
-            <section id="result" data-outcome="error" data-code="\(Self.escape(code))" role="alert">
-            <p>\(Self.escape(message))</p>
-            </section>
-
-            """
-        var response = page(title: text.errorTitle, body: body, status: error.status)
+        var response = page(title: text.errorTitle, body: HostedPage.errorSection(error, message), status: error.status)
         if let retryAfter = error.retryAfterSeconds { response.headers[.retryAfter] = String(retryAfter) }
         return response
     }

@@ -42,6 +42,18 @@ enum HostedPage {
         """
     }
 
+    /// An error's section: its code for tests and support (`INTERNAL` for anything unexpected, never
+    /// its detail) and the page's words for it.
+    static func errorSection(_ error: FirebaseError, _ message: String) -> String {
+        let code = error.status == .internalServerError ? "INTERNAL" : error.code
+        return """
+            <section id="result" data-outcome="error" data-code="\(ActionPageHTML.escape(code))" role="alert">
+            <p>\(ActionPageHTML.escape(message))</p>
+            </section>
+
+            """
+    }
+
     /// What went wrong, as the Firebase error the API would have answered; anything unexpected is
     /// logged (the page never shows it) and shown as a generic failure.
     static func firebaseError(_ error: any Error, page: String, logger: Logger) -> FirebaseError {
