@@ -49,6 +49,9 @@ struct Export: AsyncParsableCommand {
                     "exported \(summary.users) users (\(summary.extras) with Tessera-only data), \(summary.providers) "
                         + "identity providers and \(summary.templates) mail templates of \(scope.scope.label) to \(place)"
                 )
+                if summary.withheld > 0 {
+                    Output.note(Self.withheldNote(summary.withheld))
+                }
             } catch {
                 sink.abandon()
                 throw error
@@ -56,9 +59,18 @@ struct Export: AsyncParsableCommand {
         }
     }
 
+    /// Why some users were exported without their password (docs/cli.md, "Export format").
+    static func withheldNote(_ count: Int) -> String {
+        "\(count) users were exported without their password hash: it was made with the project's key, which "
+            + "a tenant's export never carries. Each is re-hashed with the tenant's key at the user's next "
+            + "sign-in; imported elsewhere before that, the user must reset the password"
+    }
+
     struct Summary {
         var users = 0
         var extras = 0
+        /// Users whose password hash the server withheld (TransferFormat.withheldKey).
+        var withheld = 0
         var providers = 0
         var templates = 0
     }
@@ -112,6 +124,7 @@ struct Export: AsyncParsableCommand {
                 if let extra {
                     try extras.write((summary.extras == 0 ? "\n" : ",\n") + JSON.compact(extra))
                     summary.extras += 1
+                    if TransferFormat.isWithheld(extra) { summary.withheld += 1 }
                 }
             }
             bar.advance(by: users.count)

@@ -155,6 +155,12 @@ struct Import: AsyncParsableCommand {
 
     func run() async throws {
         let source = try loadSource()
+        let withheld = source.extras.values.filter { TransferFormat.isWithheld($0) }.count
+        if withheld > 0 {
+            Output.note(
+                "\(withheld) users of \(source.path) have no password hash (withheld by the export: made with "
+                    + "the source project's key): they are imported without a password and must reset it")
+        }
         let statePath = state ?? source.path + ".import-state.json"
         let adminURL = try global.resolvedAdminURL()
         let mode = createTenant ? "create" : scope.tenant != nil ? "tenant" : "default"

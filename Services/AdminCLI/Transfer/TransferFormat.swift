@@ -18,7 +18,8 @@ import TesseraShared
 /// — a password hash the scope's hash config does not describe (`tesseraPasswordHash`, the
 /// batchCreate settings it needs with the hash and salt), the other providers (apple.com,
 /// microsoft.com, yahoo.com, oidc.*), `emailLinkSignin` and `customAuth` — goes to `tessera.users`, by localId; `tessera import` puts
-/// the two back together, and also reads those members inside a user.
+/// the two back together, and also reads those members inside a user. `tesseraPasswordHashWithheld`
+/// marks a user of a tenant whose hash the server does not export (it needs the project's key).
 enum TransferFormat {
     static let version: Int64 = 1
 
@@ -61,6 +62,10 @@ enum TransferFormat {
             // Its hash is not one the scope's hashConfig describes: never a Firebase `passwordHash`.
             out["passwordHash"] = nil
             out["salt"] = nil
+        } else if user[withheldKey]?.boolValue == true {
+            // A tenant's hash that needs the project's key: the server kept it back
+            // (docs/architecture.md, "Hash keys across scopes"); the user is exported without one.
+            extra[withheldKey] = .bool(true)
         }
         // Marks Firebase's format has no member for (B.6): email-link sign-in (a `password` provider
         // without a password) and a user made by a custom token (no email, provider or password, and
@@ -77,6 +82,13 @@ enum TransferFormat {
         "localId", "email", "emailVerified", "displayName", "photoUrl", "phoneNumber", "disabled", "customAttributes",
         "createdAt", "lastLoginAt", "passwordHash", "salt",
     ]
+    /// A user whose password hash the server withheld (a tenant's hash made with the project's key):
+    /// kept in `tessera.users`, never sent to batchCreate; the user is imported without a password.
+    static let withheldKey = "tesseraPasswordHashWithheld"
+
+    /// Whether a user of `tessera.users` (or a hand-made user) is marked `withheldKey`.
+    static func isWithheld(_ value: JSONValue?) -> Bool { value?[withheldKey]?.boolValue == true }
+
     /// Tessera's marks of a user, kept in `tessera.users` and sent to batchCreate as they are.
     static let markKeys = ["emailLinkSignin", "customAuth"]
     static let batchCreateProviderKeys = ["providerId", "rawId", "federatedId", "email", "displayName", "photoUrl"]

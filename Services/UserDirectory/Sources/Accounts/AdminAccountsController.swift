@@ -191,17 +191,20 @@ struct AdminAccountsController<Tenants: TenantStore> {
     // MARK: batchGet
 
     /// A user record with the real hash and salt in place of the client redaction, or neither when
-    /// the hash is not exportable.
+    /// the hash is not exportable; with foreign hashes asked for, `tesseraPasswordHash`, or
+    /// `tesseraPasswordHashWithheld: true` for a tenant's hash that needs the project's key.
     struct ExportedUserWire: Encodable, Sendable {
         var user: UserInfoWire
         var salt: String?
         var foreignHash: ForeignPasswordHash?
+        var withheld: Bool
 
         init(_ exported: ExportedUser) {
             user = UserInfoWire(exported.user)
             user.passwordHash = exported.passwordHash
             salt = exported.salt
             foreignHash = exported.foreignHash
+            withheld = exported.passwordHashWithheld
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -209,9 +212,10 @@ struct AdminAccountsController<Tenants: TenantStore> {
             var container = encoder.container(keyedBy: Keys.self)
             try container.encodeIfPresent(salt, forKey: .salt)
             try container.encodeIfPresent(foreignHash, forKey: .tesseraPasswordHash)
+            if withheld { try container.encode(true, forKey: .tesseraPasswordHashWithheld) }
         }
 
-        enum Keys: String, CodingKey { case salt, tesseraPasswordHash }
+        enum Keys: String, CodingKey { case salt, tesseraPasswordHash, tesseraPasswordHashWithheld }
     }
 
     struct BatchGetResponse: Encodable, Sendable {
@@ -224,7 +228,9 @@ struct AdminAccountsController<Tenants: TenantStore> {
     /// at most 1000; a full page always carries a token (the last localId). Password hashes and salts
     /// are exported in the B.7.1 form, so the project's hash config re-imports them anywhere.
     /// `tesseraForeignHashes=true` (Tessera's own, for `tessera export`) adds the hashes the hash
-    /// config does not describe, each in a `tesseraPasswordHash` object with its batchCreate settings.
+    /// config does not describe, each in a `tesseraPasswordHash` object with its batchCreate settings,
+    /// except a tenant's hashes that need the project's key, which are marked withheld instead
+    /// (docs/architecture.md, "Hash keys across scopes").
     @Sendable func batchGet(_ request: Request, context: AdminContext) async throws -> JSONResponse<
         BatchGetResponse
     > {

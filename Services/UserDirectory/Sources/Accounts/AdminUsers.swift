@@ -25,6 +25,9 @@ public struct ExportedUser: Sendable {
     /// A hash the scope's hash config does not describe, with the `accounts:batchCreate` settings
     /// that re-import it; only when asked for (`tesseraForeignHashes`, the `tessera export`).
     public var foreignHash: ForeignPasswordHash?
+    /// The user has a password whose hash a tenant does not export, because it needs the project's
+    /// key (`ScopeHashKeys.needsProjectKey`); said only when foreign hashes were asked for.
+    public var passwordHashWithheld = false
 }
 
 /// A password hash with the hash settings of `accounts:batchCreate` (B.7.1) that verify it: an
@@ -64,20 +67,15 @@ extension AdminUsers {
         )
     }
 
-    /// Whether the scope's hash config describes a stored hash: a tenant's hashes made with the
-    /// project's key are not (exporting them would hand the tenant's admins the project's key).
     /// The batchCreate settings of a stored hash the hash config does not describe, or nil for one
-    /// whose parameters cannot be read (it is then exported without a password, as before).
+    /// whose parameters cannot be read (it is then exported without a password, as before). The
+    /// caller has left out the hashes a tenant withholds (`ScopeHashKeys.needsProjectKey`).
     func foreignHash(algorithm: String, params: String, hash: String, salt: String?, keys: ScopeHashKeys)
         -> ForeignPasswordHash?
     {
         var foreign = ForeignPasswordHash(hashAlgorithm: algorithm, passwordHash: hash, salt: salt)
         if algorithm == StoredPassword.firebaseScrypt {
-            // A tenant's hash made with the project's key stays unexported (it is re-made with the
-            // tenant's key at the next sign-in): its settings would hand the project's signer key
-            // to a tenant's admin.
-            guard let scrypt = hasher.scryptParams(params), scrypt.projectKey != true || keys.own == keys.project
-            else { return nil }
+            guard let scrypt = hasher.scryptParams(params) else { return nil }
             let key = keys.key(for: scrypt)
             foreign.rounds = scrypt.rounds
             foreign.memoryCost = scrypt.memCost
@@ -98,11 +96,13 @@ extension AdminUsers {
         return foreign
     }
 
+    /// Whether the scope's hash config describes a stored hash: a tenant's hashes made with the
+    /// project's key are not (exporting them would hand the tenant's admins the project's key).
     func isDescribedByHashConfig(algorithm: String, params: String, keys: ScopeHashKeys) -> Bool {
         guard algorithm == StoredPassword.firebaseScrypt, let p = hasher.scryptParams(params),
             p.rounds == hasher.hashConfig.rounds, p.memCost == hasher.hashConfig.memCost
         else { return false }
-        return keys.key(for: p) == keys.own
+        return keys.key(for: p).isSame(as: keys.own)
     }
 
     public func create(scope: Scope, user new: AdminNewUser, logger: Logger) async throws -> UserRecord {
@@ -186,8 +186,14 @@ extension AdminUsers {
                 var exported = ExportedUser(
                     user: user, passwordHash: exportable ? row.3 : nil, salt: exportable ? row.4 : nil)
                 if foreignHashes, !exportable, let algorithm = row.1, let hash = row.3 {
-                    exported.foreignHash = self.foreignHash(
-                        algorithm: algorithm, params: row.2 ?? "", hash: hash, salt: row.4, keys: keys)
+                    // A tenant's hash that needs the project's key is withheld, from every caller: a
+                    // tenant's export may reach its admins (docs/architecture.md, "Hash keys across scopes").
+                    if keys.needsProjectKey(algorithm: algorithm, params: row.2 ?? "", hasher: self.hasher) {
+                        exported.passwordHashWithheld = true
+                    } else {
+                        exported.foreignHash = self.foreignHash(
+                            algorithm: algorithm, params: row.2 ?? "", hash: hash, salt: row.4, keys: keys)
+                    }
                 }
                 return exported
             }

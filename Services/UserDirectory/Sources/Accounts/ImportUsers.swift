@@ -148,7 +148,9 @@ extension AdminUsers {
 }
 
 /// `POST …/accounts:batchCreate` (B.2.3, B.6, B.7.1): import up to 1000 users with their password
-/// hashes, verified later per the declared algorithm (A.9).
+/// hashes, verified later per the declared algorithm (A.9). The console's import and v3
+/// `uploadAccount` come here too. Firebase-scrypt hashes made with a key of Tessera's are stored
+/// without it (docs/architecture.md, "Hash keys across scopes").
 struct ImportController<Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants
@@ -244,15 +246,16 @@ struct ImportController<Tenants: TenantStore> {
         }
     }
 
-    /// The stored algorithm and parameters for the request's hash settings.
-    static func hashSettings(_ body: Request_) throws -> HashSettings? {
+    /// The stored algorithm and parameters for the request's hash settings, in the scope whose hash
+    /// keys are `keys`: a Firebase-scrypt key of Tessera's is never stored (`importedParams`).
+    static func hashSettings(_ body: Request_, keys: ScopeHashKeys) throws -> HashSettings? {
         guard let algorithm = body.hashAlgorithm else { return nil }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let imported: ImportedParams
         switch algorithm {
         case "SCRYPT":
-            guard let key = standardBase64(body.signerKey), !key.isEmpty else {
+            guard let key = body.signerKey.flatMap({ Base64URL.decode($0) }), !key.isEmpty else {
                 throw FirebaseError.invalid(.missingSignerKey)
             }
             guard let rounds = body.rounds, (1...8).contains(rounds) else {
@@ -261,9 +264,9 @@ struct ImportController<Tenants: TenantStore> {
             guard let memCost = body.memoryCost, (1...14).contains(memCost) else {
                 throw FirebaseError.invalid(.invalidHashMemoryCost)
             }
-            let params = ScryptParams(
-                rounds: rounds, memCost: memCost, signerKey: key,
-                saltSeparator: standardBase64(body.saltSeparator ?? "") ?? "")
+            let separator = Base64URL.decode(body.saltSeparator ?? "") ?? Data()
+            let params = keys.importedParams(
+                rounds: rounds, memCost: memCost, signer: Array(key), separator: Array(separator))
             return HashSettings(
                 algorithm: StoredPassword.firebaseScrypt,
                 params: String(decoding: try encoder.encode(params), as: UTF8.self))
@@ -300,7 +303,8 @@ struct ImportController<Tenants: TenantStore> {
         guard !users.isEmpty else { throw FirebaseError.invalid(.missingUserAccount) }
         guard users.count <= 1000 else { throw FirebaseError.invalid(.maximumUserCountExceeded) }
         if body.allowOverwrite == true { throw FirebaseError.notImplemented("batchCreate with allowOverwrite") }
-        let hash = try Self.hashSettings(body)
+        let keys = try await accounts.admin.hashKey.get(accounts.admin.client, scope: scope, logger: context.logger)
+        let hash = try Self.hashSettings(body, keys: keys)
         var seenIds = Set<String>()
         var seenEmails = Set<String>()
         for user in users {
@@ -311,7 +315,6 @@ struct ImportController<Tenants: TenantStore> {
                 throw FirebaseError.invalid(.duplicateEmail, email)
             }
         }
-        let key = try await accounts.admin.hashKey.get(accounts.admin.client, scope: scope, logger: context.logger).own
         var failures: [Response.Failure] = []
         var accepted: [(index: Int, user: ImportUser)] = []
         for (index, wire) in users.enumerated() {
@@ -360,7 +363,7 @@ struct ImportController<Tenants: TenantStore> {
                 guard (try? Credentials.checkPassword(raw)) != nil else {
                     fail("Password must be 6 to 4096 characters."); continue
                 }
-                user.password = try await accounts.admin.hasher.hash(raw, key: key)
+                user.password = try await accounts.admin.hasher.hash(raw, key: keys.own)
             } else if let passwordHash = wire.passwordHash {
                 guard let hash else { throw FirebaseError.invalid(.missingHashAlgorithm) }
                 // A hash that is not base64, is empty, or costs more than import allows fails this
