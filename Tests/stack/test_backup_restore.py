@@ -347,3 +347,81 @@ def test_a_forced_restore_through_the_env_file_goes_back_to_the_backup(sessions,
     assert all(after["pids"][svc] != before["pids"][svc] for svc in after["pids"]), (before, after)
     expect_error(client.refresh_raw(newer), "INVALID_REFRESH_TOKEN")
     assert client.refresh(session["refresh_token"])["user_id"] == session["local_id"]
+
+
+# --------------------------------------------------------------------------------------
+# The database password never reaches a command line (issue 35)
+# --------------------------------------------------------------------------------------
+
+def recording_pg_bin(directory: Path, fail_restore: bool = False) -> Path:
+    """A --pg-bin of wrappers around the real PostgreSQL 15 clients: each call appends its argv
+    (NUL-separated) to argv.log and its environment to env.log, then runs the real program. With
+    fail_restore, the restore itself (pg_restore --single-transaction) fails after being recorded,
+    so that nothing changes."""
+    real = Path("/usr/lib/postgresql/15/bin")
+    if not (real / "pg_dump").is_file():
+        real = Path(shutil.which("pg_dump") or "/nonexistent").parent
+    assert (real / "pg_dump").is_file() and (real / "psql").is_file(), "no PostgreSQL client found"
+    bin_dir = directory / "pg-bin"
+    bin_dir.mkdir()
+    for tool in ("pg_dump", "pg_restore", "psql"):
+        fail = ('case " $* " in *" --single-transaction "*) exit 1 ;; esac\n'
+                if fail_restore and tool == "pg_restore" else "")
+        wrapper = bin_dir / tool
+        wrapper.write_text(
+            "#!/bin/bash\n"
+            f"printf '%s\\0' {tool} \"$@\" >>'{directory}/argv.log'; printf '\\n' >>'{directory}/argv.log'\n"
+            f"env >>'{directory}/env.log'\n"
+            f"{fail}exec '{real / tool}' \"$@\"\n")
+        wrapper.chmod(0o700)
+    return bin_dir
+
+
+def with_password_in_the_query(database_url: str) -> tuple[str, str]:
+    """postgres://user:PW@host/db -> (postgres://user@host/db?sslmode=disable&password=PW, PW): libpq's
+    other place for a password, which the scripts must not pass on either."""
+    match = re.match(r"^(postgres(?:ql)?://[^:/@]+):([^@/]+)@([^?]*)(\?.*)?$", database_url)
+    assert match, "DATABASE_URL has no password"
+    query = (match.group(4) or "?sslmode=disable") + "&password=" + match.group(2)
+    return f"{match.group(1)}@{match.group(3)}{query}", match.group(2)
+
+
+def check_no_password_on_a_command_line(directory: Path, password: str, tools: set[str]) -> None:
+    calls = [line.split("\0") for line in (directory / "argv.log").read_text().split("\0\n") if line]
+    assert {argv[0] for argv in calls} >= tools, calls
+    for argv in calls:
+        assert not any(password in arg for arg in argv), f"the password is on {argv[0]}'s command line"
+    # The tools got it another way (PGPASSWORD), so they could connect at all.
+    assert f"PGPASSWORD={password}\n" in (directory / "env.log").read_text()
+
+
+def test_a_password_in_the_urls_query_is_not_put_on_pg_dumps_command_line(stack, sessions, tmp_path):
+    """`?password=` is libpq's second place for a password. scripts/backup hands the tools a URL on
+    their command line (visible to every user of the machine in `ps`): the password, wherever the URL
+    carries it, goes to them through PGPASSWORD instead."""
+    url, password = with_password_in_the_query(stack.database_url)
+    env_file = tmp_path / "env"
+    env_file.write_text(f"export DATABASE_URL='{url}'\nexport TESSERA_SIGNING_KEYS_DIR='"
+                        f"{stack.env['TESSERA_SIGNING_KEYS_DIR']}'\n")
+    bin_dir = recording_pg_bin(tmp_path)
+    proc = run(BACKUP, "--env", str(env_file), "--output", str(tmp_path / "b"), "--no-keys",
+               "--pg-bin", str(bin_dir))
+    assert proc.returncode == 0, output(proc)
+    check_no_password_on_a_command_line(tmp_path, password, {"pg_dump", "psql"})
+    manifest = (tmp_path / "b" / "manifest.json").read_text()
+    for text in (proc.stdout, proc.stderr, manifest):
+        assert password not in text
+    assert "password=***" in json.loads(manifest)["database"]["url"]
+
+
+def test_a_password_in_the_urls_query_is_not_put_on_pg_restores_command_line(backup, fresh, restored, tmp_path):
+    """The same for scripts/restore, whose psql and pg_restore get the target's URL. The restore itself
+    is made to fail (the recording pg_restore refuses it), so the fresh stack is left as it was."""
+    url, password = with_password_in_the_query(fresh.database_url)
+    bin_dir = recording_pg_bin(tmp_path, fail_restore=True)
+    before = fresh_state(fresh)
+    proc = run(RESTORE, str(backup["path"]), "--database-url", url, "--no-keys", "--force", "--pg-bin", str(bin_dir))
+    assert proc.returncode == 1 and "pg_restore failed" in proc.stderr, output(proc)
+    check_no_password_on_a_command_line(tmp_path, password, {"pg_restore", "psql"})
+    assert password not in proc.stdout + proc.stderr
+    assert fresh_state(fresh) == before

@@ -4,15 +4,22 @@ validate against the Kubernetes API schemas; the kustomization reaches every man
 config and the Ingresses route the same paths to the same services on the same planes, and those
 services really serve them (asked directly on their own ports); both Ingresses have TLS; the migration
 Job is named per release; compose and Kubernetes run the same commands on the same ports with the same
-probes, and every setting they pass is a documented configuration key. The Helm chart is held to the
-same checks in test_helm_chart.py, through the helpers here."""
+probes, and every setting they pass is a documented configuration key. Who may call the services
+(issue 35): the NetworkPolicies, evaluated flow by flow, admit the ingress controller, the parts'
+own calls and Prometheus and nothing else; no proxy is trusted and the admin Ingress admits nobody
+until the overlay names them; compose.pg-ha.yaml verifies PostgreSQL's certificate (verify-full) with
+a CA its pg-tls service makes. The Helm chart is held to the same checks in test_helm_chart.py,
+through the helpers here."""
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from urllib.parse import parse_qsl
 from typing import Callable
 
 import kubernetes_validate
@@ -21,11 +28,13 @@ import requests
 import yaml
 
 from conftest import HTTP_TIMEOUT, REPO_ROOT, parse_duration
-from k8s_render import KUBERNETES_VERSION, KUSTOMIZE_BASE as BASE, Rendered, kustomize_build, split_image
+from k8s_render import KUBERNETES_VERSION, KUSTOMIZE_BASE as BASE, Rendered, kustomize_build, pod_spec, split_image
 
 NGINX = REPO_ROOT / "deploy" / "nginx" / "tessera.conf.template"
 COMPOSE_NGINX = REPO_ROOT / "deploy" / "nginx" / "compose.conf"
 COMPOSE = REPO_ROOT / "deploy" / "compose.yaml"
+COMPOSE_PG_HA = REPO_ROOT / "deploy" / "compose.pg-ha.yaml"
+PGAF_ENTRYPOINT = REPO_ROOT / "deploy" / "pg-auto-failover" / "entrypoint.sh"
 SERVICES = {"token-service": 8081, "user-directory": 8082, "cleanup-worker": 8083}
 SECRET_KEYS = {"TESSERA_INTERNAL_SECRET", "TESSERA_ADMIN_TOKEN", "TESSERA_API_KEY", "DATABASE_URL"}
 
@@ -36,7 +45,7 @@ def manifests() -> Rendered:
 
 
 KINDS = {"Deployment", "Service", "PodDisruptionBudget", "HorizontalPodAutoscaler", "Job", "Ingress", "ConfigMap",
-         "Secret"}
+         "Secret", "NetworkPolicy"}
 
 
 def validate_against_the_schemas(docs: Rendered, kinds: set[str] = KINDS) -> None:
@@ -266,6 +275,179 @@ def test_both_ingresses_have_tls_for_their_own_hosts():
     assert admin["spec"]["rules"][0]["host"] != public["spec"]["rules"][0]["host"]
 
 
+# --------------------------------------------------------------------------------------
+# Who may call the services (issue 35): NetworkPolicies, the trusted proxies, the admin source ranges
+# --------------------------------------------------------------------------------------
+
+NAMESPACE = "tessera"  # where the manifests are applied (they name no namespace of their own)
+
+
+def pod(namespace: str, labels: dict[str, str]) -> dict:
+    """A pod, as a NetworkPolicy sees it: its namespace and labels (an outside address has an ip)."""
+    return {"namespace": namespace, "labels": labels, "ip": None}
+
+
+INGRESS_CONTROLLER = pod("ingress-nginx", {"app.kubernetes.io/name": "ingress-nginx",
+                                           "app.kubernetes.io/component": "controller"})
+PROMETHEUS = pod("monitoring", {"app.kubernetes.io/name": "prometheus"})
+CLUSTER_DNS = pod("kube-system", {"k8s-app": "kube-dns"})
+# Pods that are not Tessera's or its controller's: in Tessera's namespace and in another one.
+NEIGHBOUR = pod(NAMESPACE, {"app": "something-else"})
+STRANGER = pod("default", {"app": "something-else"})
+# Addresses outside the cluster: a public one (an identity provider), a private one (a database, an
+# SMTP relay, or anything on the nodes' network) and the cloud metadata service.
+PUBLIC = {"namespace": None, "labels": {}, "ip": "142.250.74.78"}
+PRIVATE = {"namespace": None, "labels": {}, "ip": "10.20.30.40"}
+METADATA = {"namespace": None, "labels": {}, "ip": "169.254.169.254"}
+
+
+def selects(selector: dict | None, labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels, matchExpressions); {} selects everything."""
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
+        present = key in labels
+        if not {"In": present and labels[key] in values, "NotIn": not present or labels[key] not in values,
+                "Exists": present, "DoesNotExist": not present}[operator]:
+            return False
+    return True
+
+
+def peer_matches(peer: dict, other: dict) -> bool:
+    """A NetworkPolicyPeer against a pod or an outside address (ipBlock matches addresses only)."""
+    if "ipBlock" in peer:
+        if other["ip"] is None:
+            return False
+        address = ipaddress.ip_address(other["ip"])
+        block = ipaddress.ip_network(peer["ipBlock"]["cidr"])
+        return address.version == block.version and address in block and not any(
+            address in ipaddress.ip_network(e) for e in peer["ipBlock"].get("except", [])
+            if ipaddress.ip_network(e).version == address.version)
+    if other["namespace"] is None:
+        return False
+    if "namespaceSelector" in peer:
+        if not selects(peer["namespaceSelector"], {"kubernetes.io/metadata.name": other["namespace"]}):
+            return False
+    elif other["namespace"] != NAMESPACE:
+        return False
+    return "podSelector" not in peer or selects(peer["podSelector"], other["labels"])
+
+
+def port_matches(ports: list[dict] | None, port: int, protocol: str) -> bool:
+    return not ports or any(p.get("protocol", "TCP") == protocol and
+                            p["port"] <= port <= p.get("endPort", p["port"]) for p in ports)
+
+
+def admitted(policies: list[dict], direction: str, subject: dict, other: dict, port: int, protocol: str) -> bool:
+    """Whether traffic from/to `subject` (a pod in NAMESPACE) to/from `other` on `port` is admitted, as
+    the NetworkPolicy API defines it: a pod no policy of that direction selects is open; one that is
+    selected admits what some rule of some selecting policy admits (a rule with no peers: any peer;
+    with no ports: any port)."""
+    kind, field, peers = {"ingress": ("Ingress", "ingress", "from"), "egress": ("Egress", "egress", "to")}[direction]
+    selecting = [p["spec"] for p in policies if selects(p["spec"]["podSelector"], subject["labels"])
+                 and kind in p["spec"].get("policyTypes", ["Ingress"])]
+    if not selecting:
+        return True
+    return any((not rule.get(peers) or any(peer_matches(peer, other) for peer in rule[peers]))
+               and port_matches(rule.get("ports"), port, protocol)
+               for spec in selecting for rule in spec.get(field) or [])
+
+
+def part_pods(docs: Rendered, part_of: Callable[[str], str] = str) -> dict[str, dict]:
+    """The pods of each part as their templates label them: token-service, user-directory,
+    cleanup-worker and migrate (the Job)."""
+    found = {}
+    for doc in docs.objects():
+        spec = pod_spec(doc)
+        if spec is not None:
+            part = "migrate" if doc["kind"] == "Job" else part_of(doc["metadata"]["name"])
+            found[part] = pod(NAMESPACE, doc["spec"]["template"]["metadata"]["labels"])
+    assert set(found) == {*SERVICES, "migrate"}, found
+    return found
+
+
+def check_network_policies(docs: Rendered, part_of: Callable[[str], str] = str,
+                           strangers: tuple[dict, ...] = (), controller: dict = INGRESS_CONTROLLER) -> None:
+    """Flow by flow, as a network plugin that enforces NetworkPolicy would decide it: the ingress
+    controller reaches the token service (main and admin port) and the directory; the token service and
+    the worker reach the directory; Prometheus each /metrics port; nothing else reaches a Tessera pod
+    (a pod beside them, a pod elsewhere, `strangers`). Outwards: DNS for every pod, PostgreSQL for the
+    directory and the migration, SMTP for the directory, public addresses on 443 for the token
+    service, and nothing else (no private address, no cloud metadata)."""
+    policies = docs.objects("NetworkPolicy")
+    pods = part_pods(docs, part_of)
+    token, directory, worker, migrate = (pods[p] for p in ("token-service", "user-directory", "cleanup-worker",
+                                                          "migrate"))
+    outsiders = [NEIGHBOUR, STRANGER, *strangers]
+    if controller is not INGRESS_CONTROLLER:
+        outsiders.append(INGRESS_CONTROLLER)  # ingress-nginx's defaults are not this controller's
+
+    def inbound(subject, other, port):
+        return admitted(policies, "ingress", subject, other, port, "TCP")
+
+    def outbound(subject, other, port, protocol="TCP"):
+        return admitted(policies, "egress", subject, other, port, protocol)
+
+    expected_in = [
+        (token, 8081, [controller, PROMETHEUS]),
+        (token, 8091, [controller]),
+        (directory, 8082, [controller, PROMETHEUS, token, worker]),
+        (worker, 8083, [PROMETHEUS]),
+    ]
+    candidates = [controller, PROMETHEUS, token, directory, worker, migrate, *outsiders]
+    for subject, port, allowed in expected_in:
+        for other in candidates:
+            want = any(other is a for a in allowed)
+            assert inbound(subject, other, port) == want, (subject["labels"], port, other)
+    # Every Tessera pod is isolated: a port no rule names is closed to everyone.
+    for subject in pods.values():
+        assert not any(inbound(subject, other, 9999) for other in candidates), subject["labels"]
+
+    for subject in pods.values():
+        assert outbound(subject, CLUSTER_DNS, 53, "UDP") and outbound(subject, CLUSTER_DNS, 53, "TCP")
+        assert not outbound(subject, METADATA, 80) and not outbound(subject, METADATA, 443)
+        assert not any(outbound(subject, other, 8082) for other in outsiders), subject["labels"]
+    for subject in (token, worker):
+        assert outbound(subject, directory, 8082)
+        assert not outbound(subject, PRIVATE, 5432) and not outbound(subject, PRIVATE, 587)
+    assert outbound(token, PUBLIC, 443) and not outbound(token, PRIVATE, 443) and not outbound(token, PUBLIC, 80)
+    assert not outbound(worker, PUBLIC, 443)
+    for subject in (directory, migrate):
+        assert outbound(subject, PRIVATE, 5432)
+        assert not outbound(subject, PUBLIC, 443) and not outbound(subject, token, 8081)
+    assert outbound(directory, PRIVATE, 587) and not outbound(migrate, PRIVATE, 587)
+    assert not outbound(migrate, directory, 8082)
+    # The policies select Tessera's pods only: the pod beside them is left as it is.
+    assert not [p["metadata"]["name"] for p in policies if selects(p["spec"]["podSelector"], NEIGHBOUR["labels"])]
+
+
+def trusted_proxies(docs: Rendered) -> list[str]:
+    [config] = docs.objects("ConfigMap")
+    return [item.strip() for item in config["data"]["TESSERA_TRUSTED_PROXIES"].split(",") if item.strip()]
+
+
+def admits_nobody(source_ranges: str) -> bool:
+    """A whitelist-source-range that no client's address is in: only the unspecified address."""
+    blocks = [ipaddress.ip_network(item.strip()) for item in source_ranges.split(",")]
+    return all(block.network_address.is_unspecified and block.num_addresses == 1 for block in blocks)
+
+
+def test_network_policies_admit_only_the_flows_tessera_needs():
+    check_network_policies(manifests())
+
+
+def test_no_proxy_is_trusted_and_the_admin_plane_admits_nobody_until_the_overlay_says():
+    """The base trusts no proxy (it used to trust every private range: any pod could then claim any
+    client address) and its admin Ingress admits no address (it admitted 10.0.0.0/8, which is also
+    where traffic comes from when a load balancer replaces the client's address with a node's)."""
+    assert trusted_proxies(manifests()) == []
+    admin = manifests().get("Ingress", "tessera-admin")
+    assert admits_nobody(admin["metadata"]["annotations"]["nginx.ingress.kubernetes.io/whitelist-source-range"])
+    assert not admits_nobody("10.0.0.0/8") and not admits_nobody("0.0.0.0/32,10.1.0.0/16")
+
+
 def route(path: str) -> str:
     """The service the ingress routes `path` to (the admin plane's rules, then the public plane's)."""
     planes = nginx_planes(NGINX)
@@ -401,3 +583,110 @@ def test_the_dockerfile_builds_every_product_and_runs_them_as_the_stack_does():
     assert "SWIFT_BACKTRACE=enable=yes" in env
     cmd = [i["value"] for i in runtime if i["instruction"] == "CMD"][-1]
     assert cmd == '["token-service", "serve"]'
+
+
+# --------------------------------------------------------------------------------------
+# compose.pg-ha.yaml: PostgreSQL's certificate is verified (issue 35)
+# --------------------------------------------------------------------------------------
+
+class ComposeLoader(yaml.SafeLoader):
+    """YAML as Docker Compose reads it: the !override and !reset tags of a second compose file."""
+
+
+def _compose_tag(loader: yaml.SafeLoader, node: yaml.Node):
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node)
+    return loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode) else loader.construct_scalar(node)
+
+
+ComposeLoader.add_constructor("!override", _compose_tag)
+ComposeLoader.add_constructor("!reset", _compose_tag)
+
+
+def mounts(service: dict) -> dict[str, tuple[str, bool]]:
+    """A service's short-syntax volumes: target -> (source, read-only)."""
+    found = {}
+    for volume in service.get("volumes", []):
+        source, target, *mode = volume.split(":")
+        found[target] = (source, mode == ["ro"])
+    return found
+
+
+def database_url_parts(url: str) -> tuple[list[str], dict[str, str]]:
+    """(hosts, query parameters) of a libpq multi-host URL; compose's ${...} taken out first."""
+    url = re.sub(r"\$\{[^}]*\}", "PW", url)
+    match = re.fullmatch(r"postgres(?:ql)?://[^@/]*@([^/?]+)/[^?]*\?(.*)", url)
+    assert match, url
+    return [host.rsplit(":", 1)[0] for host in match.group(1).split(",")], dict(parse_qsl(match.group(2)))
+
+
+def make_certificates(tmp_path: Path, environment: dict[str, str]) -> dict[str, Path]:
+    """Runs the image's entrypoint as compose's pg-tls service does (PGAF_ROLE=certificates), with its
+    three directories in tmp_path."""
+    dirs = {key: tmp_path / key.lower() for key in ("PGAF_TLS_CA_DIR", "PGAF_TLS_DIR", "PGAF_TLS_CLIENT_DIR")}
+    for path in dirs.values():
+        path.mkdir(exist_ok=True)
+    env = {"PATH": os.environ["PATH"], **environment, **{key: str(path) for key, path in dirs.items()}}
+    done = subprocess.run(["bash", str(PGAF_ENTRYPOINT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return dirs
+
+
+def verifies(ca: Path, certificate: Path, host: str) -> bool:
+    """openssl's check of a server certificate for a host name, as libpq's verify-full makes it."""
+    return subprocess.run(["openssl", "verify", "-CAfile", str(ca), "-purpose", "sslserver", "-verify_hostname", host,
+                           str(certificate)], capture_output=True, timeout=30).returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+def test_compose_ha_verifies_postgresqls_certificate_for_every_name(tmp_path):
+    """compose.pg-ha.yaml connected with sslmode=require to pg_autoctl's self-signed certificates:
+    encrypted, but whoever answered for pg-node1 was believed. Now the one-shot pg-tls makes a CA and a
+    certificate for every name clients use; the directory and the migration verify it (verify-full,
+    sslrootcert on a read-only mount of the CA's certificate alone), and so do pg_autoctl's own
+    connections (PGAF_TLS_DIR on the monitor and both nodes). The CA's key is mounted nowhere else."""
+    services = yaml.load(COMPOSE_PG_HA.read_text(), ComposeLoader)["services"]
+    urls = {name: database_url_parts(services[name]["environment"]["DATABASE_URL"])
+            for name in ("migrate", "user-directory")}
+    for name, (_, query) in urls.items():
+        assert query["sslmode"] == "verify-full" and query.get("sslrootcert"), (name, query)
+    issuer = services["pg-tls"]
+    tls_env = issuer["environment"]
+    assert tls_env["PGAF_ROLE"] == "certificates" and issuer["restart"] == "no"
+    names = tls_env["PGAF_TLS_HOSTNAMES"].split(",")
+    written = {target: source for target, (source, _) in mounts(issuer).items()}
+    ca_volume, server_volume = written[tls_env["PGAF_TLS_CA_DIR"]], written[tls_env["PGAF_TLS_DIR"]]
+    client_volume = written[tls_env["PGAF_TLS_CLIENT_DIR"]]
+
+    for name, (hosts, query) in urls.items():
+        rootcert = Path(query["sslrootcert"])
+        assert rootcert.name == "ca.crt" and mounts(services[name])[str(rootcert.parent)] == (client_volume, True)
+        assert set(hosts) <= set(names), (name, hosts, names)
+    for name in ("pg-monitor", "pg-node1", "pg-node2"):
+        service, env = services[name], services[name]["environment"]
+        assert env["PGAF_TLS_DIR"] == tls_env["PGAF_TLS_DIR"]
+        assert mounts(service)[env["PGAF_TLS_DIR"]] == (server_volume, True), name
+        assert service["depends_on"]["pg-tls"]["condition"] == "service_completed_successfully"
+        assert env["PGAF_HOSTNAME"] in names and env.get("PGAF_MONITOR_HOST", "pg-monitor") in names
+    assert [n for n, s in services.items() if any(src == ca_volume for src, _ in mounts(s).values())] == ["pg-tls"]
+
+    # The files pg-tls makes: the certificate is valid for each name and no other, chained to the CA
+    # the clients get; the CA's key is in the CA's directory only; the server's key is 0600.
+    dirs = make_certificates(tmp_path, {k: v for k, v in tls_env.items() if not k.endswith("_DIR")})
+    server, client_ca = dirs["PGAF_TLS_DIR"], dirs["PGAF_TLS_CLIENT_DIR"] / "ca.crt"
+    for host in names:
+        assert verifies(client_ca, server / "server.crt", host), host
+    assert not verifies(client_ca, server / "server.crt", "pg-node3")
+    assert sorted(p.name for p in server.iterdir()) == ["ca.crt", "server.crt", "server.key"]
+    assert sorted(p.name for p in dirs["PGAF_TLS_CLIENT_DIR"].iterdir()) == ["ca.crt"]
+    assert (server / "server.key").stat().st_mode & 0o777 == 0o600
+    assert (dirs["PGAF_TLS_CA_DIR"] / "ca.key").is_file()
+
+    # The next `up` keeps them; a name added is issued for, by the same CA.
+    certificate = (server / "server.crt").read_bytes()
+    make_certificates(tmp_path, {k: v for k, v in tls_env.items() if not k.endswith("_DIR")})
+    assert (server / "server.crt").read_bytes() == certificate
+    more = tls_env["PGAF_TLS_HOSTNAMES"] + ",pg-node3"
+    make_certificates(tmp_path, {"PGAF_ROLE": "certificates", "PGAF_TLS_HOSTNAMES": more})
+    assert (server / "server.crt").read_bytes() != certificate
+    assert verifies(client_ca, server / "server.crt", "pg-node3")

@@ -4,7 +4,10 @@ certificate of one's own, autoscaling off) every object validates against the Ku
 deploys what the kustomize base deploys (the same commands, ports, probes, resources, environment
 keys, budgets and autoscalers, and the image compose runs); its Ingresses have the kustomize base's
 paths and route every path as deploy/nginx does, plane by plane; the migration is a pre-install and
-pre-upgrade hook Job; Secrets come from the values, are generated, or are someone else's."""
+pre-upgrade hook Job; Secrets come from the values, are generated, or are someone else's; the
+NetworkPolicies, the trusted proxies and the admin Ingress's source ranges follow ingressController,
+networkPolicy and ingress.admin, and by default admit only the controller, trust no proxy and let no
+admin in."""
 
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ import pytest
 import yaml
 
 from k8s_render import HELM_CHART, Rendered, helm, helm_template, kustomize_build, pod_spec, split_image
-from test_deploy_manifests import (COMPOSE, KINDS, SECRET_KEYS, SERVICES, check_backend_ports, check_ingress_annotations,
-                                   check_ingress_planes, check_ingresses_route_as_nginx, check_tls, ingress_routes,
-                                   pod_environment, validate_against_the_schemas)
+from test_deploy_manifests import (COMPOSE, INGRESS_CONTROLLER, KINDS, NAMESPACE, PRIVATE, SECRET_KEYS, SERVICES,
+                                   admits_nobody, admitted, check_backend_ports, check_ingress_annotations,
+                                   check_ingress_planes, check_ingresses_route_as_nginx, check_network_policies,
+                                   check_tls, ingress_routes, part_pods, pod, pod_environment, trusted_proxies,
+                                   validate_against_the_schemas)
 
 CUSTOM_VALUES = HELM_CHART / "ci" / "existing-secrets-values.yaml"
 HOOK = "helm.sh/hook"
@@ -226,12 +231,116 @@ def test_tls_and_hosts_per_plane():
 @pytest.mark.parametrize("settings,message", [
     (("ingress.admin.host=",), "ingress.admin.host is required"),
     (("ingress.admin.host=auth.example.com",), "must differ from ingress.public.host"),
-    (("ingress.admin.allowedSourceRanges=",), "allowedSourceRanges is required"),
-], ids=["no-admin-host", "shared-host", "no-source-ranges"])
-def test_the_admin_plane_needs_a_host_of_its_own_and_source_ranges(settings, message):
+], ids=["no-admin-host", "shared-host"])
+def test_the_admin_plane_needs_a_host_of_its_own(settings, message):
     args = ["template", "tessera", str(HELM_CHART)] + [a for s in settings for a in ("--set", s)]
     result = helm(*args, check=False)
     assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+WHITELIST = "nginx.ingress.kubernetes.io/whitelist-source-range"
+
+
+def test_the_admin_plane_admits_nobody_until_its_source_ranges_are_set():
+    """The default used to be 10.0.0.0/8: also where every client comes from when the controller's
+    load balancer replaces client addresses with a node's (externalTrafficPolicy: Cluster). Now no
+    address is admitted until ingress.admin.allowedSourceRanges names the admins' networks."""
+    _, admin = ingresses(default())
+    assert admits_nobody(admin["metadata"]["annotations"][WHITELIST])
+    assert yaml.safe_load((HELM_CHART / "values.yaml").read_text())["ingress"]["admin"]["allowedSourceRanges"] == ""
+    ranges = "203.0.113.0/24,10.8.0.0/16"
+    _, admin = ingresses(helm_template("tessera", settings=(
+        "ingress.admin.allowedSourceRanges=" + ranges.replace(",", "\\,"),)))
+    assert admin["metadata"]["annotations"][WHITELIST] == ranges and not admits_nobody(ranges)
+
+
+# ----------------------------------------------------------------------------------------------
+# who may call the services: NetworkPolicies and trusted proxies (issue 35)
+# ----------------------------------------------------------------------------------------------
+
+# Another release's token service in the same namespace is a stranger to this release's directory.
+OTHER_RELEASE = pod(NAMESPACE, {"app.kubernetes.io/name": "token-service", "app.kubernetes.io/instance": "other"})
+
+
+@pytest.mark.parametrize("render", [default, custom], ids=["default", "existing-secrets"])
+def test_network_policies_admit_only_the_flows_tessera_needs(render):
+    """The kustomize base's flows (test_deploy_manifests.check_network_policies), per release."""
+    check_network_policies(render(), part_of, strangers=(OTHER_RELEASE,))
+
+
+def values_file(tmp_path, name: str, text: str) -> tuple:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return (path,)
+
+
+def test_the_network_policies_follow_the_values(tmp_path):
+    """The controller's pods (namespace and labels, or addresses), Prometheus, PostgreSQL's address and
+    more egress come from the values; without the controller's pods nothing renders (an empty `from`
+    would admit everyone); networkPolicy.enabled=false renders no policy."""
+    docs = helm_template("tessera", values_file(tmp_path, "controller", """
+ingressController:
+  peers:
+    - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: edge}}
+      podSelector: {matchLabels: {app: haproxy}}
+networkPolicy:
+  database:
+    to: [{ipBlock: {cidr: 10.20.0.0/16}}]
+"""))
+    check_network_policies(docs, part_of, strangers=(OTHER_RELEASE,), controller=pod("edge", {"app": "haproxy"}))
+    policies, pods = docs.objects("NetworkPolicy"), part_pods(docs, part_of)
+    assert admitted(policies, "egress", pods["user-directory"], PRIVATE, 5432, "TCP")
+    elsewhere = {"namespace": None, "labels": {}, "ip": "192.168.1.1"}
+    assert not admitted(policies, "egress", pods["user-directory"], elsewhere, 5432, "TCP")
+
+    host_network = {"namespace": None, "labels": {}, "ip": "10.0.0.7"}
+    prometheus = pod("monitoring", {"app.kubernetes.io/name": "prometheus"})
+    docs = helm_template("tessera", values_file(tmp_path, "peers", """
+ingressController:
+  peers: [{ipBlock: {cidr: 10.0.0.0/24}}]
+networkPolicy:
+  metricsFrom: []
+"""))
+    policies, pods = docs.objects("NetworkPolicy"), part_pods(docs, part_of)
+    assert admitted(policies, "ingress", pods["token-service"], host_network, 8081, "TCP")
+    assert not admitted(policies, "ingress", pods["token-service"], INGRESS_CONTROLLER, 8081, "TCP")
+    assert not any(admitted(policies, "ingress", pods["cleanup-worker"], peer, 8083, "TCP")
+                   for peer in (INGRESS_CONTROLLER, host_network, prometheus))
+
+    collector = pod("observability", {"app": "otel-collector"})
+    docs = helm_template("tessera", values_file(tmp_path, "egress", """
+networkPolicy:
+  extraEgress:
+    - to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: observability}}}]
+      ports: [{port: 4318}]
+"""))
+    policies, pods = docs.objects("NetworkPolicy"), part_pods(docs, part_of)
+    assert all(admitted(policies, "egress", p, collector, 4318, "TCP") for p in pods.values())
+    validate_against_the_schemas(docs)
+
+    assert not helm_template("tessera", settings=("networkPolicy.enabled=false",)).objects("NetworkPolicy")
+    for setting in ("ingressController.peers=null", "ingressController.peers={}"):
+        result = helm("template", "tessera", str(HELM_CHART), "--set", setting, check=False)
+        assert result.returncode != 0 and "ingressController.peers is required" in result.stderr, result.stderr
+
+
+def test_no_proxy_is_trusted_until_the_controllers_addresses_are_given():
+    """TESSERA_TRUSTED_PROXIES used to be every private range: any pod could then claim any client
+    address in X-Forwarded-For and get around the per-address and admin limits. Now it is
+    ingressController.addresses, empty by default (no proxy believed), in the ConfigMap and the
+    migration alike; the old place, config.TESSERA_TRUSTED_PROXIES, is refused when it disagrees."""
+    assert trusted_proxies(default()) == []
+    assert trusted_proxies(custom()) == custom_values()["ingressController"]["addresses"]
+    docs = helm_template("tessera", settings=("ingressController.addresses={10.42.7.0/24,10.42.9.12}",))
+    assert trusted_proxies(docs) == ["10.42.7.0/24", "10.42.9.12"]
+    [job] = docs.objects("Job")
+    env = {e["name"]: e.get("value") for e in container(job)["env"]}
+    assert env["TESSERA_TRUSTED_PROXIES"] == "10.42.7.0/24,10.42.9.12"
+    assert deployment(docs, "token-service")["spec"]["template"]["metadata"]["annotations"]["checksum/config"] != \
+        deployment(default(), "token-service")["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    result = helm("template", "tessera", str(HELM_CHART), "--set", "config.TESSERA_TRUSTED_PROXIES=10.0.0.0/8",
+                  check=False)
+    assert result.returncode != 0 and "set ingressController.addresses instead" in result.stderr, result.stderr
 
 
 # ----------------------------------------------------------------------------------------------
@@ -375,6 +484,25 @@ def test_replicas_budgets_resources_and_environment_follow_the_values():
     for part in SERVICES:
         annotations = deployment(docs, part)["spec"]["template"]["metadata"]["annotations"]
         assert not any(key.startswith("prometheus.io/") for key in annotations), part
+
+
+def test_the_directory_and_the_migration_can_mount_postgresqls_ca(tmp_path):
+    """DATABASE_URL with sslmode=verify-full&sslrootcert=FILE (a managed database's CA, or a
+    pg_auto_failover formation's own) needs FILE in both pods that connect: userDirectory.extraVolumes
+    and extraVolumeMounts reach the directory and the migration Job, and no other part."""
+    docs = helm_template("tessera", values_file(tmp_path, "ca", """
+userDirectory:
+  extraVolumes: [{name: pg-ca, secret: {secretName: pg-ca}}]
+  extraVolumeMounts: [{name: pg-ca, mountPath: /etc/tessera/pg-tls, readOnly: true}]
+"""))
+    validate_against_the_schemas(docs)
+    [job] = docs.objects("Job")
+    mount = {"name": "pg-ca", "mountPath": "/etc/tessera/pg-tls", "readOnly": True}
+    for doc in (deployment(docs, "user-directory"), job):
+        assert pod_spec(doc)["volumes"] == [{"name": "pg-ca", "secret": {"secretName": "pg-ca"}}]
+        assert container(doc)["volumeMounts"] == [mount]
+    for part in ("token-service", "cleanup-worker"):
+        assert "pg-ca" not in str(pod_spec(deployment(docs, part)))
 
 
 def test_a_config_change_rolls_the_pods():

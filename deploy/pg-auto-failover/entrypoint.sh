@@ -20,25 +20,100 @@
 #   PGAF_HBA_ADDRESS           where the nodes, the monitor and the application connect from (pg_hba.conf's
 #                              address field): samenet (the default: the container's own networks, as
 #                              on one compose network) or a CIDR (Kubernetes: the pod network's)
+#   PGAF_TLS_DIR               ca.crt, server.crt and server.key (made by PGAF_ROLE=certificates, or
+#                              yours): PostgreSQL serves that certificate, and pg_autoctl's own
+#                              connections (to the monitor, replication, the monitor's health checks)
+#                              verify it with sslmode=verify-full against ca.crt. A node made before
+#                              it was set is switched over (`pg_autoctl enable ssl`) at its next start.
+#                              Unset: pg_autoctl's self-signed certificates, which no client can verify
+#                              (sslmode=require: encrypted, the server not authenticated)
 #   PGAF_LISTEN (*: every interface of the container), PGAF_PORT (5432), PGDATA (/var/lib/postgresql/pgaf), PGHOST (the socket directory,
 #   /var/run/postgresql)
 #
+# PGAF_ROLE=certificates makes those files and exits (compose's one-shot `pg-tls` service), as the
+# postgres user of this image, so that PostgreSQL accepts the key's owner:
+#   PGAF_TLS_HOSTNAMES         every name (or address) clients connect to, comma-separated: the
+#                              monitor's and the nodes' PGAF_HOSTNAME, and the hosts of DATABASE_URL
+#   PGAF_TLS_CA_DIR            the CA (ca.key, ca.crt; P-256, 10 years), made once; its key stays here
+#   PGAF_TLS_DIR               the server's files: ca.crt, server.crt (every name above; 2 years),
+#                              server.key (0600). Issued again when missing, not from the CA, short of a
+#                              name, or in its last 30 days; restart the nodes to load a new one
+#   PGAF_TLS_CLIENT_DIR        (optional) ca.crt alone, for the clients (DATABASE_URL's sslrootcert)
+#
 # Authentication: scram-sha-256 over TLS (hostssl) from PGAF_HBA_ADDRESS,
-# peer on the local socket; pg_autoctl leaves pg_hba.conf alone (--skip-pg-hba). TLS: pg_autoctl's
-# self-signed certificates (--ssl-self-signed; sslmode=require: encrypted, the server not verified;
-# give your own with --ssl-ca-file/--server-cert/--server-key and sslmode=verify-full instead).
+# peer on the local socket; pg_autoctl leaves pg_hba.conf alone (--skip-pg-hba).
 # The passwords reach libpq through a password file, never a command line.
 set -euo pipefail
 
-role=${PGAF_ROLE:?PGAF_ROLE must be monitor or postgres}
+role=${PGAF_ROLE:?PGAF_ROLE must be monitor, postgres or certificates}
+
+log() { printf '%s pgaf-entrypoint: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+# How openssl verify checks a name: an address (IPv4, or IPv6 with its colons) or a host name.
+name_check() { if [[ $1 =~ ^[0-9.]+$ || $1 == *:* ]]; then echo -verify_ip; else echo -verify_hostname; fi; }
+
+# PGAF_ROLE=certificates: the formation's CA and the server certificate (see above).
+make_certificates() {
+    local ca_dir=${PGAF_TLS_CA_DIR:?set PGAF_TLS_CA_DIR} dir=${PGAF_TLS_DIR:?set PGAF_TLS_DIR}
+    local client_dir=${PGAF_TLS_CLIENT_DIR:-} names=() name san='' issue=0
+    IFS=, read -r -a names <<<"${PGAF_TLS_HOSTNAMES:?set PGAF_TLS_HOSTNAMES: the names clients connect to}"
+    ((${#names[@]})) || { log "PGAF_TLS_HOSTNAMES names no host"; return 1; }
+    umask 077
+    if [[ ! -s $ca_dir/ca.key || ! -s $ca_dir/ca.crt ]]; then
+        log "making the formation's CA in $ca_dir"
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+            -subj "/CN=Tessera pg_auto_failover CA" -addext "basicConstraints=critical,CA:TRUE" \
+            -addext "keyUsage=critical,keyCertSign,cRLSign" \
+            -keyout "$ca_dir/ca.key.tmp" -out "$ca_dir/ca.crt.tmp" 2>/dev/null
+        mv -f "$ca_dir/ca.key.tmp" "$ca_dir/ca.key"
+        mv -f "$ca_dir/ca.crt.tmp" "$ca_dir/ca.crt"
+        issue=1
+    fi
+    if ((!issue)) && [[ -s $dir/server.key && -s $dir/server.crt ]] &&
+        openssl x509 -checkend 2592000 -noout -in "$dir/server.crt" >/dev/null; then
+        for name in "${names[@]}"; do
+            openssl verify -CAfile "$ca_dir/ca.crt" -purpose sslserver "$(name_check "$name")" "$name" \
+                "$dir/server.crt" >/dev/null 2>&1 || issue=1
+        done
+    else
+        issue=1
+    fi
+    if ((issue)); then
+        log "issuing the server certificate for ${PGAF_TLS_HOSTNAMES}"
+        for name in "${names[@]}"; do
+            if [[ $(name_check "$name") == -verify_ip ]]; then san+="IP:$name,"; else san+="DNS:$name,"; fi
+        done
+        printf '%s\n' "subjectAltName=${san%,}" "basicConstraints=critical,CA:FALSE" \
+            "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" >"$dir/server.ext"
+        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=${names[0]}" \
+            -keyout "$dir/server.key.tmp" -out "$dir/server.csr" 2>/dev/null
+        openssl x509 -req -in "$dir/server.csr" -CA "$ca_dir/ca.crt" -CAkey "$ca_dir/ca.key" \
+            -CAserial "$ca_dir/ca.srl" -CAcreateserial -days 730 -extfile "$dir/server.ext" \
+            -out "$dir/server.crt.tmp" 2>/dev/null
+        rm -f "$dir/server.csr" "$dir/server.ext"
+        mv -f "$dir/server.key.tmp" "$dir/server.key"
+        mv -f "$dir/server.crt.tmp" "$dir/server.crt"
+    fi
+    local target
+    for target in "$dir" ${client_dir:+"$client_dir"}; do
+        cp "$ca_dir/ca.crt" "$target/ca.crt.tmp" && mv -f "$target/ca.crt.tmp" "$target/ca.crt"
+        chmod 0644 "$target/ca.crt"
+    done
+    chmod 0644 "$dir/server.crt"
+    chmod 0600 "$dir/server.key"
+    log "TLS files ready: $dir${client_dir:+, $client_dir/ca.crt}"
+}
+
+if [[ $role == certificates ]]; then
+    make_certificates
+    exit 0
+fi
 export PGDATA=${PGDATA:-/var/lib/postgresql/pgaf}
 export PGHOST=${PGHOST:-/var/run/postgresql}
 export PGPASSFILE=${PGPASSFILE:-$HOME/.pgpass}
 port=${PGAF_PORT:-5432}
 hostname=${PGAF_HOSTNAME:?PGAF_HOSTNAME must name this node as the others reach it}
 monitor_password=${PGAF_MONITOR_PASSWORD:?set PGAF_MONITOR_PASSWORD}
-
-log() { printf '%s pgaf-entrypoint: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 sql_literal() { local v=$1; printf "'%s'" "${v//\'/\'\'}"; }
 
@@ -85,20 +160,42 @@ HBA
     } >>"$PGDATA/postgresql.auto.conf"
 }
 
+# TLS: the certificate in PGAF_TLS_DIR, verified by pg_autoctl's connections, or self-signed ones.
+if [[ -n ${PGAF_TLS_DIR:-} ]]; then
+    for file in ca.crt server.crt server.key; do
+        [[ -r $PGAF_TLS_DIR/$file ]] || { log "no readable $PGAF_TLS_DIR/$file (PGAF_TLS_DIR)"; exit 1; }
+    done
+    ssl_options=(--ssl-ca-file "$PGAF_TLS_DIR/ca.crt" --server-cert "$PGAF_TLS_DIR/server.crt"
+        --server-key "$PGAF_TLS_DIR/server.key" --ssl-mode verify-full)
+    monitor_ssl="sslmode=verify-full&sslrootcert=$PGAF_TLS_DIR/ca.crt"
+else
+    ssl_options=(--ssl-self-signed)
+    monitor_ssl="sslmode=require"
+fi
+
 create() {
     created && return 0
     if [[ $role == monitor ]]; then
         own_initdb
         log "creating the monitor"
         pg_autoctl create monitor --pgdata "$PGDATA" --pgport "$port" --listen "${PGAF_LISTEN:-*}" --hostname "$hostname" \
-            --skip-pg-hba --ssl-self-signed
+            --skip-pg-hba "${ssl_options[@]}"
     else
         if [[ ${PGAF_INITDB:-0} == 1 ]]; then own_initdb; fi
         log "creating node ${PGAF_NAME:?set PGAF_NAME}"
         pg_autoctl create postgres --pgdata "$PGDATA" --pgport "$port" --listen "${PGAF_LISTEN:-*}" --pghost "$PGHOST" \
-            --hostname "$hostname" --name "$PGAF_NAME" --skip-pg-hba --ssl-self-signed \
-            --monitor "postgres://autoctl_node@${PGAF_MONITOR_HOST:-pg-monitor}:${PGAF_MONITOR_PORT:-5432}/pg_auto_failover?sslmode=require"
+            --hostname "$hostname" --name "$PGAF_NAME" --skip-pg-hba "${ssl_options[@]}" \
+            --monitor "postgres://autoctl_node@${PGAF_MONITOR_HOST:-pg-monitor}:${PGAF_MONITOR_PORT:-5432}/pg_auto_failover?$monitor_ssl"
     fi
+}
+
+# A node made with other TLS settings (before PGAF_TLS_DIR was set: self-signed, sslmode=require)
+# takes these: PostgreSQL's certificate, pg_autoctl's sslmode and sslrootcert, the monitor URI.
+switch_tls() {
+    [[ -n ${PGAF_TLS_DIR:-} ]] || return 0
+    [[ $(pg_autoctl config get --pgdata "$PGDATA" ssl.ca_file 2>/dev/null) != "$PGAF_TLS_DIR/ca.crt" ]] || return 0
+    log "switching to the certificate in $PGAF_TLS_DIR (sslmode=verify-full)"
+    pg_autoctl enable ssl --pgdata "$PGDATA" "${ssl_options[@]}"
 }
 
 # Waits for the local PostgreSQL, then, where it takes writes, sets the passwords (and, on a node,
@@ -136,6 +233,7 @@ SQL
 
 write_pgpass
 create
+switch_tls
 pg_autoctl run --pgdata "$PGDATA" &
 pid=$!
 # docker stop / Kubernetes send SIGTERM: pg_autoctl's fast stop (SIGINT) disconnects clients at once.

@@ -29,7 +29,7 @@ mask_url() {
         if [[ $auth == *:* ]]; then auth="${auth%%:*}:***@"; fi
         url=$scheme$auth$rest
     fi
-    printf '%s' "$url" | sed -E 's/([?&]password=)[^&]*/\1***/g'
+    printf '%s' "$url" | sed -E 's/([?&](ssl)?password=)[^&]*/\1***/g'
 }
 
 url_decode() {
@@ -38,6 +38,10 @@ url_decode() {
 }
 
 # Splits a postgres:// URL into PG_URL (without the password) and PG_PASSWORD (decoded; may be empty).
+# libpq reads a password in two places, the user part (user:PW@) and a `password=` parameter (which
+# wins, as in libpq): both go to PG_PASSWORD, and neither stays in PG_URL, which the tools get on their
+# command line. A client key's passphrase (`sslpassword=`) has no environment variable, so it is
+# refused rather than passed on a command line.
 split_database_url() {
     local url=$1
     [[ $url =~ ^(postgres|postgresql)://([^/?]*)(.*)$ ]] ||
@@ -53,7 +57,23 @@ split_database_url() {
         PG_PASSWORD=$(url_decode "${userinfo#*:}")
         userinfo=${userinfo%%:*}
     fi
-    PG_URL="$scheme://${userinfo:+$userinfo@}$hosts$rest"
+    local path=${rest%%\?*} params=() kept=() param
+    if [[ $rest == *\?* ]]; then IFS='&' read -r -a params <<<"${rest#*\?}"; fi
+    for param in "${params[@]}"; do
+        [[ -n $param ]] || continue
+        if [[ $param != *=* ]]; then kept+=("$param") && continue; fi # libpq's error to report
+        case $(url_decode "${param%%=*}") in
+            password) PG_PASSWORD=$(url_decode "${param#*=}") ;;
+            sslpassword)
+                usage_error "the database URL has sslpassword=, which would be on the tools' command line:" \
+                    "give the client key's passphrase in a service file (PGSERVICEFILE) instead" ;;
+            *) kept+=("$param") ;;
+        esac
+    done
+    PG_URL="$scheme://${userinfo:+$userinfo@}$hosts$path"
+    if ((${#kept[@]})); then
+        PG_URL+="?$(IFS='&' && printf '%s' "${kept[*]}")"
+    fi
 }
 
 # Sets PG_BIN to the directory of PROGRAM and psql: DIR when given, else Debian's PostgreSQL 15

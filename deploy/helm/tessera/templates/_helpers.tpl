@@ -48,6 +48,19 @@ helm.sh/chart: {{ printf "%s-%s" $root.Chart.Name $root.Chart.Version | replace 
 {{- printf "%s:%s" .Values.image.repository (include "tessera.tag" .) }}
 {{- end }}
 
+{{/*
+TESSERA_TRUSTED_PROXIES of the ConfigMap (and of the migration, inline): ingressController.addresses,
+comma-separated. The ConfigMap takes it from there, not from config, where it must be absent or say
+the same (values written for an older chart set it there).
+*/}}
+{{- define "tessera.trustedProxies" -}}
+{{- $proxies := join "," .Values.ingressController.addresses }}
+{{- if and (hasKey .Values.config "TESSERA_TRUSTED_PROXIES") (ne (toString .Values.config.TESSERA_TRUSTED_PROXIES) $proxies) }}
+{{- fail "config.TESSERA_TRUSTED_PROXIES: set ingressController.addresses instead (a list of the ingress controller's addresses or CIDR blocks)" }}
+{{- end }}
+{{- $proxies }}
+{{- end }}
+
 {{/* Objects the parts refer to. */}}
 {{- define "tessera.configName" -}}
 {{- include "tessera.componentName" (list . "config") }}
@@ -128,7 +141,8 @@ hash of a weak password can be searched. After changing a secret, restart the De
 */}}
 {{- define "tessera.podAnnotations" -}}
 {{- $root := index . 0 }}
-{{- $annotations := dict "checksum/config" (toJson $root.Values.config | sha256sum) }}
+{{- $config := printf "%s %s" (toJson $root.Values.config) (include "tessera.trustedProxies" $root) }}
+{{- $annotations := dict "checksum/config" ($config | sha256sum) }}
 {{- if $root.Values.metrics.podAnnotations }}
 {{- $_ := set $annotations "prometheus.io/scrape" "true" }}
 {{- $_ := set $annotations "prometheus.io/port" (index . 1 | toString) }}
@@ -212,4 +226,22 @@ spec:
         name: cpu
         target: {type: Utilization, averageUtilization: {{ $part.autoscaling.targetCPUUtilizationPercentage }}}
 {{- end }}
+{{- end }}
+
+{{/*
+One NetworkPolicy rule, as a YAML list of one: (list "from"|"to" peers ports protocols). Every port
+for every protocol; no peers: any address (on those ports).
+*/}}
+{{- define "tessera.networkRule" -}}
+{{- $ports := list }}
+{{- range $port := index . 2 }}
+{{- range $protocol := index $ 3 }}
+{{- $ports = append $ports (dict "protocol" $protocol "port" $port) }}
+{{- end }}
+{{- end }}
+{{- $rule := dict "ports" $ports }}
+{{- with index . 1 }}
+{{- $_ := set $rule (index $ 0) . }}
+{{- end }}
+{{- toYaml (list $rule) }}
 {{- end }}
