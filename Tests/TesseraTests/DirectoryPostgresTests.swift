@@ -24,6 +24,11 @@ struct DirectoryPostgresTests {
         #expect(target.endpoints == [DatabaseEndpoint(host: "127.0.0.1", port: 1), real])
         let database = Database(target: target, logger: logger)
         #expect(database.endpoint.port == 1)
+        try await PostgresSupport.slots.run { try await Self.usePrimary(of: database, real: real, target: target) }
+    }
+
+    static func usePrimary(of database: Database, real: DatabaseEndpoint, target: DatabaseTarget) async throws {
+        let logger = PostgresSupport.logger
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await database.run() }
             defer { group.cancelAll() }

@@ -34,9 +34,16 @@ enum InProcess {
     static func withSchema<T: Sendable>(
         _ body: @Sendable (PostgresClient.Configuration) async throws -> T
     ) async throws -> T {
+        try await PostgresSupport.slots.run { try await withFreshSchema(body) }
+    }
+
+    private static func withFreshSchema<T: Sendable>(
+        _ body: @Sendable (PostgresClient.Configuration) async throws -> T
+    ) async throws -> T {
         let url = try #require(PostgresSupport.url)
         let schema = "inproc_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
-        let base = try PostgresClient.Configuration.fromURL(url)
+        var base = try PostgresClient.Configuration.fromURL(url)
+        base.options.maximumConnections = 2
         let admin = PostgresClient(configuration: base, backgroundLogger: logger)
         var scoped = base
         scoped.options.additionalStartupParameters = [("search_path", schema)]
