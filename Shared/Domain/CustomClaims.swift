@@ -21,7 +21,19 @@ public enum CustomClaims {
         if let forbidden = object.keys.sorted().first(where: reserved.contains) {
             throw FirebaseError.invalid(.forbiddenClaim, forbidden)
         }
+        // `email\u{0000}` is not `email` here, but may be to a verifier that reads names as C strings
+        // or drops invisible characters (issue #35).
+        if object.keys.contains(where: isUnprintableName) {
+            throw FirebaseError.invalid(.invalidClaims, "claim names may not contain control or invisible characters")
+        }
         return object.isEmpty ? nil : text
+    }
+
+    /// A name with a control character or an invisible formatting one (zero-width, bidi).
+    public static func isUnprintableName(_ name: String) -> Bool {
+        name.unicodeScalars.contains {
+            $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+        }
     }
 }
 

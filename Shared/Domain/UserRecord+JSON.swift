@@ -135,15 +135,23 @@ extension LookupResponse: DirectJSONEncodable {
 
 extension AccountResponse: DirectJSONEncodable, DirectJSONDecodable {
     public func writeJSON(to writer: inout JSONWriter) {
-        writer.object { object in object.member("user", user) }
+        writer.object { object in
+            object.member("user", user)
+            if let sessionEnded { object.member("sessionEnded", sessionEnded) }
+        }
     }
 
     public init(json reader: inout JSONReader) throws {
         var user: UserRecord?
+        var sessionEnded: Bool?
         try reader.object { key, reader in
-            if key == "user" { user = try UserRecord(json: &reader) } else { try reader.skipValue() }
+            switch key {
+            case "user": user = try UserRecord(json: &reader)
+            case "sessionEnded": sessionEnded = try reader.optionalBool()
+            default: try reader.skipValue()
+            }
         }
-        self.init(user: try requiredJSONMember(user, "user"))
+        self.init(user: try requiredJSONMember(user, "user"), sessionEnded: sessionEnded)
     }
 }
 

@@ -46,9 +46,13 @@ public struct CIDR: Sendable, Equatable {
     let network: [UInt8]
     let prefix: Int
 
-    public init?(_ text: String) {
+    /// `keepingMapped`: an IPv4-mapped IPv6 network (`::ffff:0:0/96`) stays 16 bytes instead of
+    /// becoming the IPv4 network it maps.
+    public init?(_ text: String, keepingMapped: Bool = false) {
         let parts = text.split(separator: "/", maxSplits: 1)
-        guard let address = Self.bytes(String(parts[0])) else { return nil }
+        guard let address = keepingMapped ? Self.rawBytes(String(parts[0])) : Self.bytes(String(parts[0])) else {
+            return nil
+        }
         let bits = address.count * 8
         let prefix = parts.count == 2 ? Int(parts[1]) : bits
         guard let prefix, (0...bits).contains(prefix) else { return nil }
@@ -68,15 +72,19 @@ public struct CIDR: Sendable, Equatable {
     }
 
     /// The 4 or 16 bytes of an address (IPv4-mapped IPv6 addresses count as IPv4).
-    static func bytes(_ text: String) -> [UInt8]? {
+    public static func bytes(_ text: String) -> [UInt8]? {
+        rawBytes(text).map(unmapped)
+    }
+
+    /// The 4 or 16 bytes of an address as written.
+    static func rawBytes(_ text: String) -> [UInt8]? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
             return withUnsafeBytes(of: &v4) { Array($0) }
         }
         var v6 = in6_addr()
         guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
-        let raw = withUnsafeBytes(of: &v6) { Array($0) }
-        return unmapped(raw)
+        return withUnsafeBytes(of: &v6) { Array($0) }
     }
 }
 
@@ -95,13 +103,17 @@ extension CIDR {
 
     /// Blocks no request to an outside party (an identity provider a tenant configures) may reach
     /// (issue #23): this host, private networks, link-local (cloud metadata at 169.254.169.254 and
-    /// fd00:ec2::254 among them), shared address space, and addresses that are not unicast.
+    /// fd00:ec2::254 among them), shared address space, and addresses that are not unicast. IPv6
+    /// forms that carry an IPv4 address are blocked whole (issue #35): IPv4-compatible (`::/96`),
+    /// IPv4-mapped (`::ffff:0:0/96`, also checked as the IPv4 address they map), Teredo
+    /// (`2001::/32`), NAT64 and 6to4.
     public static let nonPublic: [CIDR] = [
         "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
         "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
-        "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48",
-        "100::/64", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
-    ].map { CIDR($0)! }
+        "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "::/96", "::ffff:0:0/96", "64:ff9b::/96",
+        "64:ff9b:1::/48", "100::/64", "2001::/32", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10",
+        "fec0::/10", "ff00::/8",
+    ].map { CIDR($0, keepingMapped: true)! }
 
     /// Whether an address (4 or 16 bytes) is outside every `nonPublic` block.
     public static func isPublic(_ bytes: [UInt8]) -> Bool {

@@ -29,5 +29,9 @@ extension HTTPField.Name {
     public static let requestID = HTTPField.Name("X-Request-ID")!
     public static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
     public static let internalSecret = HTTPField.Name("X-Tessera-Internal")!
+    /// The end user's address as the token service resolved it, on admin calls it relays to the
+    /// directory; believed only beside a valid internal secret (docs/architecture.md, "The admin
+    /// authentication limit").
+    public static let relayedClientAddress = HTTPField.Name("X-Tessera-Client-Address")!
     public static let googAPIKey = HTTPField.Name("x-goog-api-key")!
 }

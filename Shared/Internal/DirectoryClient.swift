@@ -56,20 +56,24 @@ public struct DirectoryClient: Sendable {
     }
 
     /// Sends a request body to the directory as it came (POST, or GET with the body's fields in the
-    /// query), with the caller's `Authorization`, and returns the directory's status and body. Used
-    /// for privileged calls that arrive on client paths: the directory authenticates them.
+    /// query), with the caller's `Authorization`, and returns the directory's status, body and
+    /// `Retry-After`. Used for privileged calls that arrive on client paths: the directory
+    /// authenticates them, and charges a failed authentication to `clientAddress` (the end user's,
+    /// as this service resolved it), which the internal secret beside it makes believable.
     public func forward(
         method: HTTPRequest.Method = .post, pathAndQuery: String, authorization: String?, body: Data?,
-        requestID: String,
-        logger: Logger
-    ) async throws -> (status: Int, body: Data) {
+        clientAddress: String?, requestID: String, logger: Logger
+    ) async throws -> (status: Int, body: Data, retryAfter: Int?) {
         var headers = HTTPHeaders()
         if let authorization { headers.add(name: "Authorization", value: authorization) }
+        if let clientAddress {
+            headers.add(name: "X-Tessera-Internal", value: secret)
+            headers.add(name: HTTPField.Name.relayedClientAddress.rawName, value: clientAddress)
+        }
         headers.add(name: "Content-Type", value: "application/json")
-        let (status, bytes, _) = try await send(
+        return try await send(
             method: HTTPMethod(rawValue: method.rawValue), path: pathAndQuery, headers: headers, body: body,
             requestID: requestID, logger: logger)
-        return (status, bytes)
     }
 
     private func send(

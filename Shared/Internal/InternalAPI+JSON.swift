@@ -8,20 +8,28 @@ extension AccountRequest: DirectJSONEncodable, DirectJSONDecodable {
         writer.object { object in
             object.member("tenantId", scope.tenantID)
             object.member("localId", localId)
+            if let session { object.member("session", session) }
+            if let issuedAt { object.member("issuedAt", issuedAt) }
         }
     }
 
     public init(json reader: inout JSONReader) throws {
         var tenantId: String?
         var localId: String?
+        var session: String?
+        var issuedAt: Int64?
         try reader.object { key, reader in
             switch key {
             case "tenantId": tenantId = try reader.optionalString()
             case "localId": localId = try reader.string()
+            case "session": session = try reader.optionalString()
+            case "issuedAt": issuedAt = try reader.optionalInt()
             default: try reader.skipValue()
             }
         }
-        self.init(scope: Scope(wire: tenantId), localId: try requiredJSONMember(localId, "localId"))
+        self.init(
+            scope: Scope(wire: tenantId), localId: try requiredJSONMember(localId, "localId"), session: session,
+            issuedAt: issuedAt)
     }
 }
 

@@ -320,14 +320,17 @@ public struct CheckAdminRequest: Codable, Sendable {
     public var authorization: String
     /// The tenant the call acts in (nil: project level); a tenant-scoped credential must match it.
     public var scope: Scope
+    /// The end user's address as the token service resolved it: a failed check counts against it.
+    public var clientIP: String?
 
-    public init(authorization: String, scope: Scope) {
+    public init(authorization: String, scope: Scope, clientIP: String?) {
         self.authorization = authorization
         self.scope = scope
+        self.clientIP = clientIP
     }
 
     enum CodingKeys: String, CodingKey {
-        case authorization, scope = "tenantId"
+        case authorization, scope = "tenantId", clientIP
     }
 }
 
@@ -658,20 +661,32 @@ public struct SessionCreatedResponse: Codable, Sendable {
 public struct AccountRequest: Codable, Sendable {
     public var scope: Scope
     public var localId: String
+    /// With an ID token's session and `iat`: whether that session has ended is answered too, when
+    /// the token's second is the user's `validSince` (docs/design-notes.md, "Revocation is exact").
+    public var session: String?
+    public var issuedAt: Int64?
 
-    public init(scope: Scope, localId: String) {
+    public init(scope: Scope, localId: String, session: String? = nil, issuedAt: Int64? = nil) {
         self.scope = scope
         self.localId = localId
+        self.session = session
+        self.issuedAt = issuedAt
     }
 
     enum CodingKeys: String, CodingKey {
-        case scope = "tenantId", localId
+        case scope = "tenantId", localId, session, issuedAt
     }
 }
 
 public struct AccountResponse: Codable, Sendable {
     public var user: UserRecord
-    public init(user: UserRecord) { self.user = user }
+    /// True when the request's session was revoked (or is gone) and its token's second is `validSince`.
+    public var sessionEnded: Bool?
+
+    public init(user: UserRecord, sessionEnded: Bool? = nil) {
+        self.user = user
+        self.sessionEnded = sessionEnded
+    }
 }
 
 public struct RotateRefreshTokenRequest: Codable, Sendable {

@@ -161,6 +161,22 @@ struct ClientAddressTests {
         #expect(throws: ConfigError.self) { try ClientAddress(parsing: "10.0.0.0/33") }
     }
 
+    @Test("the SSRF block list covers IPv6 forms that carry an IPv4 address, and lets public addresses through")
+    func nonPublicAddresses() throws {
+        func isPublic(_ text: String, raw: Bool = false) throws -> Bool {
+            CIDR.isPublic(try #require(raw ? CIDR.rawBytes(text) : CIDR.addressBytes(text)))
+        }
+        for blocked in ["::7f00:1", "::a00:1", "::", "::1", "2001:0:a00:1::1", "2001::1", "64:ff9b::a00:1", "fd00::1"] {
+            #expect(try !isPublic(blocked), "\(blocked)")
+        }
+        // An IPv4-mapped address is blocked as 16 bytes too, not only as the IPv4 address it maps.
+        #expect(try !isPublic("::ffff:8.8.8.8", raw: true))
+        #expect(try !isPublic("::ffff:127.0.0.1"))
+        for allowed in ["8.8.8.8", "2606:4700::1111", "2a00:1450::1", "2001:4860:4860::8888"] {
+            #expect(try isPublic(allowed), "\(allowed)")
+        }
+    }
+
     @Test("RFC 3339 times by integer arithmetic agree with Foundation's ISO 8601 style")
     func rfc3339() {
         let foundation = Date.ISO8601FormatStyle(timeZone: .gmt)

@@ -355,7 +355,7 @@ def test_forms_need_the_session_token_and_the_console_origin_and_sign_out_ends_t
 
 def test_every_console_answer_carries_the_csp_and_a_session_cookie_that_scripts_cannot_read(stack):
     resp = requests.post(stack.admin_url + "/console/sign-in", data={"credential": stack.admin_token},
-                         timeout=HTTP_TIMEOUT, allow_redirects=False)
+                         headers={"Sec-Fetch-Site": "same-origin"}, timeout=HTTP_TIMEOUT, allow_redirects=False)
     assert resp.status_code == 303, describe(resp)
     cookie = resp.headers["set-cookie"]
     for attribute in ("HttpOnly", "SameSite=Strict", "Path=/console/"):
@@ -688,10 +688,12 @@ def test_a_session_ends_when_idle_or_old_and_every_control_has_a_label_and_works
 
 def test_the_session_cookie_is_secure_behind_tls(stack):
     """Behind a TLS ingress (X-Forwarded-Proto: https, which the local nginx sets from its scheme) the
-    cookie is Secure; over plain HTTP (this stack) it cannot be, or the browser would drop it."""
+    cookie is Secure (and a `__Host-` cookie, test_review_cookies_forms.py); over plain HTTP (this stack) it
+    cannot be, or the browser would drop it."""
     for proto, secure in (("https", True), ("http", False)):
         resp = requests.post(stack.directory_url + "/console/sign-in", data={"credential": stack.admin_token},
-                             headers={"X-Forwarded-Proto": proto}, timeout=HTTP_TIMEOUT, allow_redirects=False)
+                             headers={"X-Forwarded-Proto": proto, "Sec-Fetch-Site": "same-origin"},
+                             timeout=HTTP_TIMEOUT, allow_redirects=False)
         assert resp.status_code == 303, describe(resp)
         assert ("; Secure" in resp.headers["set-cookie"]) == secure, resp.headers["set-cookie"]
 

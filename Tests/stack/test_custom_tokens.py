@@ -618,6 +618,15 @@ def test_request_and_claims_errors(client, admin, project_account, project_key):
             "localId": created["localId"], "customAttributes": json.dumps({name: "x"})})
         expect_error(resp, "FORBIDDEN_CLAIM")
         assert resp.json()["error"]["message"] == f"FORBIDDEN_CLAIM : {name}", describe(resp)
+    # Reserved names with control or invisible characters (issue 35): a verifier that reads names as C
+    # strings, or drops invisible characters, would see `email`.
+    for name in ("email\u0000", "email\u0000x", "\u200bemail", "role\u0007", "admin\u202e"):
+        resp = sign_in_raw(client, sign(token_payload(project_account, uid, claims={name: "victim@example.com"}),
+                                        project_key, kid))
+        expect_error(resp, "INVALID_CLAIMS")
+        resp = admin.request("POST", f"/v1/projects/{admin.stack.project_id}/accounts:update", json={
+            "localId": created["localId"], "customAttributes": json.dumps({name: "victim@example.com"})})
+        expect_error(resp, "INVALID_CLAIMS")
     too_large = {"blob": "x" * 1001}
     expect_error(sign_in_raw(client, sign(token_payload(project_account, uid, claims=too_large),
                                           project_key, kid)), "CLAIMS_TOO_LARGE")

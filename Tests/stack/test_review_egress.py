@@ -226,6 +226,9 @@ def test_other_spellings_of_loopback_are_refused_too(client, admin, make_tenant,
 @pytest.mark.parametrize("host", [
     "10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254", "100.64.0.1", "224.0.0.1", "240.0.0.1",
     "[fd00::1]", "[fe80::1]",
+    # IPv6 forms that carry an IPv4 address (issue 35): IPv4-compatible loopback and private,
+    # IPv4-mapped, Teredo.
+    "[::7f00:1]", "[::a00:1]", "[::ffff:a00:1]", "[2001:0:a00:1::1]",
 ])
 def test_private_and_reserved_issuers_are_refused_at_once(client, admin, make_tenant, fake_idp, host):
     """Private, link-local (the cloud metadata endpoint), CGNAT, multicast and reserved addresses:

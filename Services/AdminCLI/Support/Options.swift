@@ -79,9 +79,19 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func client() throws -> AdminClient {
-        AdminClient(
-            baseURL: try resolvedAdminURL(), projectID: projectID, token: try token(),
+        let baseURL = try resolvedAdminURL()
+        if let warning = Self.plainHTTPWarning(baseURL) { Output.note(warning) }
+        return AdminClient(
+            baseURL: baseURL, projectID: projectID, token: try token(),
             timeout: .milliseconds(Int64(timeout * 1000)))
+    }
+
+    /// Said before a credential goes over plain http:// to another machine (issue #35): anyone on
+    /// the path reads it. The loopback (the local stack, a tunnel) is quiet.
+    static func plainHTTPWarning(_ baseURL: String) -> String? {
+        guard let url = WebURL(baseURL), url.scheme == "http", !url.isLoopback else { return nil }
+        return "tessera: warning: the admin credential goes to \(url.authority) over plain http://, readable by "
+            + "anyone on the network path; use an https:// admin URL (or a tunnel to 127.0.0.1)"
     }
 }
 

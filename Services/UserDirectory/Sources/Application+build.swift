@@ -185,6 +185,9 @@ public func buildDirectoryApplication(
     // The token service's privileged endpoints (createSessionCookie) authenticate admins here.
     let credentials = AdminCredentialStore(
         client: client, bootstrapSecret: configuration.adminToken, ownerScope: configuration.ownerTokenScope)
+    let adminFailures = AdminAuthFailures(
+        client: client, clientAddress: configuration.clientAddress, internalSecret: configuration.internalSecret,
+        limit: configuration.adminAuthFailuresPerHour)
     if let scope = configuration.ownerTokenScope {
         logger.warning(
             "TESSERA_OWNER_TOKEN_SCOPE is set: the Admin SDKs' emulator-mode token `Bearer owner` is accepted on the admin plane; every such call is audited as owner",
@@ -193,9 +196,9 @@ public func buildDirectoryApplication(
     internalGroup.post(RouterPath(InternalPath.checkAdmin)) { request, context in
         let body = try await request.decodeJSON(CheckAdminRequest.self, context: context)
         guard let bearer = Request.bearerToken(in: body.authorization) else { throw FirebaseError.missingCredentials }
-        guard let principal = try await credentials.authenticate(bearer, logger: context.logger) else {
-            throw FirebaseError.invalidCredentials
-        }
+        // Limited as the admin plane is, against the end user's address the token service resolved.
+        let principal = try await adminFailures.authenticate(
+            bearer, from: body.clientIP, credentials: credentials, logger: context.logger)
         if let own = principal.tenantId, Scope(key: own) != body.scope { throw FirebaseError.insufficientPermission }
         return JSONResponse(EmptyObject())
     }
@@ -203,8 +206,6 @@ public func buildDirectoryApplication(
     let serviceAccounts = ServiceAccountController(
         store: ServiceAccountStore(client: client, projectID: configuration.projectID), tenants: tenants,
         projectID: configuration.projectID)
-    let adminFailures = AdminAuthFailures(
-        client: client, clientAddress: configuration.clientAddress, limit: configuration.adminAuthFailuresPerHour)
     ConsoleController(
         sessions: ConsoleSessionStore(
             client: client, credentials: credentials, idleTimeout: configuration.consoleIdleTimeout,

@@ -213,9 +213,11 @@ struct InProcessAccountUpdateTests {
             #expect(disabled["localId"]?.stringValue == localID)
 
             try expectError(try await InProcessPasswordTests.signIn(service, tenant, email), "USER_DISABLED")
+            // Under enumeration protection (the default) a wrong password learns nothing of the
+            // disable: the same answer as for any account (issue #35).
             try expectError(
                 try await InProcessPasswordTests.signIn(service, tenant, email, password: "wrong password"),
-                "USER_DISABLED")
+                "INVALID_LOGIN_CREDENTIALS")
             try expectError(try await service.refreshRaw(session["refreshToken"]?.stringValue), "USER_DISABLED")
             try expectError(try await service.lookup(token, tenant: tenant), "USER_DISABLED")
             try expectError(try await Self.update(service, tenant, token, #""displayName":"x""#), "USER_DISABLED")

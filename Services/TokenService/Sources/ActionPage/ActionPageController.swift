@@ -15,7 +15,7 @@ struct ActionPageController {
 
     static let path = "/__/auth/action"
     static let stylesheetPath = "/__/auth/action.css"
-    static let csrfCookie = "tessera_action_csrf"
+    static let csrfCookie = HostCookie(name: "tessera_action_csrf", plainPath: path)
 
     func addRoutes(to router: Router<TokenContext>) {
         router.get(RouterPath(Self.path), use: show)
@@ -81,9 +81,7 @@ struct ActionPageController {
             let (mode, code) = try await check(link, context: context)
             let csrf = Base64URL.encode(Secrets.randomBytes(24))
             var response = page.form(mode: mode, code: code, csrf: csrf)
-            let secure = request.headers[HTTPField.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
-            response.headers[.setCookie] =
-                "\(Self.csrfCookie)=\(csrf); Path=\(Self.path); HttpOnly; SameSite=Strict\(secure ? "; Secure" : "")"
+            response.setCookie(Self.csrfCookie.cookie(csrf, maxAge: nil, for: request))
             return response
         } catch {
             return page.error(HostedPage.firebaseError(error, page: "action", logger: context.logger))
@@ -106,7 +104,7 @@ struct ActionPageController {
             continueURL: await continueURL(link, context: context))
         // The form's token must match the cookie the form came with: another site cannot read the
         // cookie, so it cannot post a form of its own (a sign-in into its account, say) here.
-        guard let posted = fields["csrf"], let cookie = Self.cookie(Self.csrfCookie, in: request),
+        guard let posted = fields["csrf"], let cookie = Self.csrfCookie.value(in: request),
             !posted.isEmpty, Secrets.constantTimeEquals(posted, cookie)
         else {
             return page.refused()
@@ -175,18 +173,5 @@ struct ActionPageController {
                 clientIP: tokens.clientIP(request, context), requestID: context.requestID, logger: context.logger)
             return completed.user.email ?? code.email
         }
-    }
-
-    /// A cookie's value from the request's `Cookie` headers.
-    static func cookie(_ name: String, in request: Request) -> String? {
-        for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
-                    return parts[1].trimmingCharacters(in: .whitespaces)
-                }
-            }
-        }
-        return nil
     }
 }

@@ -145,7 +145,7 @@ struct LegacyAdminController {
         guard verb == "batchGet" else {
             return try await tokens.relayAdminCall(
                 project: project, scope: scope, verb: verb, authorization: authorization, body: data,
-                context: context)
+                request: request, context: context)
         }
         // The export is a GET with the paging fields in the query.
         var query: [String] = []
@@ -163,6 +163,6 @@ struct LegacyAdminController {
         return try await tokens.relayAdminCall(
             method: .get, project: project, scope: scope, verb: verb,
             query: query.isEmpty ? nil : query.joined(separator: "&"), authorization: authorization, body: nil,
-            context: context)
+            request: request, context: context)
     }
 }

@@ -126,23 +126,31 @@ struct SessionTokens: Sendable {
         if !requested.isProject, requested != verified.scope {
             throw FirebaseError.invalid(.tenantIdMismatch)
         }
-        let user = try await directory.call(
-            InternalPath.getAccount, AccountRequest(scope: verified.scope, localId: verified.localId),
-            as: AccountResponse.self, requestID: requestID, logger: logger
-        ).user
+        let answer = try await directory.call(
+            InternalPath.getAccount,
+            AccountRequest(
+                scope: verified.scope, localId: verified.localId, session: verified.session,
+                issuedAt: verified.issuedAt),
+            as: AccountResponse.self, requestID: requestID, logger: logger)
+        let user = answer.user
         if user.disabled { throw FirebaseError.invalid(.userDisabled) }
-        if verified.issuedAt < user.validSince { throw FirebaseError.invalid(.tokenExpired) }
+        // Whole seconds tell most revoked tokens; one of the revocation's own second is told by its
+        // session, which the revocation ended (docs/design-notes.md, "Revocation is exact").
+        if verified.issuedAt < user.validSince || answer.sessionEnded == true {
+            throw FirebaseError.invalid(.tokenExpired)
+        }
         return (verified, user)
     }
 }
 
 extension SessionTokens {
     /// Sends an admin call to the directory's `/v1/projects/{p}[/tenants/{t}]/accounts:{verb}[?query]`
-    /// with the caller's `Authorization` (the directory authenticates and audits it), and relays the
-    /// answer as it came. A POST carries `body`; a GET, the `query`.
+    /// with the caller's `Authorization` (the directory authenticates and audits it) and address (a
+    /// failed authentication counts against the caller, not this service), and relays the answer as
+    /// it came. A POST carries `body`; a GET, the `query`.
     func relayAdminCall(
         method: HTTPRequest.Method = .post, project: String, scope: Scope, verb: String, query: String? = nil,
-        authorization: String, body: Data?, context: some TesseraContext
+        authorization: String, body: Data?, request: Request, context: some TokenRequestContext
     ) async throws -> Response {
         let segment = CharacterSet.alphanumerics.union(["-", "_", "."])
         guard let projectSegment = project.addingPercentEncoding(withAllowedCharacters: segment),
@@ -151,11 +159,13 @@ extension SessionTokens {
         var path = "/v1/projects/\(projectSegment)"
         if !scope.isProject { path += "/tenants/\(tenantSegment)" }
         path += "/accounts:\(verb)" + (query.map { "?" + $0 } ?? "")
-        let (status, answer) = try await directory.forward(
+        let (status, answer, retryAfter) = try await directory.forward(
             method: method, pathAndQuery: path, authorization: authorization, body: body,
-            requestID: context.requestID, logger: context.logger)
+            clientAddress: clientIP(request, context), requestID: context.requestID, logger: context.logger)
+        var headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(
-            status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json; charset=UTF-8"],
+            status: HTTPResponse.Status(code: status), headers: headers,
             body: .init(byteBuffer: ByteBuffer(bytes: answer)))
     }
 }
@@ -183,6 +193,6 @@ extension SessionTokens {
             .tenantId
         return try await relayAdminCall(
             project: configuration.projectID, scope: Scope(wire: tenant), verb: verb, authorization: authorization,
-            body: data, context: context)
+            body: data, request: request, context: context)
     }
 }

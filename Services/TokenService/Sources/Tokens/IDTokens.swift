@@ -47,6 +47,7 @@ public struct IDTokenIssuer: Sendable {
         // Only users with custom claims pay for it (every refresh mints).
         if user.customAttributes != nil || session.extraClaims != nil {
             for name in CustomClaims.reserved { claims.removeValue(forKey: name) }
+            claims = claims.filter { !CustomClaims.isUnprintableName($0.key) }
         }
         var identities: [String: JSONValue] = [:]
         if let email = user.email {
@@ -69,6 +70,9 @@ public struct IDTokenIssuer: Sendable {
             "identities": .object(identities), "sign_in_provider": .string(session.signInProvider),
         ]
         if let tenant = user.tenantId { firebase["tenant"] = .string(tenant) }
+        // The session the token belongs to, so that a revocation in the token's own second still ends
+        // it (docs/design-notes.md, "Revocation is exact"). Session cookies have none.
+        if !session.familyId.isEmpty { firebase[Self.sessionClaim] = .string(session.familyId) }
         claims["firebase"] = .object(firebase)
         claims["auth_time"] = .int(session.authTime)
         claims["user_id"] = .string(user.localId)
@@ -104,7 +108,12 @@ public struct IDTokenIssuer: Sendable {
         public let issuedAt: Int64
         public let authTime: Int64
         public let signInProvider: String
+        /// `firebase.tessera_session`: the session that minted the token (nil in older tokens).
+        public var session: String? = nil
     }
+
+    /// The claim in `firebase` that names the token's session.
+    static let sessionClaim = "tessera_session"
 
     /// The claims verification reads; the others (custom claims, `firebase.identities`) are skipped.
     /// Read by hand (`DirectJSONDecodable`): Foundation's decoder was 1% of all CPU under lookup.
@@ -112,12 +121,14 @@ public struct IDTokenIssuer: Sendable {
         struct Firebase: DirectJSONDecodable {
             var tenant: String?
             var sign_in_provider: String?
+            var tessera_session: String?
 
             init(json reader: inout JSONReader) throws {
                 try reader.object { key, reader in
                     switch key {
                     case "tenant": tenant = try reader.optionalString()
                     case "sign_in_provider": sign_in_provider = try reader.optionalString()
+                    case IDTokenIssuer.sessionClaim: tessera_session = try reader.optionalString()
                     default: try reader.skipValue()
                     }
                 }
@@ -172,6 +183,6 @@ public struct IDTokenIssuer: Sendable {
         guard exp > nowSeconds else { throw FirebaseError.invalid(.tokenExpired) }
         return Verified(
             localId: sub, scope: Scope(wire: payload.firebase?.tenant), issuedAt: iat, authTime: authTime,
-            signInProvider: payload.firebase?.sign_in_provider ?? "")
+            signInProvider: payload.firebase?.sign_in_provider ?? "", session: payload.firebase?.tessera_session)
     }
 }

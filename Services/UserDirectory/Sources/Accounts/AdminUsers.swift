@@ -271,8 +271,9 @@ extension AdminUsers {
                 let claims: String? = change.customAttributes ?? before.customAttributes
                 let credentialsChanged = stored != nil || emailChanged
                 // A disable ends every session and ID token issued before it, for good (A.2): enabling the
-                // user again does not bring them back. `validSince` does it; the families stay unrevoked
-                // so that a refresh while disabled still answers USER_DISABLED (B.2.2), TOKEN_EXPIRED after.
+                // user again does not bring them back. `validSince` and the sessions revoked below do it
+                // (docs/design-notes.md, "Revocation is exact"); a refresh while disabled still answers
+                // USER_DISABLED (B.2.2), TOKEN_EXPIRED after (migration 17).
                 let disabling = change.disabled == true && !before.disabled
                 try await connection.query(
                     """
@@ -303,9 +304,24 @@ extension AdminUsers {
                         WHERE tenant_id = \(scope) AND local_id = \(localId) AND provider_id = ANY(\(change.deleteProviders))
                         """, logger: logger)
                 }
-                if credentialsChanged {
+                // Sessions end server-side, not only by `validSince`'s whole seconds, so none started
+                // before this answer survives it, not even in the same second.
+                if disabling {
+                    try await AccountRows.revokeSessions(
+                        connection, scope: scope, localId: localId, reason: "user_disabled", logger: logger)
+                } else if credentialsChanged {
                     try await AccountRows.revokeSessions(
                         connection, scope: scope, localId: localId, reason: "admin_change", logger: logger)
+                } else if let validSince = change.validSince {
+                    // The Admin SDKs' revokeRefreshTokens (and the console's "revoke sessions") set
+                    // validSince to the current second: every session started so far ends, those of
+                    // this second too. An earlier time ends the sessions started before it.
+                    try await connection.query(
+                        """
+                        UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'tokens_revoked'
+                        WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
+                            AND (\(validSince >= now / 1000) OR created_at < to_timestamp(\(validSince)))
+                        """, logger: logger)
                 }
                 return try await AccountRows.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first

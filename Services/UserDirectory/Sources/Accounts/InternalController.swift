@@ -132,7 +132,14 @@ struct InternalController {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
         let user = try await accounts.sessions.userForClient(
             scope: body.scope, localId: body.localId, logger: context.logger)
-        return JSONResponse(AccountResponse(user: user))
+        // Only a token of the second `validSince` names needs its session looked at: older ones are
+        // refused and later ones stand by the second alone.
+        guard let session = body.session, body.issuedAt == user.validSince else {
+            return JSONResponse(AccountResponse(user: user))
+        }
+        let ended = try await accounts.sessions.sessionEnded(
+            scope: body.scope, localId: body.localId, familyId: session, logger: context.logger)
+        return JSONResponse(AccountResponse(user: user, sessionEnded: ended))
     }
 
     @Sendable func deleteAccount(_ request: Request, context: DirectoryInternalContext) async throws -> JSONResponse<

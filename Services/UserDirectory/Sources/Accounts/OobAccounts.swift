@@ -27,10 +27,11 @@ extension OobAccounts {
         // An end user's request by address counts against the address, whether an account has it or
         // not: were only known addresses counted, the limit would tell them apart under protection.
         let countsByAddress = request.localId == nil && !request.returnLink
-        // An end user's reset under protection (issue #23): after the checks every address gets,
-        // the answer goes at once and the per-account work (the lookup, the code, the mail) follows
-        // it, so the time taken tells nothing about the address.
-        if flags.emailPrivacy, countsByAddress, request.requestType == .passwordReset, let email = request.email,
+        // An end user's reset or sign-in link under protection (issues #23 and #35): after the
+        // checks every address gets, the answer goes at once and the per-account work (the lookup,
+        // the code, the mail) follows it, so the time taken tells nothing about the address.
+        let answersFirst = request.requestType == .passwordReset || request.requestType == .emailSignIn
+        if flags.emailPrivacy, countsByAddress, answersFirst, let email = request.email,
             let detached = detachedWork.admit()
         {
             try await client.transaction(logger: logger) { connection in
@@ -44,8 +45,11 @@ extension OobAccounts {
                     _ = try await issueCode(request, scope: scope, flags: flags, countsByAddress: false, logger: logger)
                 } catch {
                     logger.warning(
-                        "password reset mail not queued",
-                        metadata: ["tenant.id": .string(scope.key), "error": "\(String(reflecting: error))"])
+                        "out-of-band mail not queued",
+                        metadata: [
+                            "tenant.id": .string(scope.key), "oob.type": .string(request.requestType.rawValue),
+                            "error": "\(String(reflecting: error))",
+                        ])
                 }
             }
             return SendOobCodeResponse(email: email)

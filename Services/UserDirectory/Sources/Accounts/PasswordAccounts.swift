@@ -242,7 +242,10 @@ extension PasswordAccounts {
             try await hasher.burn(request.password, key: keys.own)
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .emailNotFound)
         }
-        if disabled { throw FirebaseError.invalid(.userDisabled) }
+        // Under enumeration protection a disabled account is told apart only after its password was
+        // checked: a wrong guess costs the same hashing time and gets the same answer as for any
+        // other account (docs/design-notes.md, "Enumeration protection").
+        if disabled, !flags.emailPrivacy { throw FirebaseError.invalid(.userDisabled) }
         guard let algorithm = algorithmColumn, let params = paramsColumn, let salt = saltColumn, let hash = hashColumn
         else {
             try await hasher.burn(request.password, key: keys.own)
@@ -262,6 +265,7 @@ extension PasswordAccounts {
                 "password sign-in refused", metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
+        if disabled { throw FirebaseError.invalid(.userDisabled) }
         // Re-hash with the current parameters on a successful sign-in (A.9).
         let current = hasher.isOutdated(stored) ? try await hasher.hash(request.password, key: keys.own) : stored
         let now = AccountRows.nowMillis()

@@ -68,6 +68,19 @@ struct SessionAccounts: Sendable {
         return user
     }
 
+    /// Whether the user's session `familyId` was revoked, or is no longer stored (an unknown one
+    /// counts as ended).
+    public func sessionEnded(scope: Scope, localId: String, familyId: String, logger: Logger) async throws -> Bool {
+        guard let family = UUID(uuidString: familyId) else { return true }
+        let rows = try await client.query(
+            """
+            SELECT revoked_at IS NOT NULL FROM refresh_families
+            WHERE tenant_id = \(scope) AND family_id = \(family) AND local_id = \(localId)
+            """, logger: logger)
+        for try await revoked in rows.decode(Bool.self) { return revoked }
+        return true
+    }
+
     public func deleteByUser(scope: Scope, localId: String, logger: Logger) async throws {
         try await client.transaction(logger: logger) { connection in
             let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)

@@ -96,27 +96,29 @@ struct ConsoleController<Tenants: TenantStore> {
     }
 
     @Sendable func signIn(_ request: Request, context: DirectoryContext) async throws -> Response {
-        try ConsoleSessionMiddleware.checkSameOrigin(request)
+        try ConsoleSessionMiddleware.checkSameOrigin(request, requireBrowser: true)
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         let secret = form["credential"] ?? ""
-        let address = failures.address(request, context)
-        do {
-            try await failures.checkNotBlocked(address, logger: context.logger)
-        } catch let error as FirebaseError {
-            return views.render(
-                "signIn", ["title": "Sign in", "error": "Too many failed attempts from here; try again later."],
-                status: .tooManyRequests
-            ).retrying(after: error.retryAfterSeconds)
-        }
-        // `owner` is the Admin SDKs' emulator token, not a credential a person holds.
-        guard !secret.isEmpty, secret.lowercased() != "owner",
-            let principal = try await credentials.authenticate(secret, logger: context.logger)
-        else {
+        // `owner` is the Admin SDKs' emulator token, not a credential a person holds. A known
+        // credential signs in even from an address that guessed wrong too often (the limit refuses
+        // unknown ones only).
+        let known =
+            secret.isEmpty || secret.lowercased() == "owner"
+            ? nil : try await credentials.authenticate(secret, logger: context.logger)
+        guard let principal = known else {
             context.logger.notice("console sign-in with an unknown credential")
-            try await failures.count(address, logger: context.logger)
-            return views.render(
-                "signIn", ["title": "Sign in", "error": "This credential is not valid."], status: .unauthorized)
+            do {
+                try await failures.refuseUnknown(from: failures.address(request, context), logger: context.logger)
+            } catch let error as FirebaseError where error.retryAfterSeconds != nil {
+                return views.render(
+                    "signIn", ["title": "Sign in", "error": "Too many failed attempts from here; try again later."],
+                    status: .tooManyRequests
+                ).retrying(after: error.retryAfterSeconds)
+            } catch let error as FirebaseError where error == .invalidCredentials {
+                return views.render(
+                    "signIn", ["title": "Sign in", "error": "This credential is not valid."], status: .unauthorized)
+            }
         }
         let (token, _) = try await sessions.open(principal, secret: secret, logger: context.logger)
         try await credentials.audit(
@@ -125,24 +127,17 @@ struct ConsoleController<Tenants: TenantStore> {
         context.logger.info("console sign-in", metadata: ["admin.credential": .string(principal.credentialId)])
         var response = Response(status: .seeOther, headers: [.location: "/console/"])
         response.setCookie(
-            Cookie(
-                name: ConsoleSessionMiddleware.cookieName, value: token,
-                maxAge: Int(sessions.absoluteTimeout.wholeSeconds), path: "/console/",
-                secure: request.headers[HTTPField.Name("X-Forwarded-Proto")!] == "https", httpOnly: true,
-                sameSite: .strict))
+            ConsoleSessionMiddleware.cookie.cookie(
+                token, maxAge: Int(sessions.absoluteTimeout.wholeSeconds), for: request))
         return response
     }
 
     @Sendable func signOut(_ request: Request, context: DirectoryContext) async throws -> Response {
-        if let token = request.cookies[ConsoleSessionMiddleware.cookieName]?.value {
+        if let token = ConsoleSessionMiddleware.cookie.value(in: request) {
             try await sessions.close(token, logger: context.logger)
         }
         var response = Response(status: .seeOther, headers: [.location: "/console/sign-in"])
-        response.setCookie(
-            Cookie(
-                name: ConsoleSessionMiddleware.cookieName, value: "", maxAge: 0, path: "/console/",
-                secure: request.headers[HTTPField.Name("X-Forwarded-Proto")!] == "https", httpOnly: true,
-                sameSite: .strict))
+        response.setCookie(ConsoleSessionMiddleware.cookie.cookie("", maxAge: 0, for: request))
         return response
     }
 

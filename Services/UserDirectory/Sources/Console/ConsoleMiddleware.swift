@@ -21,6 +21,9 @@ struct ConsoleRefusal: Error {
     static let crossSite = ConsoleRefusal(
         status: .forbidden, heading: "Request refused",
         message: "This form was not sent from a page of this console. Reload the page and try again.")
+    static let tooLarge = ConsoleRefusal(
+        status: .contentTooLarge, heading: "Form too large",
+        message: "This form is larger than the console accepts (1 MiB). Import large files with the `tessera` CLI.")
     static let staleForm = ConsoleRefusal(
         status: .forbidden, heading: "Request refused",
         message: "This form has expired or does not belong to your session. Reload the page and try again.")
@@ -80,7 +83,7 @@ extension AdminPrincipal {
 /// a tenant-scoped credential is kept to its tenant's pages exactly as the admin API keeps it.
 struct ConsoleSessionMiddleware: RouterMiddleware {
     typealias Context = DirectoryContext
-    static let cookieName = "tessera_console"
+    static let cookie = HostCookie(name: "tessera_console", plainPath: "/console/")
     static let csrfHeader = HTTPField.Name("X-Tessera-CSRF")!
 
     let sessions: ConsoleSessionStore
@@ -95,7 +98,7 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
-        guard let token = request.cookies[Self.cookieName]?.value,
+        guard let token = Self.cookie.value(in: request),
             let session = try await sessions.resume(token, logger: context.logger)
         else {
             throw ConsoleRedirect.signIn
@@ -130,15 +133,24 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
         return try await next(request, context)
     }
 
+    /// The largest console form: the page's own forms are far smaller.
+    static let formLimit = 1 << 20
+
     /// A browser says where a request comes from: `Sec-Fetch-Site` (every current browser), else
     /// `Origin`, which must be the console's own scheme, host and port. A client that sends
     /// neither is not a browser, and still needs the CSRF token.
-    static func checkSameOrigin(_ request: Request) throws {
+    /// With `requireBrowser` (the sign-in form, which no session's CSRF token guards yet), a request
+    /// that says nothing of where it came from is refused too: every browser that runs the console
+    /// sends `Sec-Fetch-Site` or `Origin` with a form's POST.
+    static func checkSameOrigin(_ request: Request, requireBrowser: Bool = false) throws {
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!] {
             guard site == "same-origin" || site == "none" else { throw ConsoleRefusal.crossSite }
             return
         }
-        guard let origin = request.headers[.origin] else { return }
+        guard let origin = request.headers[.origin] else {
+            if requireBrowser { throw ConsoleRefusal.crossSite }
+            return
+        }
         // The Host the browser sent (the ingress keeps it) names the console's own authority.
         guard let host = request.head.authority,
             let own = WebURL.authority(ofHostHeader: host), let from = WebURL(origin),
@@ -150,7 +162,12 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
 
     /// The request's form fields (`application/x-www-form-urlencoded`), its body kept for the handler.
     static func form(_ request: inout Request) async throws -> [String: String] {
-        let body = try await request.collectBody(upTo: 1 << 20)
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: Self.formLimit)
+        } catch {
+            throw ConsoleRefusal.tooLarge
+        }
         return FormURLEncoded.parse(String(buffer: body)) ?? [:]
     }
 }

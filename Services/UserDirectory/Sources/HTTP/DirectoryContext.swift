@@ -106,14 +106,8 @@ struct AdminAuthMiddleware: RouterMiddleware {
         async throws -> Response
     {
         guard let bearer = request.bearerToken else { throw FirebaseError.missingCredentials }
-        let address = failures.address(request, context)
-        // An address that guessed wrong too often is refused outright, right credential or not.
-        try await failures.checkNotBlocked(address, logger: context.logger)
-        guard let principal = try await credentials.authenticate(bearer, logger: context.logger) else {
-            context.logger.notice("admin call with an unknown credential")
-            try await failures.count(address, logger: context.logger)
-            throw FirebaseError.invalidCredentials
-        }
+        let principal = try await failures.authenticate(
+            bearer, from: failures.address(request, context), credentials: credentials, logger: context.logger)
         if let project = context.parameters.get("project"), project != projectID {
             throw FirebaseError.invalid(.projectNotFound)
         }
@@ -180,19 +174,48 @@ struct AdminAuditMiddleware: RouterMiddleware {
     }
 }
 
-/// The limit on failed admin authentication (API.md A.12): each unknown credential counts against the
-/// caller's address (behind trusted proxies) in the project's rate counters, shared by every replica;
-/// past the limit every admin call from that address gets `TOO_MANY_ATTEMPTS_TRY_LATER` with
-/// `Retry-After` until the hour's window ends.
+/// The limit on failed admin authentication (docs/architecture.md, "The admin authentication
+/// limit"): each unknown credential counts against the caller's address in the project's rate
+/// counters, shared by every replica; past the limit an unknown credential from that address gets
+/// `TOO_MANY_ATTEMPTS_TRY_LATER` with `Retry-After` until the hour's window ends. A known credential
+/// is never refused by it, so a flood of wrong guesses cannot lock the admins out.
 struct AdminAuthFailures: Sendable {
     static let bucket = "admin_auth_failure"
     let client: Database
     let clientAddress: ClientAddress
+    let internalSecret: String
     let limit: Int
 
+    /// The caller's address: on a call the token service relays (the Admin SDKs' privileged calls on
+    /// client paths), the end user's as it resolved it, believed only beside the internal secret;
+    /// otherwise the peer, or what trusted proxies say it is.
     func address(_ request: Request, _ context: DirectoryContext) -> String? {
-        clientAddress.resolve(
+        if let relayed = request.headers[.relayedClientAddress], CIDR.bytes(relayed) != nil,
+            let presented = request.headers[.internalSecret],
+            Secrets.constantTimeEquals(presented, internalSecret)
+        {
+            return relayed
+        }
+        return clientAddress.resolve(
             peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor].joined(separator: ","))
+    }
+
+    /// The admin `secret` names, from `address`: a known credential passes whatever the address
+    /// did before; an unknown one is refused, and counted unless the address is already blocked.
+    func authenticate(
+        _ secret: String, from address: String?, credentials: AdminCredentialStore, logger: Logger
+    ) async throws -> AdminPrincipal {
+        if let principal = try await credentials.authenticate(secret, logger: logger) { return principal }
+        logger.notice("admin call with an unknown credential")
+        try await refuseUnknown(from: address, logger: logger)
+    }
+
+    /// Answers an unknown credential: `TOO_MANY_ATTEMPTS_TRY_LATER` from a blocked address, else
+    /// `INVALID_CREDENTIALS` after counting it.
+    func refuseUnknown(from address: String?, logger: Logger) async throws -> Never {
+        try await checkNotBlocked(address, logger: logger)
+        try await count(address, logger: logger)
+        throw FirebaseError.invalidCredentials
     }
 
     func checkNotBlocked(_ address: String?, logger: Logger) async throws {
@@ -213,7 +236,7 @@ struct AdminAuthFailures: Sendable {
 
     func count(_ address: String?, logger: Logger) async throws {
         guard RateLimiter.applies(limit: limit, key: address), let address else { return }
-        // The attempt that reaches the limit is still answered 401; the next ones are refused.
+        // The attempt that reaches the limit is still answered 401; the next unknown ones are refused.
         _ = try await client.withConnection { connection in
             try await RateLimiter.increment(
                 connection, scope: .project, bucket: Self.bucket, key: address, logger: logger)
