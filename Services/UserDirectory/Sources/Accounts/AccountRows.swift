@@ -215,7 +215,7 @@ extension ScopedStatement {
 struct UserOfEnabledScope: ScopedStatement {
     static let name = "tessera_user_of_enabled_scope"
     static let sql = """
-        SELECT t.disable_auth, \(UsersByID.columns)
+        SELECT t.disable_auth, u.credential_seq, \(UsersByID.columns)
         FROM tenants t
         LEFT JOIN LATERAL (
             SELECT * FROM users WHERE tenant_id = $1 AND local_id = $2 OFFSET 0) AS u ON true
@@ -223,7 +223,8 @@ struct UserOfEnabledScope: ScopedStatement {
         WHERE t.tenant_id = $1
         ORDER BY l.provider_id
         """
-    typealias Row = (Bool, AccountRows.UserRow)
+    /// The scope's `disable_auth`, the user's `credential_seq` (nil: no such user) and the user.
+    typealias Row = (Bool, Int64?, AccountRows.UserRow)
     var scope: Scope
     var localId: String
     var argument: String { localId }
@@ -231,14 +232,15 @@ struct UserOfEnabledScope: ScopedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let r = try row.decode(
             (
-                Bool, String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?,
-                Int64?, Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?
+                Bool, Int64?, String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?,
+                Int64?, Int64?, Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?,
+                String?
             ).self)
         return (
-            r.0,
+            r.0, r.1,
             (
-                r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18,
-                r.19, r.20, r.21, r.22, r.23
+                r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18, r.19,
+                r.20, r.21, r.22, r.23, r.24
             )
         )
     }

@@ -322,6 +322,7 @@ extension AdminUsers {
                         WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
                             AND (\(validSince >= now / 1000) OR created_at < to_timestamp(\(validSince)))
                         """, logger: logger)
+                    try await AccountRows.markRevoked(connection, scope: scope, localId: localId, logger: logger)
                 }
                 return try await AccountRows.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first

@@ -130,11 +130,12 @@ struct InternalController {
         AccountResponse
     > {
         let body = try await request.decodeJSON(AccountRequest.self, context: context)
-        let user = try await accounts.sessions.userForClient(
+        let (user, credentialSeq) = try await accounts.sessions.userAndCredentialSeq(
             scope: body.scope, localId: body.localId, logger: context.logger)
-        // Only a token of the second `validSince` names needs its session looked at: older ones are
-        // refused and later ones stand by the second alone.
-        guard let session = body.session, body.issuedAt == user.validSince else {
+        // Only a token of the second `validSince` names needs its session looked at (older ones are
+        // refused and later ones stand by the second alone), and only when something ever revoked
+        // the user's sessions: a user as signed up has `credential_seq` 0 and nothing to look at.
+        guard let session = body.session, body.issuedAt == user.validSince, credentialSeq > 0 else {
             return JSONResponse(AccountResponse(user: user))
         }
         let ended = try await accounts.sessions.sessionEnded(

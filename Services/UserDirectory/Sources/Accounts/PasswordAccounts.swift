@@ -563,5 +563,18 @@ extension AccountRows {
             UPDATE refresh_families SET revoked_at = now(), revoked_reason = \(reason)
             WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
             """, logger: logger)
+        try await markRevoked(connection, scope: scope, localId: localId, logger: logger)
+    }
+
+    /// Moves the user's `credential_seq` (codes sent before no longer match it): a revocation in
+    /// the very second `validSince` already names leaves `validSince` as it is, and this is how
+    /// ID-token checks know to look at the token's session (docs/design-notes.md, "Revocation is
+    /// exact").
+    static func markRevoked(_ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger)
+        async throws
+    {
+        try await connection.query(
+            "UPDATE users SET credential_seq = credential_seq + 1 WHERE tenant_id = \(scope) AND local_id = \(localId)",
+            logger: logger)
     }
 }

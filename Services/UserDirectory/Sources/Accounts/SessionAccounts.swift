@@ -54,18 +54,29 @@ struct SessionAccounts: Sendable {
     /// A user as its own client sees it (`accounts:lookup`): one statement checks the scope and reads
     /// the user with its links.
     public func userForClient(scope: Scope, localId: String, logger: Logger) async throws -> UserRecord {
+        try await userAndCredentialSeq(scope: scope, localId: localId, logger: logger).user
+    }
+
+    /// The user, and its `credential_seq`: 0 while nothing ever revoked its sessions (migration 14's
+    /// trigger and `AccountRows.revokeSessions` move it), so no ID token of it needs its session
+    /// looked at (docs/design-notes.md, "Revocation is exact").
+    public func userAndCredentialSeq(scope: Scope, localId: String, logger: Logger) async throws -> (
+        user: UserRecord, credentialSeq: Int64
+    ) {
         var scopeDisabled: Bool?
+        var credentialSeq: Int64 = 0
         var users = UserRows()
-        for try await (disabled, user) in try await client.execute(
+        for try await (disabled, seq, user) in try await client.execute(
             UserOfEnabledScope(scope: scope, localId: localId), logger: logger)
         {
             scopeDisabled = disabled
+            credentialSeq = seq ?? 0
             users.add(user)
         }
         guard let scopeDisabled else { throw FirebaseError.invalid(.tenantNotFound) }
         if scopeDisabled { throw FirebaseError.invalid(.projectDisabled) }
         guard let user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
-        return user
+        return (user, credentialSeq)
     }
 
     /// Whether the user's session `familyId` was revoked, or is no longer stored (an unknown one
