@@ -119,28 +119,30 @@ struct AccountsController {
         -> JSONResponse<PasswordSignInResponse>
     {
         let body = try await request.decodeJSON(PasswordSignInRequest.self, context: context)
-        // reCAPTCHA is never enforced (recaptchaConfig says OFF), so a `captchaResponse` an SDK sends is
-        // ignored like any other field it may send (A.11).
-        if body.idToken != nil || body.pendingIdToken != nil {
-            throw FirebaseError.notImplemented("signInWithPassword with idToken or pendingIdToken")
+        return try await tokens.switchesFirst(Scope(wire: body.tenantId), .password, context: context) {
+            // reCAPTCHA is never enforced (recaptchaConfig says OFF), so a `captchaResponse` an SDK sends is
+            // ignored like any other field it may send (A.11).
+            if body.idToken != nil || body.pendingIdToken != nil {
+                throw FirebaseError.notImplemented("signInWithPassword with idToken or pendingIdToken")
+            }
+            guard let rawEmail = body.email, !rawEmail.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
+            guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid(.invalidEmail) }
+            guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
+            let scope = Scope(wire: body.tenantId)
+            let clientIP = tokens.clientIP(request, context)
+            let issued = try await tokens.startSession(
+                InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
+            ) { session in
+                var body = SignInWithPasswordRequest(scope: scope, email: email, password: password, session: session)
+                body.clientIP = clientIP
+                return body
+            }
+            return JSONResponse(
+                PasswordSignInResponse(
+                    localId: issued.user.localId, email: issued.user.email ?? email,
+                    displayName: issued.user.displayName ?? "",
+                    idToken: issued.idToken, refreshToken: issued.refreshToken))
         }
-        guard let rawEmail = body.email, !rawEmail.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
-        guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid(.invalidEmail) }
-        guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
-        let scope = Scope(wire: body.tenantId)
-        let clientIP = tokens.clientIP(request, context)
-        let issued = try await tokens.startSession(
-            InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
-        ) { session in
-            var body = SignInWithPasswordRequest(scope: scope, email: email, password: password, session: session)
-            body.clientIP = clientIP
-            return body
-        }
-        return JSONResponse(
-            PasswordSignInResponse(
-                localId: issued.user.localId, email: issued.user.email ?? email,
-                displayName: issued.user.displayName ?? "",
-                idToken: issued.idToken, refreshToken: issued.refreshToken))
     }
 
     struct CreateAuthUriRequest: Decodable {
@@ -301,58 +303,62 @@ struct AccountsController {
         SetAccountInfoResponse
     > {
         let body = try await request.decodeJSON(UpdateRequest.self, context: context)
-        if body.customAttributes != nil { throw FirebaseError.invalid(.insufficientPermission) }
-        if body.disableUser != nil || body.emailVerified != nil { throw FirebaseError.invalid(.operationNotAllowed) }
-        if body.provider != nil || body.upgradeToFederatedLogin != nil || body.linkProviderUserInfo != nil {
-            throw FirebaseError.notImplemented(
-                "accounts:update with provider, upgradeToFederatedLogin or linkProviderUserInfo")
-        }
-        if let oobCode = body.oobCode {
-            return try await applyOobCode(oobCode, scope: Scope(wire: body.tenantId), context: context)
-        }
-        let deleteAttribute = body.deleteAttribute ?? []
-        if let unknown = deleteAttribute.first(where: { !Self.deletableAttributes.contains($0) }) {
-            if unknown == "PROVIDER" || unknown == "RAW_USER_INFO" {
-                throw FirebaseError.notImplemented("deleteAttribute \(unknown)")
+        return try await tokens.switchesFirst(Scope(wire: body.tenantId), context: context) {
+            if body.customAttributes != nil { throw FirebaseError.invalid(.insufficientPermission) }
+            if body.disableUser != nil || body.emailVerified != nil {
+                throw FirebaseError.invalid(.operationNotAllowed)
             }
-            throw FirebaseError.invalidArgument("Invalid value at 'delete_attribute': \(unknown)")
-        }
-        var email: String?
-        if let raw = body.email {
-            guard let normalized = Credentials.normalizedEmail(raw) else {
-                throw FirebaseError.invalid(.invalidEmail)
+            if body.provider != nil || body.upgradeToFederatedLogin != nil || body.linkProviderUserInfo != nil {
+                throw FirebaseError.notImplemented(
+                    "accounts:update with provider, upgradeToFederatedLogin or linkProviderUserInfo")
             }
-            email = normalized
+            if let oobCode = body.oobCode {
+                return try await applyOobCode(oobCode, scope: Scope(wire: body.tenantId), context: context)
+            }
+            let deleteAttribute = body.deleteAttribute ?? []
+            if let unknown = deleteAttribute.first(where: { !Self.deletableAttributes.contains($0) }) {
+                if unknown == "PROVIDER" || unknown == "RAW_USER_INFO" {
+                    throw FirebaseError.notImplemented("deleteAttribute \(unknown)")
+                }
+                throw FirebaseError.invalidArgument("Invalid value at 'delete_attribute': \(unknown)")
+            }
+            var email: String?
+            if let raw = body.email {
+                guard let normalized = Credentials.normalizedEmail(raw) else {
+                    throw FirebaseError.invalid(.invalidEmail)
+                }
+                email = normalized
+            }
+            if let password = body.password { try Credentials.checkPassword(password) }
+            try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
+            let deleteProvider = body.deleteProvider ?? []
+            let (verified, user) = try await tokens.verify(
+                idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
+                logger: context.logger)
+            let sensitive =
+                (email != nil && email != user.email) || body.password != nil || deleteAttribute.contains("EMAIL")
+                || deleteAttribute.contains("PASSWORD") || !deleteProvider.isEmpty
+            if sensitive {
+                try tokens.requireRecentSignIn(verified, user: user)
+                try await tokens.waitPastIssueSecond(of: verified)
+            }
+            let (refreshToken, session) = tokens.newSession()
+            let answer = try await tokens.directory.call(
+                InternalPath.updateAccount,
+                UpdateAccountRequest(
+                    scope: verified.scope, localId: user.localId, displayName: body.displayName,
+                    photoUrl: body.photoUrl, deleteAttribute: deleteAttribute, email: email, password: body.password,
+                    deleteProvider: deleteProvider, currentSignInProvider: verified.signInProvider, session: session),
+                as: UpdateAccountResponse.self, requestID: context.requestID, logger: context.logger)
+            var response = SetAccountInfoResponse(user: answer.user)
+            if let newSession = answer.session {
+                response.idToken = try tokens.issuer.mint(user: answer.user, session: newSession)
+                tokens.issuer.countIssued("refresh_token", provider: newSession.signInProvider)
+                response.refreshToken = refreshToken
+                response.expiresIn = String(IDTokenIssuer.lifetime)
+            }
+            return JSONResponse(response)
         }
-        if let password = body.password { try Credentials.checkPassword(password) }
-        try Credentials.checkProfile(displayName: body.displayName, photoUrl: body.photoUrl)
-        let deleteProvider = body.deleteProvider ?? []
-        let (verified, user) = try await tokens.verify(
-            idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
-            logger: context.logger)
-        let sensitive =
-            (email != nil && email != user.email) || body.password != nil || deleteAttribute.contains("EMAIL")
-            || deleteAttribute.contains("PASSWORD") || !deleteProvider.isEmpty
-        if sensitive {
-            try tokens.requireRecentSignIn(verified, user: user)
-            try await tokens.waitPastIssueSecond(of: verified)
-        }
-        let (refreshToken, session) = tokens.newSession()
-        let answer = try await tokens.directory.call(
-            InternalPath.updateAccount,
-            UpdateAccountRequest(
-                scope: verified.scope, localId: user.localId, displayName: body.displayName,
-                photoUrl: body.photoUrl, deleteAttribute: deleteAttribute, email: email, password: body.password,
-                deleteProvider: deleteProvider, currentSignInProvider: verified.signInProvider, session: session),
-            as: UpdateAccountResponse.self, requestID: context.requestID, logger: context.logger)
-        var response = SetAccountInfoResponse(user: answer.user)
-        if let newSession = answer.session {
-            response.idToken = try tokens.issuer.mint(user: answer.user, session: newSession)
-            tokens.issuer.countIssued("refresh_token", provider: newSession.signInProvider)
-            response.refreshToken = refreshToken
-            response.expiresIn = String(IDTokenIssuer.lifetime)
-        }
-        return JSONResponse(response)
     }
 
     struct IDTokenRequest: Decodable {
@@ -378,15 +384,17 @@ struct AccountsController {
                 request, context: context, authorization: authorization, verb: "delete")
         }
         let body = try await request.decodeJSON(IDTokenRequest.self, context: context)
-        let (verified, user) = try await tokens.verify(
-            idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
-            logger: context.logger)
-        // Self-deletion needs a recent sign-in (A.3); anonymous users are exempt.
-        try tokens.requireRecentSignIn(verified, user: user)
-        _ = try await tokens.directory.call(
-            InternalPath.deleteAccount, AccountRequest(scope: verified.scope, localId: user.localId),
-            as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
-        return try JSONResponse(DeleteResponse()).response(from: request, context: context)
+        return try await tokens.switchesFirst(Scope(wire: body.tenantId), context: context) {
+            let (verified, user) = try await tokens.verify(
+                idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
+                logger: context.logger)
+            // Self-deletion needs a recent sign-in (A.3); anonymous users are exempt.
+            try tokens.requireRecentSignIn(verified, user: user)
+            _ = try await tokens.directory.call(
+                InternalPath.deleteAccount, AccountRequest(scope: verified.scope, localId: user.localId),
+                as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
+            return try JSONResponse(DeleteResponse()).response(from: request, context: context)
+        }
     }
 
     /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code (B.5.10).

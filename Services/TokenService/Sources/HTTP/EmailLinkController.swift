@@ -33,14 +33,16 @@ struct EmailLinkController {
 
     @Sendable func signIn(_ request: Request, context: ClientContext) async throws -> JSONResponse<SignInResponse> {
         let body = try await request.decodeJSON(SignInRequest.self, context: context)
-        let issued = try await complete(
-            email: body.email, oobCode: body.oobCode, idToken: body.idToken,
-            scope: Scope(wire: body.tenantId), clientIP: tokens.clientIP(request, context),
-            requestID: context.requestID, logger: context.logger)
-        return JSONResponse(
-            SignInResponse(
-                localId: issued.user.localId, email: issued.user.email ?? "", isNewUser: issued.isNewUser,
-                idToken: issued.idToken, refreshToken: issued.refreshToken))
+        return try await tokens.switchesFirst(Scope(wire: body.tenantId), .emailLink, context: context) {
+            let issued = try await complete(
+                email: body.email, oobCode: body.oobCode, idToken: body.idToken,
+                scope: Scope(wire: body.tenantId), clientIP: tokens.clientIP(request, context),
+                requestID: context.requestID, logger: context.logger)
+            return JSONResponse(
+                SignInResponse(
+                    localId: issued.user.localId, email: issued.user.email ?? "", isNewUser: issued.isNewUser,
+                    idToken: issued.idToken, refreshToken: issued.refreshToken))
+        }
     }
 
     /// The operation itself, shared by the API and the hosted action page.

@@ -78,85 +78,87 @@ struct FederatedController {
         -> JSONResponse<VerifyAssertionResponse>
     {
         let body = try await request.decodeJSON(IdpRequest.self, context: context)
-        if body.pendingIdToken != nil || body.returnRefreshToken == true {
-            throw FirebaseError.notImplemented("signInWithIdp with pendingIdToken or returnRefreshToken")
-        }
-        guard let requestUri = body.requestUri, !requestUri.isEmpty else {
-            throw FirebaseError.invalid(.missingRequestUri)
-        }
-        guard let url = URL(string: requestUri), url.scheme != nil, url.host != nil else {
-            throw FirebaseError.invalid(.invalidRequestUri)
-        }
-        var scope = Scope(wire: body.tenantId)
-        var linkTo: String?
-        if let idToken = body.idToken {
-            let (verified, user) = try await tokens.verify(
-                idToken: idToken, requested: scope, requestID: context.requestID, logger: context.logger)
-            linkTo = user.localId
-            scope = verified.scope
-        }
-        // The provider's answer to a flow Tessera started (the hosted handler, createAuthUri), or a
-        // credential the app already holds. Only an answer presented with its session id is a flow's:
-        // an app's own page may carry a `state` of its own beside a credential it holds.
-        let profile: ProviderProfile
-        let credential: ProviderCredential
-        let answer = (try? AuthorizationFlows.Answer(requestUri: requestUri, postBody: body.postBody))
-        if let answer, answer.isFlowAnswer, let sessionId = body.sessionId, !sessionId.isEmpty {
-            let redeemed = try await flows.redeem(
-                answer, sessionId: sessionId, scope: scope, requestID: context.requestID, logger: context.logger)
-            (profile, credential) = (redeemed.profile, redeemed.credential)
-        } else {
-            guard let postBody = body.postBody, !postBody.isEmpty else {
-                throw FirebaseError.invalid(.invalidIdpResponse, "postBody is required.")
+        return try await tokens.switchesFirst(Scope(wire: body.tenantId), context: context) {
+            if body.pendingIdToken != nil || body.returnRefreshToken == true {
+                throw FirebaseError.notImplemented("signInWithIdp with pendingIdToken or returnRefreshToken")
             }
-            let given = try ProviderCredential(postBody: postBody)
-            if given.providerId.hasPrefix("saml.") || given.samlResponse != nil {
-                throw FirebaseError.notImplemented("SAML sign-in")
+            guard let requestUri = body.requestUri, !requestUri.isEmpty else {
+                throw FirebaseError.invalid(.missingRequestUri)
             }
-            guard FederatedProviders.kind(of: given.providerId) != nil else {
-                throw FirebaseError.invalid(.invalidProviderId)
+            guard let url = URL(string: requestUri), url.scheme != nil, url.host != nil else {
+                throw FirebaseError.invalid(.invalidRequestUri)
             }
-            let config = try await tokens.directory.call(
-                InternalPath.idpConfig, IdpConfigRequest(scope: scope, providerId: given.providerId),
-                as: IdpConfigResponse.self, requestID: context.requestID, logger: context.logger)
-            profile = try await providers.verify(given, config: config, logger: context.logger)
-            credential = given
-        }
-        var response = Self.answer(profile, credential: credential, scope: scope)
+            var scope = Scope(wire: body.tenantId)
+            var linkTo: String?
+            if let idToken = body.idToken {
+                let (verified, user) = try await tokens.verify(
+                    idToken: idToken, requested: scope, requestID: context.requestID, logger: context.logger)
+                linkTo = user.localId
+                scope = verified.scope
+            }
+            // The provider's answer to a flow Tessera started (the hosted handler, createAuthUri), or a
+            // credential the app already holds. Only an answer presented with its session id is a flow's:
+            // an app's own page may carry a `state` of its own beside a credential it holds.
+            let profile: ProviderProfile
+            let credential: ProviderCredential
+            let answer = (try? AuthorizationFlows.Answer(requestUri: requestUri, postBody: body.postBody))
+            if let answer, answer.isFlowAnswer, let sessionId = body.sessionId, !sessionId.isEmpty {
+                let redeemed = try await flows.redeem(
+                    answer, sessionId: sessionId, scope: scope, requestID: context.requestID, logger: context.logger)
+                (profile, credential) = (redeemed.profile, redeemed.credential)
+            } else {
+                guard let postBody = body.postBody, !postBody.isEmpty else {
+                    throw FirebaseError.invalid(.invalidIdpResponse, "postBody is required.")
+                }
+                let given = try ProviderCredential(postBody: postBody)
+                if given.providerId.hasPrefix("saml.") || given.samlResponse != nil {
+                    throw FirebaseError.notImplemented("SAML sign-in")
+                }
+                guard FederatedProviders.kind(of: given.providerId) != nil else {
+                    throw FirebaseError.invalid(.invalidProviderId)
+                }
+                let config = try await tokens.directory.call(
+                    InternalPath.idpConfig, IdpConfigRequest(scope: scope, providerId: given.providerId),
+                    as: IdpConfigResponse.self, requestID: context.requestID, logger: context.logger)
+                profile = try await providers.verify(given, config: config, logger: context.logger)
+                credential = given
+            }
+            var response = Self.answer(profile, credential: credential, scope: scope)
 
-        let (refreshToken, session) = tokens.newSession()
-        var signIn = SignInWithIdpRequest(
-            scope: scope, identity: profile.identity, linkTo: linkTo, session: session)
-        signIn.clientIP = tokens.clientIP(request, context)
-        signIn.autoCreate = body.autoCreate
-        let outcome: SignInWithIdpResponse
-        do {
-            outcome = try await tokens.directory.call(
-                InternalPath.signInWithIdp, signIn,
-                as: SignInWithIdpResponse.self, requestID: context.requestID, logger: context.logger)
-        } catch let error as FirebaseError
-            where body.returnIdpCredential == true
-            && ["FEDERATED_USER_ID_ALREADY_LINKED", "EMAIL_EXISTS"].contains(error.code)
-        {
-            // With returnIdpCredential the SDK builds credential-already-in-use from a 200 (B.5.3).
-            response.errorMessage = error.code
-            return JSONResponse(response)
-        }
-        switch outcome.outcome {
-        case .needConfirmation:
-            response.needConfirmation = true
-            response.verifiedProvider = outcome.verifiedProvider
-            return JSONResponse(response)
-        case .signedIn:
-            guard let user = outcome.user, let newSession = outcome.session else { throw FirebaseError.internal }
-            response.localId = user.localId
-            response.isNewUser = outcome.isNewUser
-            response.emailRecycled = outcome.emailRecycled ? true : nil
-            response.idToken = try tokens.issuer.mint(user: user, session: newSession)
-            tokens.issuer.countIssued("refresh_token", provider: newSession.signInProvider)
-            response.refreshToken = refreshToken
-            response.expiresIn = String(IDTokenIssuer.lifetime)
-            return JSONResponse(response)
+            let (refreshToken, session) = tokens.newSession()
+            var signIn = SignInWithIdpRequest(
+                scope: scope, identity: profile.identity, linkTo: linkTo, session: session)
+            signIn.clientIP = tokens.clientIP(request, context)
+            signIn.autoCreate = body.autoCreate
+            let outcome: SignInWithIdpResponse
+            do {
+                outcome = try await tokens.directory.call(
+                    InternalPath.signInWithIdp, signIn,
+                    as: SignInWithIdpResponse.self, requestID: context.requestID, logger: context.logger)
+            } catch let error as FirebaseError
+                where body.returnIdpCredential == true
+                && ["FEDERATED_USER_ID_ALREADY_LINKED", "EMAIL_EXISTS"].contains(error.code)
+            {
+                // With returnIdpCredential the SDK builds credential-already-in-use from a 200 (B.5.3).
+                response.errorMessage = error.code
+                return JSONResponse(response)
+            }
+            switch outcome.outcome {
+            case .needConfirmation:
+                response.needConfirmation = true
+                response.verifiedProvider = outcome.verifiedProvider
+                return JSONResponse(response)
+            case .signedIn:
+                guard let user = outcome.user, let newSession = outcome.session else { throw FirebaseError.internal }
+                response.localId = user.localId
+                response.isNewUser = outcome.isNewUser
+                response.emailRecycled = outcome.emailRecycled ? true : nil
+                response.idToken = try tokens.issuer.mint(user: user, session: newSession)
+                tokens.issuer.countIssued("refresh_token", provider: newSession.signInProvider)
+                response.refreshToken = refreshToken
+                response.expiresIn = String(IDTokenIssuer.lifetime)
+                return JSONResponse(response)
+            }
         }
     }
 
@@ -178,22 +180,24 @@ struct FederatedController {
         -> JSONResponse<CustomTokenResponse>
     {
         let body = try await request.decodeJSON(CustomTokenRequest.self, context: context)
-        guard let token = body.token, !token.isEmpty else { throw FirebaseError.invalid(.missingCustomToken) }
-        guard token.utf8.count <= 16 * 1024 else {
-            throw FirebaseError.invalid(.invalidCustomToken, "The custom token is too large.")
+        return try await tokens.switchesFirst(Scope(wire: body.tenantId), context: context) {
+            guard let token = body.token, !token.isEmpty else { throw FirebaseError.invalid(.missingCustomToken) }
+            guard token.utf8.count <= 16 * 1024 else {
+                throw FirebaseError.invalid(.invalidCustomToken, "The custom token is too large.")
+            }
+            let clientIP = tokens.clientIP(request, context)
+            let (issued, answer) = try await tokens.startSession(
+                InternalPath.signInWithCustomToken, as: SignInWithCustomTokenResponse.self,
+                requestID: context.requestID, logger: context.logger
+            ) { session in
+                var signIn = SignInWithCustomTokenRequest(
+                    scope: Scope(wire: body.tenantId), token: token, session: session)
+                signIn.clientIP = clientIP
+                return signIn
+            }
+            return JSONResponse(
+                CustomTokenResponse(
+                    isNewUser: answer.isNewUser, idToken: issued.idToken, refreshToken: issued.refreshToken))
         }
-        let clientIP = tokens.clientIP(request, context)
-        let (issued, answer) = try await tokens.startSession(
-            InternalPath.signInWithCustomToken, as: SignInWithCustomTokenResponse.self,
-            requestID: context.requestID, logger: context.logger
-        ) { session in
-            var signIn = SignInWithCustomTokenRequest(
-                scope: Scope(wire: body.tenantId), token: token, session: session)
-            signIn.clientIP = clientIP
-            return signIn
-        }
-        return JSONResponse(
-            CustomTokenResponse(
-                isNewUser: answer.isNewUser, idToken: issued.idToken, refreshToken: issued.refreshToken))
     }
 }

@@ -196,3 +196,33 @@ extension SessionTokens {
             body: data, request: request, context: context)
     }
 }
+
+extension SessionTokens {
+    /// Runs an end user's endpoint whose input errors come after the scope's switches
+    /// (docs/design-notes.md, "Order of checks"): a `disableAuth` scope answers `PROJECT_DISABLED`,
+    /// and one with `method` switched off `PASSWORD_LOGIN_DISABLED` or `OPERATION_NOT_ALLOWED`,
+    /// before `MISSING_EMAIL` and the like. Only a request with an input error pays the directory's
+    /// answer; the others learn the switches from the directory's own checks, as before.
+    func switchesFirst<T>(
+        _ scope: Scope, _ method: CheckScopeRequest.Method = .any, context: some TesseraContext,
+        _ body: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as FirebaseError where Self.isInputError(error) {
+            _ = try await directory.call(
+                InternalPath.checkScope, CheckScopeRequest(scope: scope, method: method), as: EmptyObject.self,
+                requestID: context.requestID, logger: context.logger)
+            throw error
+        }
+    }
+
+    /// An error the token service finds in the request itself, before the directory is asked.
+    static func isInputError(_ error: FirebaseError) -> Bool {
+        guard error.status == .badRequest else { return false }
+        let code = error.code
+        return code.hasPrefix("MISSING_")
+            || [ErrorCode.invalidEmail, .invalidIdToken, .invalidCustomToken, .invalidRequestUri, .weakPassword]
+                .contains { $0.rawValue == code }
+    }
+}

@@ -20,6 +20,16 @@ struct InternalController {
         group.post(RouterPath(InternalPath.signInWithPassword), use: signInWithPassword)
         group.post(RouterPath(InternalPath.authMethods), use: authMethods)
         group.post(RouterPath(InternalPath.updateAccount), use: updateAccount)
+        group.post(RouterPath(InternalPath.checkScope)) { request, context in
+            let body = try await request.decodeJSON(CheckScopeRequest.self, context: context)
+            // PROJECT_DISABLED and TENANT_NOT_FOUND come from reading the switches.
+            let flags = try await ScopeFlags.read(accounts.passwords.client, scope: body.scope, logger: context.logger)
+            switch body.method {
+            case .password where !flags.allowPasswordSignup: throw FirebaseError.invalid(.passwordLoginDisabled)
+            case .emailLink where !flags.enableEmailLinkSignin: throw FirebaseError.invalid(.operationNotAllowed)
+            default: return JSONResponse(EmptyObject())
+            }
+        }
         group.post(RouterPath(InternalPath.sendOobCode)) { request, context in
             let body = try await request.decodeJSON(SendOobCodeRequest.self, context: context)
             return JSONResponse(try await accounts.oob.sendOobCode(body, logger: context.logger))
