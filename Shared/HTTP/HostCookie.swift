@@ -1,4 +1,3 @@
-import Foundation
 import HTTPTypes
 import Hummingbird
 
@@ -37,15 +36,6 @@ public struct HostCookie: Sendable {
 
     /// The value `request` carries under the name its scheme uses.
     public func value(in request: Request) -> String? {
-        let wanted = name(for: request)
-        for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == wanted {
-                    return parts[1].trimmingCharacters(in: .whitespaces)
-                }
-            }
-        }
-        return nil
+        request.cookies[name(for: request)]?.value
     }
 }

@@ -34,12 +34,13 @@ struct InProcessCheckOrderTests {
             let tenant = try await service.directory.createTenantID(
                 #""allowPasswordSignup":false,"enableEmailLinkSignin":false"#)
             let body = #"{"tenantId":"\#(tenant)"}"#
-            try expectError(
-                try await service.client.post("/v1/accounts:signInWithPassword", body), "PASSWORD_LOGIN_DISABLED")
-            try expectError(
-                try await service.client.post("/v1/accounts:resetPassword", body), "PASSWORD_LOGIN_DISABLED")
-            try expectError(
-                try await service.client.post("/v1/accounts:signInWithEmailLink", body), "OPERATION_NOT_ALLOWED")
+            for (path, code) in [
+                ("/v1/accounts:signInWithPassword", "PASSWORD_LOGIN_DISABLED"),
+                ("/v1/accounts:resetPassword", "PASSWORD_LOGIN_DISABLED"),
+                ("/v1/accounts:signInWithEmailLink", "OPERATION_NOT_ALLOWED"),
+            ] {
+                try expectError(try await service.client.post(path, body), code)
+            }
         }
     }
 

@@ -316,13 +316,9 @@ extension AdminUsers {
                     // The Admin SDKs' revokeRefreshTokens (and the console's "revoke sessions") set
                     // validSince to the current second: every session started so far ends, those of
                     // this second too. An earlier time ends the sessions started before it.
-                    try await connection.query(
-                        """
-                        UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'tokens_revoked'
-                        WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
-                            AND (\(validSince >= now / 1000) OR created_at < to_timestamp(\(validSince)))
-                        """, logger: logger)
-                    try await AccountRows.markRevoked(connection, scope: scope, localId: localId, logger: logger)
+                    try await AccountRows.revokeSessions(
+                        connection, scope: scope, localId: localId, reason: "tokens_revoked",
+                        startedBefore: validSince >= now / 1000 ? nil : validSince, logger: logger)
                 }
                 return try await AccountRows.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first

@@ -554,25 +554,23 @@ extension AccountRows {
         return false
     }
 
-    /// Ends every live session of a user (a credential change, B.5.11).
+    /// Ends every live session of a user (a credential change, B.5.11, a disable, a revocation), or
+    /// with `startedBefore` (seconds) those started before it, and moves the user's `credential_seq`
+    /// (codes sent before no longer match it). A revocation in the very second `validSince` already
+    /// names leaves `validSince` as it is: the moved sequence is how ID-token checks know to look at
+    /// the token's session (docs/design-notes.md, "Revocation is exact").
     static func revokeSessions(
-        _ connection: PostgresConnection, scope: Scope, localId: String, reason: String, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, localId: String, reason: String,
+        startedBefore: Int64? = nil, logger: Logger
     ) async throws {
+        // Without a time, every session: `to_timestamp('Infinity')` is PostgreSQL's `infinity`.
+        let cutoff = startedBefore.map(Double.init) ?? .infinity
         try await connection.query(
             """
             UPDATE refresh_families SET revoked_at = now(), revoked_reason = \(reason)
             WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
+                AND created_at < to_timestamp(\(cutoff))
             """, logger: logger)
-        try await markRevoked(connection, scope: scope, localId: localId, logger: logger)
-    }
-
-    /// Moves the user's `credential_seq` (codes sent before no longer match it): a revocation in
-    /// the very second `validSince` already names leaves `validSince` as it is, and this is how
-    /// ID-token checks know to look at the token's session (docs/design-notes.md, "Revocation is
-    /// exact").
-    static func markRevoked(_ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger)
-        async throws
-    {
         try await connection.query(
             "UPDATE users SET credential_seq = credential_seq + 1 WHERE tenant_id = \(scope) AND local_id = \(localId)",
             logger: logger)

@@ -703,7 +703,10 @@ public enum Migrations {
                 // sessions for good (revoked_reason 'user_disabled'), and a refresh of such a session
                 // answers USER_DISABLED while the user is disabled, TOKEN_EXPIRED once enabled again.
                 // Before, a disable only moved valid_since, whose whole seconds let a session started
-                // in the second of the disable come back at re-enable. Same signature and result.
+                // in the second of the disable come back at re-enable. And the rotation takes the
+                // user's row lock before the session's, the order every revocation takes them in
+                // (the user, then its sessions): a refresh racing an admin's revocation deadlocked.
+                // Same signature and result.
                 """
                 CREATE OR REPLACE FUNCTION tessera_rotate_refresh_token(
                     p_token_hash text, p_new_hash text, p_sealed text, p_grace double precision,
@@ -721,6 +724,11 @@ public enum Migrations {
                     IF NOT FOUND THEN
                         o_outcome := 'INVALID_REFRESH_TOKEN'; RETURN NEXT; RETURN;
                     END IF;
+                    PERFORM 1 FROM users us
+                    WHERE us.tenant_id = o_scope AND us.local_id = (
+                        SELECT rf.local_id FROM refresh_families rf
+                        WHERE rf.tenant_id = o_scope AND rf.family_id = o_family)
+                    FOR NO KEY UPDATE;
                     SELECT rf.local_id, rf.sign_in_provider, rf.auth_time,
                         floor(extract(epoch FROM rf.created_at))::bigint AS created,
                         rf.revoked_at IS NOT NULL AS revoked, rf.revoked_reason = 'user_deleted' AS user_deleted,
