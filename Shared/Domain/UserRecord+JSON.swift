@@ -57,6 +57,7 @@ extension UserRecord: DirectJSONEncodable, DirectJSONDecodable {
             object.member("providerUserInfo", providerUserInfo)
             object.member("customAuth", customAuth)
             object.member("emailLinkSignin", emailLinkSignin)
+            object.member("initialEmail", initialEmail)
         }
     }
 
@@ -87,6 +88,7 @@ extension UserRecord: DirectJSONEncodable, DirectJSONDecodable {
             case "providerUserInfo": providerUserInfo = try reader.array { try ProviderUserInfo(json: &$0) }
             case "customAuth": customAuth = try reader.optionalBool()
             case "emailLinkSignin": emailLinkSignin = try reader.optionalBool()
+            case "initialEmail": initialEmail = try reader.optionalString()
             default: try reader.skipValue()
             }
         }
@@ -120,6 +122,7 @@ extension UserInfoWire: DirectJSONEncodable {
             object.member("providerUserInfo", providerUserInfo)
             object.member("customAuth", customAuth)
             object.member("emailLinkSignin", emailLinkSignin)
+            object.member("initialEmail", initialEmail)
         }
     }
 }

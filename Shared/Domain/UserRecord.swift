@@ -28,6 +28,8 @@ public struct UserRecord: Codable, Sendable, Equatable {
     /// The user has signed in with an email link (B.6 `emailLinkSignin`, A.3); nil means no. With an
     /// email it makes the `password` provider entry, with or without a password.
     public var emailLinkSignin: Bool?
+    /// The address the user had before its first email change (B.6 `initialEmail`); nil: never changed.
+    public var initialEmail: String?
 
     public init(
         tenantId: String?, localId: String, email: String? = nil, emailVerified: Bool = false,
@@ -105,10 +107,12 @@ public struct UserInfoWire: Codable, Sendable {
     public var providerUserInfo: [ProviderUserInfo]?
     public var customAuth: Bool?
     public var emailLinkSignin: Bool?
+    public var initialEmail: String?
 
     public init(_ user: UserRecord) {
         customAuth = user.customAuth == true ? true : nil
         emailLinkSignin = user.emailLinkSignin == true ? true : nil
+        initialEmail = user.initialEmail
         localId = user.localId
         email = user.email
         emailVerified = user.emailVerified
@@ -248,6 +252,8 @@ public struct SetAccountInfoResponse: Encodable, Sendable {
     public var photoUrl: String?
     public var passwordHash: String?
     public var providerUserInfo: [ProviderUserInfo]
+    /// The address the request set: its `email`, or an applied VERIFY_AND_CHANGE_EMAIL code's new one.
+    public var newEmail: String?
     public var idToken: String?
     public var refreshToken: String?
     public var expiresIn: String?

@@ -22,6 +22,11 @@ extension Request {
     public func decodeJSON<T: Decodable>(
         _ type: T.Type, context: some RequestContext, limit: Int = 1 << 20
     ) async throws -> T {
+        try JSONBody.decode(type, from: try await jsonData(limit: limit))
+    }
+
+    /// The body (at most `limit` bytes; `413` beyond), `{}` when empty.
+    public func jsonData(limit: Int = 1 << 20) async throws -> Data {
         var request = self
         let buffer: ByteBuffer
         do {
@@ -29,8 +34,7 @@ extension Request {
         } catch {
             throw FirebaseError.payloadTooLarge
         }
-        let data = buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
-        return try JSONBody.decode(type, from: data)
+        return buffer.readableBytes == 0 ? Data("{}".utf8) : Data(buffer.readableBytesView)
     }
 }
 

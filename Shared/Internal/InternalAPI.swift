@@ -299,6 +299,8 @@ public struct SignInWithEmailLinkRequest: Codable, Sendable {
     public var oobCode: String
     public var linkTo: String?
     public var session: NewSession
+    /// As `ApplyOobCodeRequest.recoverLinkPrefix`, for a `linkTo` user whose address changes.
+    public var recoverLinkPrefix: String?
 
     public init(scope: Scope, email: String, oobCode: String, linkTo: String?, session: NewSession) {
         self.scope = scope
@@ -309,7 +311,7 @@ public struct SignInWithEmailLinkRequest: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case clientIP, scope = "tenantId", email, oobCode, linkTo, session
+        case clientIP, scope = "tenantId", email, oobCode, linkTo, session, recoverLinkPrefix
     }
 }
 
@@ -341,6 +343,9 @@ public enum OobRequestType: String, Codable, Sendable {
     case verifyAndChangeEmail = "VERIFY_AND_CHANGE_EMAIL"
     /// Email-link (passwordless) sign-in (A.3).
     case emailSignIn = "EMAIL_SIGNIN"
+    /// The notice mailed to the old address when a user's email changes; its code restores that
+    /// address. Tessera sends it itself: `sendOobCode` refuses it.
+    case recoverEmail = "RECOVER_EMAIL"
 
     /// The request's `requestType`: a name, or the proto enum number Android sends (B.0).
     public static func parse(_ value: JSONValue?) throws -> OobRequestType {
@@ -354,7 +359,7 @@ public enum OobRequestType: String, Codable, Sendable {
         case nil, .null?: throw FirebaseError.invalid(.missingReqType)
         default: throw FirebaseError.invalidArgument("Invalid value at 'request_type'")
         }
-        guard let type = OobRequestType(rawValue: name) else {
+        guard let type = OobRequestType(rawValue: name), type != .recoverEmail else {
             throw FirebaseError.invalidArgument("Invalid value at 'request_type': \(name)")
         }
         return type
@@ -367,6 +372,7 @@ public enum OobRequestType: String, Codable, Sendable {
         case .verifyEmail: "verifyEmail"
         case .verifyAndChangeEmail: "verifyAndChangeEmail"
         case .emailSignIn: "signIn"
+        case .recoverEmail: "recoverEmail"
         }
     }
 }
@@ -454,14 +460,18 @@ public struct OobCodeResponse: Codable, Sendable {
 public struct ApplyOobCodeRequest: Codable, Sendable {
     public var scope: Scope
     public var oobCode: String
+    /// The action link (`mode=recoverEmail`) without its code, for the notice an email change mails
+    /// to the old address; nil when none can be built (then a change that needs one is refused).
+    public var recoverLinkPrefix: String?
 
-    public init(scope: Scope, oobCode: String) {
+    public init(scope: Scope, oobCode: String, recoverLinkPrefix: String? = nil) {
         self.scope = scope
         self.oobCode = oobCode
+        self.recoverLinkPrefix = recoverLinkPrefix
     }
 
     enum CodingKeys: String, CodingKey {
-        case scope = "tenantId", oobCode
+        case scope = "tenantId", oobCode, recoverLinkPrefix
     }
 }
 
@@ -571,11 +581,18 @@ public struct UpdateAccountRequest: Codable, Sendable {
     /// The sign-in provider of the caller's current session, kept unless a password is set.
     public var currentSignInProvider: String
     public var session: NewSession
+    /// The user's `validSince`: end every session and answer a new one, as a credential change does.
+    public var revokeSessions: Bool?
+    /// As `ApplyOobCodeRequest.recoverLinkPrefix`, for an email change.
+    public var recoverLinkPrefix: String?
 
     public init(
         scope: Scope, localId: String, displayName: String?, photoUrl: String?, deleteAttribute: [String],
-        email: String?, password: String?, deleteProvider: [String], currentSignInProvider: String, session: NewSession
+        email: String?, password: String?, deleteProvider: [String], currentSignInProvider: String, session: NewSession,
+        revokeSessions: Bool = false, recoverLinkPrefix: String? = nil
     ) {
+        self.revokeSessions = revokeSessions ? true : nil
+        self.recoverLinkPrefix = recoverLinkPrefix
         self.scope = scope
         self.localId = localId
         self.displayName = displayName
@@ -590,7 +607,7 @@ public struct UpdateAccountRequest: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case scope = "tenantId", localId, displayName, photoUrl, deleteAttribute, email, password, deleteProvider,
-            currentSignInProvider, session
+            currentSignInProvider, session, revokeSessions, recoverLinkPrefix
     }
 }
 

@@ -23,6 +23,7 @@ struct DirectJSONTests {
         user.phoneNumber = "+15555550100"
         user.customAuth = true
         user.emailLinkSignin = true
+        user.initialEmail = "first@example.com"
         return user
     }()
 

@@ -148,6 +148,11 @@ struct DirectoryUnitTests {
             ])
         #expect(throws: FirebaseError.self) { try UpdateMask.resolve("nonsense", known: known) }
         #expect(throws: FirebaseError.self) { try UpdateMask.resolve("client.perm", known: known) }
+        // Tenants and the Config ignore them (the emulator's config:28 and tenant:292).
+        #expect(
+            try UpdateMask.resolve("nonsense,displayName.0,displayName", known: known, ignoringUnknown: true) == [
+                "displayName"
+            ])
     }
 
     @Test("a masked field absent from the body is reset; unlisted fields are kept")

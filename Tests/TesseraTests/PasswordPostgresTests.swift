@@ -235,7 +235,10 @@ struct PasswordPostgresTests {
                     UpdateAccountRequest(
                         scope: Scope(key: "t1"), localId: user.localId, displayName: displayName, photoUrl: nil,
                         deleteAttribute: delete, email: email, password: password, deleteProvider: [],
-                        currentSignInProvider: "password", session: newSession()), logger: logger)
+                        currentSignInProvider: "password", session: newSession(),
+                        // An email change mails the old address a link (docs/design-notes.md).
+                        recoverLinkPrefix: "https://app.example.com/__/auth/action?mode=recoverEmail&apiKey=k"),
+                    logger: logger)
             }
             let renamed = try await update(displayName: "Kay")
             #expect(renamed.user.displayName == "Kay" && renamed.session == nil)

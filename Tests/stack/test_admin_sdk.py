@@ -438,10 +438,12 @@ def test_email_action_links(app, client, stack, make_tenant, mail_sink):
     expect_ok(client.post("/v1/accounts:update", {"tenantId": tenant_id, "oobCode": code}))
     assert tenant_auth.get_user(user.uid).email_verified
 
-    # A link asked for is returned, not mailed; an unknown address is an error for admins.
+    # A link asked for is returned, not mailed. An unknown address: under enumeration protection (the
+    # project's default) the answer is the same as for a known one, without a link, to admins too, as
+    # the Firebase emulator's oob.spec has it; the SDK finds no link in it.
     time.sleep(1)
     assert not mail_sink.to(email)
-    with pytest.raises(auth.UserNotFoundError):
+    with pytest.raises(auth.UnexpectedResponseError):
         tenant_auth.generate_password_reset_link(address())
 
 

@@ -805,7 +805,7 @@ def test_import_into_a_new_tenant_keeps_passwords_settings_providers_and_templat
     try:
         assert new_tenant != tenant_id and summary["createdTenant"] is True and summary["finished"] is True
         assert summary["users"] == {"total": 3, "imported": 3, "alreadyPresent": 0, "failed": 0}, summary
-        assert summary["providers"] == 1 and summary["mailTemplates"] == 4 and summary["failures"] == [], summary
+        assert summary["providers"] == 1 and summary["mailTemplates"] == 5 and summary["failures"] == [], summary
         for uid, (email, password) in users.items():
             data = expect_ok(sign_in(client, new_tenant, email, password))
             assert data["localId"] == uid

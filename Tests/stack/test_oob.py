@@ -182,7 +182,7 @@ def test_request_errors(client, tenant):
     expect_error(send(client, tenant, email=address()), "MISSING_REQ_TYPE")
     expect_error(send(client, tenant, requestType="PASSWORD_RESET"), "MISSING_EMAIL")
     expect_error(send(client, tenant, requestType="PASSWORD_RESET", email="nope"), "INVALID_EMAIL")
-    expect_error(send(client, tenant, requestType="VERIFY_EMAIL"), "MISSING_ID_TOKEN")
+    expect_error(send(client, tenant, requestType="VERIFY_EMAIL"), "INVALID_ID_TOKEN")
     expect_error(send(client, tenant, requestType="VERIFY_AND_CHANGE_EMAIL", idToken=session["idToken"]),
                  "MISSING_NEW_EMAIL")
     expect_error(send(client, tenant, requestType="PASSWORD_RESET", email=address(), returnOobLink=True),
@@ -243,7 +243,7 @@ def test_tenant_mail_templates_replace_the_defaults(client, admin, mail_sink, te
     path = f"/v2/projects/{admin.stack.project_id}/tenants/{tenant}/mailTemplates"
     listed = expect_ok(admin.request("GET", path))["templates"]
     assert {t["requestType"] for t in listed} == {"VERIFY_EMAIL", "PASSWORD_RESET", "VERIFY_AND_CHANGE_EMAIL",
-                                                  "EMAIL_SIGNIN"}
+                                                  "EMAIL_SIGNIN", "RECOVER_EMAIL"}
     assert not any(t["custom"] for t in listed) and all("%LINK%" in t["body"] for t in listed)
 
     resp = admin.request("PATCH", f"{path}/PASSWORD_RESET", json={"body": "no link here"})
@@ -261,5 +261,5 @@ def test_tenant_mail_templates_replace_the_defaults(client, admin, mail_sink, te
 
     reset = expect_ok(admin.request("DELETE", f"{path}/PASSWORD_RESET"))
     assert reset["custom"] is False
-    resp = admin.request("PATCH", f"{path}/RECOVER_EMAIL", json={"body": "%LINK%"})
+    resp = admin.request("PATCH", f"{path}/OLD_EMAIL_AGREE", json={"body": "%LINK%"})
     assert resp.status_code == 400, describe(resp)

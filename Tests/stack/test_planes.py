@@ -21,8 +21,12 @@ ADMIN = re.compile(r"^/(identitytoolkit\.googleapis\.com/)?(v[12]/projects/|v2/d
 # For the services themselves and the operator's scraper, on the service ports only.
 NEITHER = re.compile(r"^/(internal/|metrics$)")
 # End-user operations that also have a privileged form (B.0: an admin bearer instead of the API key):
-# the end-user form on the public plane, the privileged one (with a bearer) on the admin plane.
-PRIVILEGED_FORM = re.compile(r"^/(identitytoolkit\.googleapis\.com/)?v1/accounts:(lookup|update|delete|sendOobCode)$")
+# the end-user form on the public plane, the privileged one (with a bearer) on the admin plane; on v1
+# and as their v3 rpcs (the emulator's rest:53: an admin's getOobConfirmationCode).
+PRIVILEGED_FORM = re.compile(
+    r"^/((identitytoolkit\.googleapis\.com/)?v1/accounts:(lookup|update|delete|sendOobCode)"
+    r"|(www\.googleapis\.com/)?identitytoolkit/v3/relyingparty/"
+    r"(getAccountInfo|setAccountInfo|deleteAccount|getOobConfirmationCode))$")
 
 
 def route_table(stack, base_url: str | None) -> list[tuple[str, str]]:

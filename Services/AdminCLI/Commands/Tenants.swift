@@ -108,6 +108,11 @@ struct Tenants: AsyncParsableCommand {
         details.add("self deletion", permission(tenant, "disabledUserDeletion") ? "no" : "yes")
         details.add("autodelete anonymous", Format.yesNo(tenant["autodeleteAnonymousUsers"]))
         details.add("auth", tenant["disableAuth"]?.boolValue == true ? "disabled" : "on")
+        if let mfa = tenant["mfaConfig"] {
+            let providers = (mfa["enabledProviders"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let state = mfa["state"]?.stringValue ?? "DISABLED"
+            details.add("multi-factor", providers.isEmpty ? state : "\(state) (\(providers.joined(separator: ", ")))")
+        }
         if case .object(let limits)? = tenant["rateLimits"] {
             for (key, value) in limits.sorted(by: { $0.key < $1.key }) {
                 details.add("rate limit \(key)", value.cellText)
@@ -116,7 +121,8 @@ struct Tenants: AsyncParsableCommand {
         details.print()
     }
 
-    /// Without the hash parameters (the signer key): `tenants get` shows settings; the export carries them.
+    /// Without the hash parameters (the signer key): `tenants get|create|update` show settings; the
+    /// export carries them.
     static func shown(_ tenant: JSONValue) -> JSONValue {
         tenant.removing(["hashConfig"])
     }
@@ -172,7 +178,7 @@ struct Tenants: AsyncParsableCommand {
             let (body, _) = settings.body(displayName: displayName)
             try await AdminClient.with(global) { admin in
                 let created = try await admin.call(.POST, Tenants.path(admin), body: body)
-                if global.json { try Output.json(created) } else { Tenants.details(created) }
+                if global.json { try Output.json(Tenants.shown(created)) } else { Tenants.details(created) }
             }
         }
     }
@@ -199,7 +205,7 @@ struct Tenants: AsyncParsableCommand {
                 let updated = try await admin.call(
                     .PATCH, Tenants.path(admin, tenant), query: [("updateMask", mask.joined(separator: ","))],
                     body: body)
-                if global.json { try Output.json(updated) } else { Tenants.details(updated) }
+                if global.json { try Output.json(Tenants.shown(updated)) } else { Tenants.details(updated) }
             }
         }
     }

@@ -68,16 +68,7 @@ public func buildTokenApplication(
         // CORS outside the error middleware: it sees every answer as a response, errors included, and
         // gives it its headers (inside, it rethrew errors in a wrapper of its own, which became 500s
         // without CORS headers, so a browser saw a network error instead of EMAIL_EXISTS).
-        router.add(
-            middleware: CORSMiddleware(
-                allowOrigin: .originBased,
-                // Every header a Firebase SDK may send from a browser (A.11; CLIENT-SDKS.md §1.2).
-                allowHeaders: [
-                    .contentType, .authorization, .googAPIKey, .requestID, HTTPField.Name("X-Client-Version")!,
-                    HTTPField.Name("X-Firebase-gmpid")!, HTTPField.Name("X-Firebase-Client")!,
-                    HTTPField.Name("X-Firebase-Locale")!, HTTPField.Name("X-Firebase-AppCheck")!,
-                ],
-                allowMethods: [.get, .post, .options]))
+        router.add(middleware: FirebaseCORSMiddleware<TokenContext>())
         router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
         // The routes whose context says who called; keys, health and the hosted pages skip the reading.
         let clients = router.group().add(middleware: CallerMiddleware(apiKey: configuration.apiKey))

@@ -182,23 +182,6 @@ struct InProcessAccountUpdateTests {
         }
     }
 
-    @Test("the last sign-in method cannot be removed")
-    func theLastSignInMethodCannotBeRemoved() async throws {
-        try await InProcess.withTokenService { service in
-            let tenant = try await service.directory.createTenantID(#""allowPasswordSignup":true"#)
-            let email = InProcess.uniqueEmail()
-            let session = try expectOK(try await InProcessPasswordTests.signUp(service, tenant, email))
-            for change in [
-                #""deleteProvider":["password"]"#, #""deleteAttribute":["PASSWORD"]"#, #""deleteAttribute":["EMAIL"]"#,
-            ] {
-                try expectError(
-                    try await Self.update(service, tenant, session["idToken"]?.stringValue, change),
-                    "OPERATION_NOT_ALLOWED")
-            }
-            try expectOK(try await InProcessPasswordTests.signIn(service, tenant, email))
-        }
-    }
-
     @Test("a disabled user is refused everywhere but by admins, and what was issued before stays revoked")
     func disabledUsersAreRefusedEverywhereButByAdmins() async throws {
         try await InProcess.withTokenService { service in

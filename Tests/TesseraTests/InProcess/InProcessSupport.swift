@@ -121,7 +121,8 @@ enum InProcess {
                         TokenHarness(
                             client: HTTPCaller(client: tokenClient, apiKey: apiKey),
                             directory: Directory(http: HTTPCaller(client: directoryClient)),
-                            issuer: IDTokenIssuer(keys: try KeyStore(directory: keys.signing), projectID: projectID)))
+                            issuer: IDTokenIssuer(keys: try KeyStore(directory: keys.signing), projectID: projectID),
+                            database: database))
                 }
             }
         }
@@ -281,6 +282,8 @@ struct TokenHarness: Sendable {
     let client: HTTPCaller
     let directory: Directory
     let issuer: IDTokenIssuer
+    /// The test's schema, for what no API shows (the mail outbox).
+    var database: PostgresClient.Configuration? = nil
 
     struct Session: Sendable {
         let localId: String
@@ -328,6 +331,30 @@ struct TokenHarness: Sendable {
             #expect(data[name]?.stringValue?.isEmpty == false, "\(name) missing: \(data)")
         }
         return data
+    }
+
+    /// The mails queued for `recipient` (`mail_outbox`), oldest first: subject and body.
+    func mails(to recipient: String) async throws -> [(subject: String, body: String)] {
+        let configuration = try #require(database)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: InProcess.logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            let rows = try await client.query(
+                "SELECT subject, coalesce(body, '') FROM mail_outbox WHERE recipient = \(recipient) ORDER BY id",
+                logger: InProcess.logger)
+            var mails: [(subject: String, body: String)] = []
+            for try await (subject, body) in rows.decode((String, String).self) { mails.append((subject, body)) }
+            return mails
+        }
+    }
+
+    /// The `oobCode` of the action link in a mail's body.
+    func oobCode(inMail body: String) throws -> String {
+        let link = try #require(
+            body.split(whereSeparator: \.isWhitespace).first { $0.contains("oobCode=") }, "no link in: \(body)")
+        let components = try #require(URLComponents(string: String(link)))
+        return try #require(components.queryItems?.first { $0.name == "oobCode" }?.value)
     }
 
     /// The claims of an ID token whose signature and standard claims verify against the service's keys.

@@ -40,8 +40,7 @@ struct ActionPageController {
             case .resetPassword: .passwordReset
             case .verifyAndChangeEmail: .verifyAndChangeEmail
             case .signIn: .emailSignIn
-            // Tessera sends no email-change notices (RECOVER_EMAIL), so no code is ever of this mode.
-            case .recoverEmail: nil
+            case .recoverEmail: .recoverEmail
             }
         }
     }
@@ -155,9 +154,15 @@ struct ActionPageController {
         guard let oobCode = link.oobCode else { throw FirebaseError.invalid(.invalidOobCode) }
         switch mode {
         case .verifyEmail, .verifyAndChangeEmail, .recoverEmail:
+            // A new address's confirmation mails a notice to the old one, whose link is built here.
             let answer = try await tokens.directory.call(
-                InternalPath.applyOobCode, ApplyOobCodeRequest(scope: link.scope, oobCode: oobCode),
+                InternalPath.applyOobCode,
+                ApplyOobCodeRequest(
+                    scope: link.scope, oobCode: oobCode,
+                    recoverLinkPrefix: mode == .verifyAndChangeEmail
+                        ? OobController.recoverLinkPrefix(configuration, scope: link.scope, request: request) : nil),
                 as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+            // The address the account has now: a new one, or the restored one.
             return answer.newEmail ?? answer.email
         case .resetPassword:
             let password = fields["newPassword"] ?? ""

@@ -24,8 +24,16 @@ struct ProviderCredential: Sendable {
         guard let fields = FormURLEncoded.parse(postBody) else {
             throw FirebaseError.invalid(.invalidIdpResponse, "postBody is not valid form-encoded text.")
         }
+        try self.init(fields: fields)
+    }
+
+    /// The credential's parameters, wherever the request carried them (`requestUri`'s query and
+    /// fragment, `postBody`). Without a `providerId` nothing says what the credential is
+    /// (docs/design-notes.md, "Federated providers"); the detail never echoes the credential.
+    init(fields: [String: String]) throws {
         guard let providerId = fields["providerId"], !providerId.isEmpty else {
-            throw FirebaseError.invalid(.invalidIdpResponse, "postBody must name the providerId.")
+            throw FirebaseError.invalid(
+                .invalidCredentialOrProviderId, "Invalid IdP response/credential: the providerId is missing.")
         }
         self.providerId = providerId
         let value: (String) -> String? = { fields[$0].flatMap { $0.isEmpty ? nil : $0 } }
@@ -185,13 +193,30 @@ struct IdentityProviders: Sendable {
         var identity = FederatedIdentity(
             providerId: providerId, rawId: sub, email: claims.string("email").flatMap(Credentials.normalizedEmail),
             emailVerified: claims.bool("email_verified"), displayName: fullName, photoUrl: claims.string("picture"),
-            screenName: claims.string("preferred_username"))
+            screenName: claims.string("screen_name") ?? claims.string("preferred_username"))
         if providerId == "microsoft.com", !Self.microsoftVouchesForEmail(claims) {
             identity.emailVerified = false
         }
+        let rawUserInfo =
+            providerId == "google.com" ? Self.googleUserInfo(claims) : String(decoding: payload, as: UTF8.self)
         return ProviderProfile(
-            identity: identity, firstName: firstName, lastName: lastName,
-            rawUserInfo: String(decoding: payload, as: UTF8.self))
+            identity: identity, firstName: firstName, lastName: lastName, rawUserInfo: rawUserInfo)
+    }
+
+    /// Google's `rawUserInfo` in the shape of Google's user-info answer, as Firebase gives it and
+    /// the SDKs hand it to apps as the profile (docs/design-notes.md, "Federated providers"): `id`
+    /// (the `sub`), `verified_email`, and the profile claims under their own names, each only when
+    /// the ID token carries it.
+    static func googleUserInfo(_ claims: Claims) -> String {
+        var info: [String: JSONValue] = [:]
+        info["id"] = claims.string("sub").map(JSONValue.string)
+        for name in ["email", "name", "given_name", "family_name", "picture", "locale", "hd"] {
+            info[name] = claims.string(name).map(JSONValue.string)
+        }
+        if claims.string("email") != nil { info["verified_email"] = .bool(claims.bool("email_verified") == true) }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(JSONValue.object(info))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     // MARK: OAuth user info

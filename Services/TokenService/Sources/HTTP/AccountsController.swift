@@ -125,7 +125,8 @@ struct AccountsController {
             if body.idToken != nil || body.pendingIdToken != nil {
                 throw FirebaseError.notImplemented("signInWithPassword with idToken or pendingIdToken")
             }
-            guard let rawEmail = body.email, !rawEmail.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
+            // An empty address is a malformed one, as for sign-up (the emulator's password:96).
+            guard let rawEmail = body.email else { throw FirebaseError.invalid(.missingEmail) }
             guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid(.invalidEmail) }
             guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
             let scope = Scope(wire: body.tenantId)
@@ -196,7 +197,8 @@ struct AccountsController {
         let answer = try await tokens.directory.call(
             InternalPath.authMethods, AuthMethodsRequest(scope: Scope(wire: body.tenantId), email: email),
             as: AuthMethodsResponse.self, requestID: context.requestID, logger: context.logger)
-        let sessionId = Secrets.randomAlphanumeric(27)
+        // The app's own session id comes back as it was sent (B.2.1), else a new one.
+        let sessionId = try Self.sessionId(body.sessionId) ?? Secrets.randomAlphanumeric(27)
         guard !answer.protected else { return JSONResponse(CreateAuthUriResponse(sessionId: sessionId)) }
         return JSONResponse(
             CreateAuthUriResponse(
@@ -218,10 +220,7 @@ struct AccountsController {
         }
         let handler = try AuthHandlerController.handlerURL(configuration: configuration, request: request)
         try Self.checkAnswerTarget(checked)
-        let sessionId = body.sessionId.flatMap { $0.isEmpty ? nil : $0 } ?? Base64URL.encode(Secrets.randomBytes(24))
-        guard sessionId.utf8.count <= 256 else {
-            throw FirebaseError.invalid(.invalidIdpResponse, "sessionId is too long.")
-        }
+        let sessionId = try Self.sessionId(body.sessionId) ?? Base64URL.encode(Secrets.randomBytes(24))
         var scopes: [String] = []
         if let raw = body.oauthScope, !raw.isEmpty {
             var list = raw
@@ -242,6 +241,13 @@ struct AccountsController {
                 clientIP: tokens.clientIP(request, context)),
             requestID: context.requestID, logger: context.logger)
         return CreateAuthUriResponse(authUri: authUri, providerId: providerId, sessionId: sessionId)
+    }
+
+    /// The session id an app sent to `createAuthUri`, nil when it sent none.
+    static func sessionId(_ sent: String?) throws -> String? {
+        guard let sent, !sent.isEmpty else { return nil }
+        guard sent.utf8.count <= 256 else { throw FirebaseError.invalid(.invalidIdpResponse, "sessionId is too long.") }
+        return sent
     }
 
     /// The provider's answer comes to the handler, which sends it on to `continueUri` with the answer
@@ -308,12 +314,15 @@ struct AccountsController {
             if body.disableUser != nil || body.emailVerified != nil {
                 throw FirebaseError.invalid(.operationNotAllowed)
             }
-            if body.provider != nil || body.upgradeToFederatedLogin != nil || body.linkProviderUserInfo != nil {
-                throw FirebaseError.notImplemented(
-                    "accounts:update with provider, upgradeToFederatedLogin or linkProviderUserInfo")
+            if body.provider != nil || body.upgradeToFederatedLogin != nil {
+                throw FirebaseError.notImplemented("accounts:update with provider or upgradeToFederatedLogin")
             }
             if let oobCode = body.oobCode {
-                return try await applyOobCode(oobCode, scope: Scope(wire: body.tenantId), context: context)
+                return try await applyOobCode(
+                    oobCode, scope: Scope(wire: body.tenantId),
+                    recoverLinkPrefix: OobController.recoverLinkPrefix(
+                        configuration, scope: Scope(wire: body.tenantId), request: request),
+                    context: context)
             }
             let deleteAttribute = body.deleteAttribute ?? []
             if let unknown = deleteAttribute.first(where: { !Self.deletableAttributes.contains($0) }) {
@@ -335,22 +344,36 @@ struct AccountsController {
             let (verified, user) = try await tokens.verify(
                 idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
                 logger: context.logger)
+            // Linking an identity without its provider's proof needs an admin (production: an OAuth
+            // credential); from an end user it would let anyone claim someone's Google account
+            // before they first sign in (docs/design-notes.md, "Where Tessera differs from the emulator").
+            if body.linkProviderUserInfo != nil {
+                throw FirebaseError.invalid(
+                    .insufficientPermission, "Only authenticated requests can specify linkProviderUserInfo.")
+            }
             let sensitive =
                 (email != nil && email != user.email) || body.password != nil || deleteAttribute.contains("EMAIL")
                 || deleteAttribute.contains("PASSWORD") || !deleteProvider.isEmpty
             if sensitive {
                 try tokens.requireRecentSignIn(verified, user: user)
-                try await tokens.waitPastIssueSecond(of: verified)
             }
+            // `validSince` (any value: its presence asks for it) ends the user's other sessions and
+            // answers fresh tokens, as a password change does; it needs no recent sign-in.
+            let revokeSessions = body.validSince != nil
+            if sensitive || revokeSessions { try await tokens.waitPastIssueSecond(of: verified) }
             let (refreshToken, session) = tokens.newSession()
             let answer = try await tokens.directory.call(
                 InternalPath.updateAccount,
                 UpdateAccountRequest(
                     scope: verified.scope, localId: user.localId, displayName: body.displayName,
                     photoUrl: body.photoUrl, deleteAttribute: deleteAttribute, email: email, password: body.password,
-                    deleteProvider: deleteProvider, currentSignInProvider: verified.signInProvider, session: session),
+                    deleteProvider: deleteProvider, currentSignInProvider: verified.signInProvider, session: session,
+                    revokeSessions: revokeSessions,
+                    recoverLinkPrefix: OobController.recoverLinkPrefix(
+                        configuration, scope: verified.scope, request: request)),
                 as: UpdateAccountResponse.self, requestID: context.requestID, logger: context.logger)
             var response = SetAccountInfoResponse(user: answer.user)
+            response.newEmail = email
             if let newSession = answer.session {
                 response.idToken = try tokens.issuer.mint(user: answer.user, session: newSession)
                 tokens.issuer.countIssued("refresh_token", provider: newSession.signInProvider)
@@ -397,15 +420,19 @@ struct AccountsController {
         }
     }
 
-    /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code (B.5.10).
-    func applyOobCode(_ code: String, scope: Scope, context: some TokenRequestContext) async throws -> JSONResponse<
-        SetAccountInfoResponse
-    > {
+    /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL, VERIFY_AND_CHANGE_EMAIL or RECOVER_EMAIL
+    /// code (B.5.10).
+    func applyOobCode(
+        _ code: String, scope: Scope, recoverLinkPrefix: String?, context: some TokenRequestContext
+    ) async throws -> JSONResponse<SetAccountInfoResponse> {
         let answer = try await tokens.directory.call(
-            InternalPath.applyOobCode, ApplyOobCodeRequest(scope: scope, oobCode: code),
+            InternalPath.applyOobCode,
+            ApplyOobCodeRequest(scope: scope, oobCode: code, recoverLinkPrefix: recoverLinkPrefix),
             as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
         guard let user = answer.user else { throw FirebaseError.internal }
-        return JSONResponse(SetAccountInfoResponse(user: user))
+        var response = SetAccountInfoResponse(user: user)
+        response.newEmail = answer.newEmail
+        return JSONResponse(response)
     }
 }
 

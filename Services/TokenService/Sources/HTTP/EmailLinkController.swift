@@ -37,7 +37,7 @@ struct EmailLinkController {
             let issued = try await complete(
                 email: body.email, oobCode: body.oobCode, idToken: body.idToken,
                 scope: Scope(wire: body.tenantId), clientIP: tokens.clientIP(request, context),
-                requestID: context.requestID, logger: context.logger)
+                requestID: context.requestID, logger: context.logger, request: request)
             return JSONResponse(
                 SignInResponse(
                     localId: issued.user.localId, email: issued.user.email ?? "", isNewUser: issued.isNewUser,
@@ -45,10 +45,11 @@ struct EmailLinkController {
         }
     }
 
-    /// The operation itself, shared by the API and the hosted action page.
+    /// The operation itself, shared by the API and the hosted action page. `request`: the one links
+    /// are built for (the notice to the old address of a signed-in user whose address changes).
     func complete(
         email rawEmail: String?, oobCode: String?, idToken: String?, scope requested: Scope, clientIP: String?,
-        requestID: String, logger: Logger
+        requestID: String, logger: Logger, request: Request? = nil
     ) async throws -> (user: UserRecord, isNewUser: Bool, idToken: String, refreshToken: String) {
         guard let rawEmail, !rawEmail.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
         guard let email = Credentials.normalizedEmail(rawEmail) else { throw FirebaseError.invalid(.invalidEmail) }
@@ -69,6 +70,9 @@ struct EmailLinkController {
             var call = SignInWithEmailLinkRequest(
                 scope: scope, email: email, oobCode: oobCode, linkTo: linkTo, session: session)
             call.clientIP = clientIP
+            if linkTo != nil, let request {
+                call.recoverLinkPrefix = OobController.recoverLinkPrefix(configuration, scope: scope, request: request)
+            }
             return call
         }
         return (issued.user, answer.isNewUser, issued.idToken, issued.refreshToken)

@@ -74,6 +74,27 @@ struct FederatedController {
         )
     }
 
+    /// A credential's parameters: `requestUri`'s query, then its fragment, then `postBody`, each
+    /// winning over the one before (B.2.1: a redirect's answer may arrive in any of them). A
+    /// `requestUri` whose query or fragment is not form-encoded carries none; a `postBody` that is not
+    /// is an error.
+    static func credentialFields(requestUri: String, postBody: String?) throws -> [String: String] {
+        var fields: [String: String] = [:]
+        if let url = WebURL(requestUri) {
+            for part in [url.query, url.fragment] {
+                guard let part, let parsed = FormURLEncoded.parse(String(part)) else { continue }
+                fields.merge(parsed) { _, new in new }
+            }
+        }
+        if let postBody, !postBody.isEmpty {
+            guard let posted = FormURLEncoded.parse(postBody) else {
+                throw FirebaseError.invalid(.invalidIdpResponse, "postBody is not valid form-encoded text.")
+            }
+            fields.merge(posted) { _, new in new }
+        }
+        return fields
+    }
+
     @Sendable func signInWithIdp(_ request: Request, context: ClientContext) async throws
         -> JSONResponse<VerifyAssertionResponse>
     {
@@ -107,10 +128,13 @@ struct FederatedController {
                     answer, sessionId: sessionId, scope: scope, requestID: context.requestID, logger: context.logger)
                 (profile, credential) = (redeemed.profile, redeemed.credential)
             } else {
-                guard let postBody = body.postBody, !postBody.isEmpty else {
-                    throw FirebaseError.invalid(.invalidIdpResponse, "postBody is required.")
+                let fields = try Self.credentialFields(requestUri: requestUri, postBody: body.postBody)
+                if answer?.isFlowAnswer == true, fields["id_token"] == nil, fields["access_token"] == nil {
+                    // A provider's answer to a flow, not a credential: it is redeemed with its session id.
+                    throw FirebaseError.invalid(
+                        .invalidIdpResponse, "sessionId is required with the provider's answer.")
                 }
-                let given = try ProviderCredential(postBody: postBody)
+                let given = try ProviderCredential(fields: fields)
                 if given.providerId.hasPrefix("saml.") || given.samlResponse != nil {
                     throw FirebaseError.notImplemented("SAML sign-in")
                 }

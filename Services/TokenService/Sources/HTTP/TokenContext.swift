@@ -97,3 +97,31 @@ enum Caller: Sendable {
 /// Both path forms of the token and key routes (API.md A.1); `identityToolkitPrefixes` is Shared's.
 let secureTokenPrefixes = ["", "/securetoken.googleapis.com"]
 let googleAPIsPrefixes = ["", "/www.googleapis.com"]
+
+extension Request {
+    /// An end user's JSON body: `targetProjectId` names a project for the call, which only an admin
+    /// may do (B.0); with an API key alone it is refused, as Google refuses it. (These overloads are
+    /// chosen over Shared's generic one for the client contexts.)
+    func decodeJSON<T: Decodable>(_ type: T.Type, context: ClientContext, limit: Int = 1 << 20) async throws -> T {
+        let data = try await jsonData(limit: limit)
+        try Self.refuseTargetProject(in: data)
+        return try JSONBody.decode(type, from: data)
+    }
+
+    func decodeJSON<T: Decodable>(_ type: T.Type, context: ClientOrAdminContext, limit: Int = 1 << 20)
+        async throws -> T
+    {
+        let data = try await jsonData(limit: limit)
+        if case .client = context.caller { try Self.refuseTargetProject(in: data) }
+        return try JSONBody.decode(type, from: data)
+    }
+
+    static func refuseTargetProject(in data: Data) throws {
+        // Parsed only when the name occurs at all: the hot paths pay a byte search.
+        guard data.firstRange(of: Data("arget".utf8)) != nil else { return }
+        let members = try? JSONDecoder().decode([String: JSONValue].self, from: data)
+        guard members?["targetProjectId"] != nil || members?["target_project_id"] != nil else { return }
+        throw FirebaseError.invalid(
+            .insufficientPermission, "Only authenticated requests can specify target_project_id.")
+    }
+}

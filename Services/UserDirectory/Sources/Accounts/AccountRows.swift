@@ -6,12 +6,12 @@ import TesseraShared
 /// The statements the account services share, on a connection they hold (narrow, and
 /// scope-bound: each takes the `Scope` and binds it).
 enum AccountRows {
-    /// A user's columns, then one provider link's (null for a user without links). The user's are
-    /// all null in a row that has no user (a refused rotation, a lookup of no such user); `UserRows`
-    /// skips those.
+    /// A user's columns, then one provider link's (null for a user without links), then the user's
+    /// `initial_email` (migration 18). The user's are all null in a row that has no user (a refused
+    /// rotation, a lookup of no such user); `UserRows` skips those.
     typealias UserRow = (
         String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?, Int64?,
-        String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?
+        String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?, String?
     )
 
     /// Users of one scope by id, with their provider links, in the order asked for: one statement,
@@ -113,7 +113,8 @@ struct UserRows {
         let (
             scope, localId, email, emailVerified, displayName, photoUrl, disabled, customAttributes, validSince,
             createdAt, lastLoginAt, lastRefreshAt, passwordUpdatedAt, phoneNumber, customAuth, emailLinkSignin,
-            linkProviderId, linkRawId, linkFederatedId, linkEmail, linkDisplayName, linkPhotoUrl, linkScreenName
+            linkProviderId, linkRawId, linkFederatedId, linkEmail, linkDisplayName, linkPhotoUrl, linkScreenName,
+            initialEmail
         ) = row
         guard let scope, let localId, let emailVerified, let disabled, let validSince, let createdAt, let customAuth,
             let emailLinkSignin
@@ -127,6 +128,7 @@ struct UserRows {
             user.phoneNumber = phoneNumber
             user.customAuth = customAuth ? true : nil
             user.emailLinkSignin = emailLinkSignin ? true : nil
+            user.initialEmail = initialEmail
             // The password provider entry is derived, never stored: present iff an email and a password
             // or an email-link sign-in (B.6).
             if let email = user.email, user.hasPassword || emailLinkSignin {
@@ -173,7 +175,8 @@ struct UsersByID: ScopedStatement {
         u.tenant_id, u.local_id, u.email, u.email_verified, u.display_name, u.photo_url, u.disabled,
             u.custom_attributes, u.valid_since, u.created_at, u.last_login_at, u.last_refresh_at,
             CASE WHEN u.password_hash IS NOT NULL THEN u.password_updated_at END, u.phone_number, u.custom_auth,
-            u.email_link_signin, l.provider_id, l.raw_id, l.federated_id, l.email, l.display_name, l.photo_url, l.screen_name
+            u.email_link_signin, l.provider_id, l.raw_id, l.federated_id, l.email, l.display_name, l.photo_url, l.screen_name,
+            u.initial_email
         """
     static let sql = """
         SELECT \(columns)
@@ -234,13 +237,13 @@ struct UserOfEnabledScope: ScopedStatement {
             (
                 Bool, Int64?, String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?,
                 Int64?, Int64?, Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?,
-                String?
+                String?, String?
             ).self)
         return (
             r.0, r.1,
             (
                 r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18, r.19,
-                r.20, r.21, r.22, r.23, r.24
+                r.20, r.21, r.22, r.23, r.24, r.25
             )
         )
     }
@@ -282,13 +285,13 @@ struct RotateRefreshToken: PostgresPreparedStatement {
             (
                 String, String?, UUID?, String?, String?, Int64?, String?, String?, Int64?,
                 String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?,
-                Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?
+                Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?, String?
             ).self)
         return (
             (r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8),
             (
                 r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18, r.19, r.20, r.21, r.22, r.23, r.24, r.25,
-                r.26, r.27, r.28, r.29, r.30, r.31
+                r.26, r.27, r.28, r.29, r.30, r.31, r.32
             )
         )
     }

@@ -27,12 +27,12 @@ public struct Accounts: Sendable {
             reuse: metrics?.counter(
                 "refresh_token_reuse",
                 help: "Refresh tokens presented again after their rotation's grace window: each revoked its session."))
-        passwords = PasswordAccounts(client: client, hasher: hasher, hashKey: hashKey)
+        passwords = PasswordAccounts(client: client, hasher: hasher, hashKey: hashKey, oobCodeTTL: oobCodeTTL)
         oob = OobAccounts(
             client: client, hasher: hasher, hashKey: hashKey, oobCodeTTL: oobCodeTTL,
             detachedWork: DetachedWork(limit: 256))
         federated = FederatedAccounts(client: client)
-        emailLinks = EmailLinkAccounts(client: client)
+        emailLinks = EmailLinkAccounts(client: client, oobCodeTTL: oobCodeTTL)
         customTokens = CustomTokenAccounts(client: client)
         admin = AdminUsers(client: client, hasher: hasher, hashKey: hashKey)
     }
@@ -59,6 +59,9 @@ public struct AdminUserChange: Sendable {
     public var customAttributes: String??
     /// Federated providers to unlink (`password` and `phone` are handled by their own fields).
     public var deleteProviders: [String] = []
+    /// A provider identity to link (`linkProviderUserInfo`), replacing the user's link of that
+    /// provider; another user's identity is `FEDERATED_USER_ID_ALREADY_LINKED`.
+    public var linkProvider: FederatedIdentity?
 
     public init() {}
 }

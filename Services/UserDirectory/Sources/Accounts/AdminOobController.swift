@@ -3,8 +3,9 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// Admin `accounts:sendOobCode` (B.2.3): for a user named by email, either the mail is queued as
-/// for a client, or with `returnOobLink` the code and link are returned and nothing is mailed.
+/// Admin `accounts:sendOobCode` (B.2.3): for a user named by email (or by `localId`: the token
+/// service's form of an admin call that named its user by ID token), either the mail is queued as for
+/// a client, or with `returnOobLink` the code and link are returned and nothing is mailed.
 struct AdminOobController<Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants
@@ -24,6 +25,7 @@ struct AdminOobController<Tenants: TenantStore> {
         var continueUrl: String?
         var returnOobLink: Bool?
         var tenantId: String?
+        var localId: String?
     }
 
     struct SendResponse: Encodable, Sendable {
@@ -35,10 +37,15 @@ struct AdminOobController<Tenants: TenantStore> {
 
     @Sendable func send(_ request: Request, context: AdminContext) async throws -> JSONResponse<SendResponse> {
         let body = try await request.decodeJSON(SendRequest.self, context: context)
-        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
+        let scope = try await tenants.usersScope(of: context, bodyTenant: body.tenantId)
         let type = try OobRequestType.parse(body.requestType)
-        guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
-        guard let email = Credentials.normalizedEmail(raw) else { throw FirebaseError.invalid(.invalidEmail) }
+        var email: String?
+        let localId = body.localId.flatMap { $0.isEmpty || type == .emailSignIn ? nil : $0 }
+        if localId == nil {
+            guard let raw = body.email, !raw.isEmpty else { throw FirebaseError.invalid(.missingEmail) }
+            guard let normalized = Credentials.normalizedEmail(raw) else { throw FirebaseError.invalid(.invalidEmail) }
+            email = normalized
+        }
         var newEmail: String?
         if type == .verifyAndChangeEmail {
             guard let rawNew = body.newEmail, let normalized = Credentials.normalizedEmail(rawNew) else {
@@ -51,7 +58,7 @@ struct AdminOobController<Tenants: TenantStore> {
         let continueUrl = try await domains.links(links, logger: context.logger).checkContinueURL(body.continueUrl)
         let answer = try await accounts.oob.sendOobCode(
             SendOobCodeRequest(
-                scope: scope, requestType: type, email: email, localId: nil, newEmail: newEmail,
+                scope: scope, requestType: type, email: email, localId: localId, newEmail: newEmail,
                 linkPrefix: try links.prefix(mode: type.mode, tenant: scope.tenantID, request: request),
                 continueUrl: continueUrl, returnLink: body.returnOobLink == true), logger: context.logger)
         return JSONResponse(

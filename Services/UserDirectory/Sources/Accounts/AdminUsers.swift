@@ -234,6 +234,8 @@ extension AccountRows {
         case "users_pkey": return .invalid(.duplicateLocalId)
         case "users_email_key": return .invalid(.emailExists)
         case "users_phone_key": return .invalid(.phoneNumberExists)
+        // Two admins linking one identity to two users at once: the second finds it taken.
+        case "provider_links_pkey": return .invalid(.federatedUserIdAlreadyLinked)
         default: return nil
         }
     }
@@ -303,6 +305,18 @@ extension AdminUsers {
                         DELETE FROM provider_links
                         WHERE tenant_id = \(scope) AND local_id = \(localId) AND provider_id = ANY(\(change.deleteProviders))
                         """, logger: logger)
+                }
+                if let identity = change.linkProvider {
+                    let holders = try await connection.query(
+                        """
+                        SELECT local_id FROM provider_links
+                        WHERE tenant_id = \(scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
+                        """, logger: logger)
+                    for try await holder in holders.decode(String.self) where holder != localId {
+                        throw FirebaseError.invalid(.federatedUserIdAlreadyLinked)
+                    }
+                    _ = try await AccountRows.link(
+                        connection, scope: scope, localId: localId, identity: identity, logger: logger)
                 }
                 // Sessions end server-side, not only by `validSince`'s whole seconds, so none started
                 // before this answer survives it, not even in the same second.

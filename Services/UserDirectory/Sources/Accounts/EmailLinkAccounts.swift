@@ -9,6 +9,8 @@ import TesseraShared
 /// Email-link sign-in and linking (A.3, B.5.5).
 struct EmailLinkAccounts: Sendable {
     let client: Database
+    /// How long the RECOVER_EMAIL code of an address change's notice lives (`TESSERA_OOB_CODE_TTL`).
+    var oobCodeTTL: Duration = .seconds(3600)
 }
 
 extension EmailLinkAccounts {
@@ -48,6 +50,10 @@ extension EmailLinkAccounts {
                             logger: logger)
                         try await AccountRows.revokeSessions(
                             connection, scope: scope, localId: linkTo, reason: "credential_change", logger: logger)
+                        // …and the old address is told (docs/design-notes.md, "Out-of-band codes and mail").
+                        try await OobAccounts.queueRecoverEmail(
+                            connection, scope: scope, before: user, newEmail: request.email,
+                            linkPrefix: request.recoverLinkPrefix, ttl: oobCodeTTL, logger: logger)
                     }
                     localId = linkTo
                 } else if let owner {

@@ -211,6 +211,27 @@ extension AccountRows {
         return nil
     }
 
+    /// The user `createAuthUri` describes for an email (docs/design-notes.md, "Federated providers"):
+    /// the account whose email it is, else one whose linked provider has it (the same person signs in
+    /// with that provider under it). With duplicate emails allowed, only an account that has an email
+    /// of its own counts.
+    static func userForIdentifier(
+        _ connection: PostgresConnection, scope: Scope, email: String, oneAccountPerEmail: Bool, logger: Logger
+    ) async throws -> String? {
+        if let localId = try await emailOwner(connection, scope: scope, email: email, logger: logger) {
+            return localId
+        }
+        let rows = try await connection.query(
+            """
+            SELECT l.local_id FROM provider_links l
+            JOIN users u ON u.tenant_id = l.tenant_id AND u.local_id = l.local_id
+            WHERE l.tenant_id = \(scope) AND l.email = \(email) AND (\(oneAccountPerEmail) OR u.email IS NOT NULL)
+            ORDER BY l.local_id LIMIT 1
+            """, logger: logger)
+        for try await localId in rows.decode(String.self) { return localId }
+        return nil
+    }
+
     /// Links the identity to the user, replacing a link of the same provider (at most one per
     /// provider, B.6); true when a different account of that provider was replaced.
     static func link(

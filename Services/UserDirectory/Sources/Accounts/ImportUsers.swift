@@ -60,17 +60,91 @@ extension AdminUsers {
     }
 
     /// Inserts users that do not collide with existing ones; returns the per-user failures. The
-    /// users' localIds must be distinct.
+    /// users' localIds must be distinct. With `overwrite`, an existing account of the same localId is
+    /// replaced: deleted with its links, its sessions ended and its pending codes void, then created
+    /// anew from the import.
     ///
-    /// The whole batch is three statements in one transaction, whatever its size: one multi-row
-    /// insert of the users (in request order, so the first of two users with one email wins, as it
-    /// would one by one), one insert of the provider links of the users created, and one lookup
-    /// telling apart the two reasons a user was skipped. A row per statement cost a round trip per user.
-    public func importUsers(scope: Scope, users: [(index: Int, user: ImportUser)], logger: Logger) async throws
-        -> [(index: Int, message: String)]
-    {
-        guard !users.isEmpty else { return [] }
+    /// The whole batch is a few statements in one transaction, whatever its size: one lookup of the
+    /// provider identities other accounts hold, one multi-row insert of the users (in request order,
+    /// so the first of two users with one email wins, as it would one by one), one insert of the
+    /// provider links of the users created, and one lookup telling apart the two reasons a user was
+    /// skipped. A row per statement cost a round trip per user.
+    public func importUsers(
+        scope: Scope, users candidates: [(index: Int, user: ImportUser)], overwrite: Bool = false, logger: Logger
+    ) async throws -> [(index: Int, message: String)] {
+        guard !candidates.isEmpty else { return [] }
         let now = AccountRows.nowMillis()
+        return try await client.transaction(logger: logger) { connection in
+            if overwrite {
+                try await Self.deleteForOverwrite(
+                    connection, scope: scope, localIds: candidates.map(\.user.localId), logger: logger)
+            }
+            var failures: [(index: Int, message: String)] = []
+            let users = try await Self.withoutHeldIdentities(
+                connection, scope: scope, candidates, failures: &failures, logger: logger)
+            return try await failures + insert(connection, scope: scope, users: users, now: now, logger: logger)
+        }
+    }
+
+    /// Deletes the accounts an overwriting import replaces, as an admin's delete would.
+    private static func deleteForOverwrite(
+        _ connection: PostgresConnection, scope: Scope, localIds: [String], logger: Logger
+    ) async throws {
+        let deleted = try await connection.query(
+            "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds)) RETURNING local_id",
+            logger: logger)
+        var replaced: [String] = []
+        for try await localId in deleted.decode(String.self) { replaced.append(localId) }
+        guard !replaced.isEmpty else { return }
+        try await connection.query(
+            """
+            UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'user_deleted'
+            WHERE tenant_id = \(scope) AND local_id = ANY(\(replaced)) AND revoked_at IS NULL
+            """, logger: logger)
+        try await connection.query(
+            """
+            UPDATE oob_codes SET used_at = now()
+            WHERE tenant_id = \(scope) AND local_id = ANY(\(replaced)) AND used_at IS NULL
+            """, logger: logger)
+    }
+
+    /// The users whose provider identities no other account holds; the others fail with
+    /// production's message. Within the batch, the first user naming an identity keeps it.
+    private static func withoutHeldIdentities(
+        _ connection: PostgresConnection, scope: Scope, _ users: [(index: Int, user: ImportUser)],
+        failures: inout [(index: Int, message: String)], logger: Logger
+    ) async throws -> [(index: Int, user: ImportUser)] {
+        let links = users.flatMap { _, user in user.providers.map { ($0.providerId, $0.rawId) } }
+        guard !links.isEmpty else { return users }
+        let rows = try await connection.query(
+            """
+            SELECT l.provider_id, l.raw_id, l.local_id FROM provider_links l
+            JOIN unnest(\(links.map(\.0)), \(links.map(\.1))) AS wanted(provider_id, raw_id)
+                ON wanted.provider_id = l.provider_id AND wanted.raw_id = l.raw_id
+            WHERE l.tenant_id = \(scope)
+            """, logger: logger)
+        var holders: [String: String] = [:]
+        for try await (providerId, rawId, localId) in rows.decode((String, String, String).self) {
+            holders["\(providerId)\u{0}\(rawId)"] = localId
+        }
+        var kept: [(index: Int, user: ImportUser)] = []
+        for (index, user) in users {
+            let keys = user.providers.map { "\($0.providerId)\u{0}\($0.rawId)" }
+            if keys.contains(where: { holders[$0].map { $0 != user.localId } ?? false }) {
+                failures.append((index, "raw id exists in other account in database"))
+                continue
+            }
+            for key in keys { holders[key] = user.localId }
+            kept.append((index, user))
+        }
+        return kept
+    }
+
+    private func insert(
+        _ connection: PostgresConnection, scope: Scope, users: [(index: Int, user: ImportUser)], now: Int64,
+        logger: Logger
+    ) async throws -> [(index: Int, message: String)] {
+        guard !users.isEmpty else { return [] }
         let rows = users.map { _, user in
             ImportRow(
                 local_id: user.localId, email: user.email, email_verified: user.emailVerified,
@@ -84,65 +158,63 @@ extension AdminUsers {
                 custom_auth: user.customAuth, email_link_signin: user.emailLinkSignin && user.email != nil)
         }
         let usersJSON = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
-        return try await client.transaction(logger: logger) { connection in
-            let inserted = try await connection.query(
-                """
-                INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
-                    disabled, custom_attributes, valid_since, created_at, last_login_at, password_algorithm,
-                    password_params, password_salt, password_hash, password_updated_at, is_anonymous, custom_auth,
-                    email_link_signin)
-                SELECT \(scope), local_id, email, email_verified, display_name, photo_url, phone_number, disabled,
-                    custom_attributes, \(now / 1000), created_at, last_login_at, password_algorithm, password_params,
-                    password_salt, password_hash, password_updated_at, is_anonymous, custom_auth, email_link_signin
-                FROM jsonb_populate_recordset(NULL::users, \(usersJSON)::jsonb) WITH ORDINALITY AS u
-                ORDER BY u.ordinality
-                ON CONFLICT DO NOTHING RETURNING local_id
-                """, logger: logger)
-            var created: Set<String> = []
-            for try await localId in inserted.decode(String.self) { created.insert(localId) }
+        let inserted = try await connection.query(
+            """
+            INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
+                disabled, custom_attributes, valid_since, created_at, last_login_at, password_algorithm,
+                password_params, password_salt, password_hash, password_updated_at, is_anonymous, custom_auth,
+                email_link_signin)
+            SELECT \(scope), local_id, email, email_verified, display_name, photo_url, phone_number, disabled,
+                custom_attributes, \(now / 1000), created_at, last_login_at, password_algorithm, password_params,
+                password_salt, password_hash, password_updated_at, is_anonymous, custom_auth, email_link_signin
+            FROM jsonb_populate_recordset(NULL::users, \(usersJSON)::jsonb) WITH ORDINALITY AS u
+            ORDER BY u.ordinality
+            ON CONFLICT DO NOTHING RETURNING local_id
+            """, logger: logger)
+        var created: Set<String> = []
+        for try await localId in inserted.decode(String.self) { created.insert(localId) }
 
-            var links: [LinkRow] = []
-            for (_, user) in users where created.contains(user.localId) {
-                for provider in user.providers {
-                    links.append(
-                        LinkRow(
-                            provider_id: provider.providerId, raw_id: provider.rawId, local_id: user.localId,
-                            federated_id: provider.federatedId ?? provider.rawId, email: provider.email,
-                            display_name: provider.displayName, photo_url: provider.photoUrl))
-                }
+        var links: [LinkRow] = []
+        for (_, user) in users where created.contains(user.localId) {
+            for provider in user.providers {
+                links.append(
+                    LinkRow(
+                        provider_id: provider.providerId, raw_id: provider.rawId, local_id: user.localId,
+                        federated_id: provider.federatedId ?? provider.rawId, email: provider.email,
+                        display_name: provider.displayName, photo_url: provider.photoUrl))
             }
-            if !links.isEmpty {
-                let linksJSON = String(decoding: try JSONEncoder().encode(links), as: UTF8.self)
-                try await connection.query(
-                    """
-                    INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
-                        display_name, photo_url)
-                    SELECT \(scope), provider_id, raw_id, local_id, federated_id, email, display_name, photo_url
-                    FROM jsonb_populate_recordset(NULL::provider_links, \(linksJSON)::jsonb)
-                    ON CONFLICT DO NOTHING
-                    """, logger: logger)
-            }
-
-            // A user was skipped because its localId is taken, or else its email or phone number is.
-            // The localIds of one batch are distinct (the caller rejects DUPLICATE_LOCAL_ID).
-            let skipped = users.filter { !created.contains($0.user.localId) }
-            guard !skipped.isEmpty else { return [] }
-            let existing = try await connection.query(
+        }
+        if !links.isEmpty {
+            let linksJSON = String(decoding: try JSONEncoder().encode(links), as: UTF8.self)
+            try await connection.query(
                 """
-                SELECT local_id FROM users
-                WHERE tenant_id = \(scope) AND local_id = ANY(\(skipped.map(\.user.localId)))
+                INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
+                    display_name, photo_url)
+                SELECT \(scope), provider_id, raw_id, local_id, federated_id, email, display_name, photo_url
+                FROM jsonb_populate_recordset(NULL::provider_links, \(linksJSON)::jsonb)
+                ON CONFLICT DO NOTHING
                 """, logger: logger)
-            var taken: Set<String> = []
-            for try await localId in existing.decode(String.self) { taken.insert(localId) }
-            return skipped.map { index, user in
-                let message =
-                    taken.contains(user.localId)
-                    ? "localId belongs to an existing account - can not overwrite."
-                    : user.email != nil
-                        ? "email exists in other account in database"
-                        : "phone number exists in other account in database"
-                return (index, message)
-            }
+        }
+
+        // A user was skipped because its localId is taken, or else its email or phone number is.
+        // The localIds of one batch are distinct (the caller rejects DUPLICATE_LOCAL_ID).
+        let skipped = users.filter { !created.contains($0.user.localId) }
+        guard !skipped.isEmpty else { return [] }
+        let existing = try await connection.query(
+            """
+            SELECT local_id FROM users
+            WHERE tenant_id = \(scope) AND local_id = ANY(\(skipped.map(\.user.localId)))
+            """, logger: logger)
+        var taken: Set<String> = []
+        for try await localId in existing.decode(String.self) { taken.insert(localId) }
+        return skipped.map { index, user in
+            let message =
+                taken.contains(user.localId)
+                ? "localId belongs to an existing account - can not overwrite."
+                : user.email != nil
+                    ? "email exists in other account in database"
+                    : "phone number exists in other account in database"
+            return (index, message)
         }
     }
 }
@@ -298,21 +370,29 @@ struct ImportController<Tenants: TenantStore> {
 
     @Sendable func batchCreate(_ request: Request, context: AdminContext) async throws -> JSONResponse<Response> {
         let body = try await request.decodeJSON(Request_.self, context: context, limit: 32 << 20)
-        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
+        let scope = try await tenants.usersScope(of: context, bodyTenant: body.tenantId)
         let users = body.users ?? []
         guard !users.isEmpty else { throw FirebaseError.invalid(.missingUserAccount) }
         guard users.count <= 1000 else { throw FirebaseError.invalid(.maximumUserCountExceeded) }
-        if body.allowOverwrite == true { throw FirebaseError.notImplemented("batchCreate with allowOverwrite") }
+        let overwrite = body.allowOverwrite == true
         let keys = try await accounts.admin.hashKey.get(accounts.admin.client, scope: scope, logger: context.logger)
         let hash = try Self.hashSettings(body, keys: keys)
         var seenIds = Set<String>()
         var seenEmails = Set<String>()
+        var seenIdentities = Set<String>()
         for user in users {
-            if let id = user.localId, !seenIds.insert(id).inserted {
+            if !overwrite, let id = user.localId, !seenIds.insert(id).inserted {
                 throw FirebaseError.invalid(.duplicateLocalId, id)
             }
-            if body.sanityCheck == true, let email = user.email?.lowercased(), !seenEmails.insert(email).inserted {
+            guard body.sanityCheck == true else { continue }
+            if let email = user.email?.lowercased(), !seenEmails.insert(email).inserted {
                 throw FirebaseError.invalid(.duplicateEmail, email)
+            }
+            for provider in user.providerUserInfo ?? [] {
+                guard let providerId = provider.providerId, let rawId = provider.rawId,
+                    !seenIdentities.insert("\(providerId)\u{0}\(rawId)").inserted
+                else { continue }
+                throw FirebaseError.invalid(.duplicateRawId, "Provider id(\(providerId)), Raw id(\(rawId))")
             }
         }
         var failures: [Response.Failure] = []
@@ -390,7 +470,14 @@ struct ImportController<Tenants: TenantStore> {
             if providerFailure { fail("federatedId or (providerId & rawId) is required"); continue }
             accepted.append((index, user))
         }
-        let refused = try await accounts.admin.importUsers(scope: scope, users: accepted, logger: context.logger)
+        if overwrite {
+            // One localId twice overwrites itself: the last of them is what is stored.
+            var last: [String: Int] = [:]
+            for (position, entry) in accepted.enumerated() { last[entry.user.localId] = position }
+            accepted = accepted.enumerated().filter { last[$0.element.user.localId] == $0.offset }.map(\.element)
+        }
+        let refused = try await accounts.admin.importUsers(
+            scope: scope, users: accepted, overwrite: overwrite, logger: context.logger)
         failures += refused.map { Response.Failure(index: $0.index, message: $0.message) }
         failures.sort { $0.index < $1.index }
         context.logger.info(

@@ -84,11 +84,11 @@ extension OobAccounts {
                 } else if signIn {
                     localId = nil
                 } else {
-                    // Under protection an unknown address is not revealed: same answer, no mail (B.5.9).
-                    // Only a client's reset may hide an unknown address; admins are told (B.2.3).
-                    if request.returnLink || request.requestType != .passwordReset {
-                        throw FirebaseError.invalid(.userNotFound)
-                    }
+                    // An admin's verification or email-change code for an unknown address: USER_NOT_FOUND.
+                    // A reset's: EMAIL_NOT_FOUND, or under protection the same answer as for a known
+                    // address, without mail, code or link, to an admin too (B.5.9; the emulator's
+                    // oob.spec "non-existent user with improved email privacy enabled").
+                    if request.requestType != .passwordReset { throw FirebaseError.invalid(.userNotFound) }
                     if flags.emailPrivacy { return SendOobCodeResponse(email: request.email) }
                     throw FirebaseError.invalid(.emailNotFound)
                 }
@@ -127,7 +127,13 @@ extension OobAccounts {
                     throw FirebaseError.invalid(.emailExists)
                 }
                 recipient = newEmail
+            case .recoverEmail:
+                // Only an email change queues one (`queueRecoverEmail`); `OobRequestType.parse` refuses it.
+                throw FirebaseError.invalidArgument("Invalid value at 'request_type': RECOVER_EMAIL")
             }
+            // The answer names the account's address; for an email change that is the current one,
+            // not the new one the mail goes to (the emulator's oob.spec, "verify and change email").
+            let answered = request.requestType == .verifyAndChangeEmail ? user?.email ?? recipient : recipient
             let code = Base64URL.encode(Secrets.randomBytes(32))
             try await connection.query(
                 """
@@ -145,7 +151,7 @@ extension OobAccounts {
                 link += "&continueUrl=" + encoded
             }
             if request.returnLink {
-                return SendOobCodeResponse(email: recipient, oobCode: code, oobLink: link)
+                return SendOobCodeResponse(email: answered, oobCode: code, oobLink: link)
             }
             let appName = try await AccountRows.appName(connection, scope: scope, logger: logger)
             let template =
@@ -165,7 +171,7 @@ extension OobAccounts {
                     "tenant.id": .string(scope.key), "user.id": .string(localId ?? "-"),
                     "oob.type": .string(request.requestType.rawValue),
                 ])
-            return SendOobCodeResponse(email: recipient)
+            return SendOobCodeResponse(email: answered)
         }
     }
 
@@ -211,6 +217,14 @@ extension OobAccounts {
                 try await connection.query(
                     "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)",
                     logger: logger)
+                // Nor may a notice sent before give the account back to another address (a recovery
+                // code outlives credential changes, `readCode`).
+                try await connection.query(
+                    """
+                    UPDATE oob_codes SET used_at = now()
+                    WHERE tenant_id = \(scope) AND local_id = \(localId) AND request_type = 'RECOVER_EMAIL'
+                        AND used_at IS NULL
+                    """, logger: logger)
             }
             try await AccountRows.revokeSessions(
                 connection, scope: scope, localId: localId, reason: "password_reset", logger: logger)
@@ -219,43 +233,140 @@ extension OobAccounts {
         }
     }
 
-    /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL or VERIFY_AND_CHANGE_EMAIL code.
+    /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL, VERIFY_AND_CHANGE_EMAIL or RECOVER_EMAIL
+    /// code. A code whose address another account has meanwhile is used up all the same and answers
+    /// `EMAIL_EXISTS` (the emulator's setAccountInfo.spec, "disallow resetting an email").
     public func applyOobCode(_ request: ApplyOobCodeRequest, logger: Logger) async throws -> OobCodeResponse {
         let scope = request.scope
         _ = try await ScopeFlags.read(client, scope: scope, logger: logger)
         let code = try await AccountRows.readCode(client, request.oobCode, scope: scope, logger: logger)
-        guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail, let localId = code.localId else {
+        guard code.type == .verifyEmail || code.type == .verifyAndChangeEmail || code.type == .recoverEmail,
+            let localId = code.localId
+        else {
             throw FirebaseError.invalid(.invalidOobCode)
         }
         do {
             return try await client.transaction(logger: logger) { connection in
+                // Lock first, then read: the row read is the row this transaction changes. The user's
+                // row before its codes, the order the other flows take them in.
+                guard try await AccountRows.lockUser(connection, scope: scope, localId: localId, logger: logger),
+                    let before = try await AccountRows.fetchUsers(
+                        connection, scope: scope, localIds: [localId], logger: logger
+                    ).first
+                else { throw FirebaseError.invalid(.invalidOobCode) }
                 try await AccountRows.consumeCode(connection, hash: code.hash, logger: logger)
                 let now = AccountRows.nowMillis()
-                let changing = code.type == .verifyAndChangeEmail
-                let updated = try await connection.query(
+                // The address the account has afterwards; verified, as the mail that carried the code
+                // went to it.
+                let email: String
+                switch code.type {
+                case .verifyAndChangeEmail:
+                    // The account must still have the address the code was sent for.
+                    guard before.email == code.email, let newEmail = code.newEmail else {
+                        throw FirebaseError.invalid(.invalidOobCode)
+                    }
+                    email = newEmail
+                case .recoverEmail:
+                    // Whatever the address became since (another change, by whoever holds a session),
+                    // the old one comes back.
+                    email = code.email
+                default:
+                    guard before.email == code.email else { throw FirebaseError.invalid(.invalidOobCode) }
+                    email = code.email
+                }
+                let changing = code.type != .verifyEmail
+                try await connection.query(
                     """
-                    UPDATE users SET email_verified = true, email = \(changing ? code.newEmail : code.email),
+                    UPDATE users SET email_verified = true, email = \(email),
                         valid_since = CASE WHEN \(changing) THEN \(now / 1000) ELSE valid_since END
-                    WHERE tenant_id = \(scope) AND local_id = \(localId) AND email = \(code.email)
-                    RETURNING local_id
+                    WHERE tenant_id = \(scope) AND local_id = \(localId)
                     """, logger: logger)
-                var found = false
-                for try await _ in updated.decode(String.self) { found = true }
-                guard found else { throw FirebaseError.invalid(.invalidOobCode) }
                 if changing {
+                    // A new address ends the older sessions, as every email change does; a restored
+                    // one too: it undoes what may have been a takeover (docs/design-notes.md,
+                    // "Out-of-band codes and mail").
                     try await AccountRows.revokeSessions(
-                        connection, scope: scope, localId: localId, reason: "credential_change", logger: logger)
+                        connection, scope: scope, localId: localId,
+                        reason: code.type == .recoverEmail ? "email_recovered" : "credential_change", logger: logger)
+                }
+                if code.type == .verifyAndChangeEmail {
+                    try await Self.queueRecoverEmail(
+                        connection, scope: scope, before: before, newEmail: email,
+                        linkPrefix: request.recoverLinkPrefix, ttl: oobCodeTTL, logger: logger)
+                }
+                if code.type == .recoverEmail {
+                    logger.notice(
+                        "sign-in email restored",
+                        metadata: ["tenant.id": .string(scope.key), "user.id": .string(localId)])
                 }
                 guard
                     let user = try await AccountRows.fetchUsers(
                         connection, scope: scope, localIds: [localId], logger: logger
                     ).first
                 else { throw FirebaseError.internal }
-                return OobCodeResponse(requestType: code.type, email: code.email, newEmail: code.newEmail, user: user)
+                // A restored address is the answer's `email`, with no `newEmail` (setAccountInfo.spec).
+                return OobCodeResponse(
+                    requestType: code.type, email: code.type == .recoverEmail ? email : code.email,
+                    newEmail: code.type == .recoverEmail ? nil : code.newEmail, user: user)
             }
         } catch let error as PSQLError where error.has(.uniqueViolation) {
+            // Another account has the address: the code is used up all the same (a second try would
+            // only meet the same answer). A concurrent use may have won meanwhile: then it is used.
+            _ = try? await client.transaction(logger: logger) { connection in
+                try await AccountRows.consumeCode(connection, hash: code.hash, logger: logger)
+            }
             throw FirebaseError.invalid(.emailExists)
         }
+    }
+
+    /// The notice of an email change, mailed to the old address in the transaction of the change: a
+    /// RECOVER_EMAIL code that gives the old address back (`applyOobCode`). Only for a user that had
+    /// an address and is not anonymous (the emulator's setAccountInfo.spec, "anon user updates
+    /// email"). Without a link (no public URL, a request from a host that is no authorized domain)
+    /// the change is refused: it may not happen unannounced.
+    static func queueRecoverEmail(
+        _ connection: PostgresConnection, scope: Scope, before: UserRecord, newEmail: String?, linkPrefix: String?,
+        ttl: Duration, logger: Logger
+    ) async throws {
+        guard let oldEmail = before.email, let newEmail, oldEmail != newEmail, !before.isAnonymous else { return }
+        guard let linkPrefix else {
+            throw FirebaseError.invalid(
+                .unauthorizedDomain,
+                "The request's host is not an authorized domain; set TESSERA_PUBLIC_URL or TESSERA_ACTION_URL")
+        }
+        // The first address the account had before any change is kept (B.6 `initialEmail`).
+        try await connection.query(
+            """
+            UPDATE users SET initial_email = \(oldEmail)
+            WHERE tenant_id = \(scope) AND local_id = \(before.localId) AND initial_email IS NULL
+            """, logger: logger)
+        let code = Base64URL.encode(Secrets.randomBytes(32))
+        // `credential_seq` is not compared for this type (`readCode`): the notice must outlive what a
+        // holder of the account's sessions changes next (its password, say).
+        try await connection.query(
+            """
+            INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at)
+            VALUES (\(Secrets.tokenHash(code)), \(scope), \(before.localId), \(OobRequestType.recoverEmail.rawValue),
+                \(oldEmail), \(newEmail), now() + make_interval(secs => \(ttl.timeInterval)))
+            """, logger: logger)
+        let appName = try await AccountRows.appName(connection, scope: scope, logger: logger)
+        let template =
+            try await MailTemplateStore.read(connection, scope: scope, type: .recoverEmail, logger: logger)
+            ?? MailTemplate.standard(.recoverEmail)
+        let mail = template.render(
+            appName: appName, link: linkPrefix + "&oobCode=" + code, email: oldEmail, newEmail: newEmail,
+            displayName: before.displayName)
+        try await connection.query(
+            """
+            INSERT INTO mail_outbox (tenant_id, recipient, subject, body)
+            VALUES (\(scope), \(oldEmail), \(mail.subject), \(mail.body))
+            """, logger: logger)
+        logger.info(
+            "out-of-band code queued",
+            metadata: [
+                "tenant.id": .string(scope.key), "user.id": .string(before.localId),
+                "oob.type": .string(OobRequestType.recoverEmail.rawValue),
+            ])
     }
 
     struct StoredCode {
@@ -283,41 +394,49 @@ extension AccountRows {
     /// still has: a password reset, an email change, a disable, an account takeover or an admin's
     /// revocation after it was sent moved the user's `credential_seq` (migration 14's trigger), and the
     /// code carries the sequence it was sent at. A sequence, not clocks: a change a millisecond after
-    /// the code was sent ends it.
+    /// the code was sent ends it. Except a RECOVER_EMAIL code: it undoes an email change whoever made
+    /// it, so what they change next must not end it; it needs only its user. An email-link code of a
+    /// user disabled since answers `USER_DISABLED` (the emulator's emailLink.spec).
     static func readCode(_ client: Database, _ code: String, scope: Scope, logger: Logger) async throws
         -> OobAccounts.StoredCode
     {
         let hash = Secrets.tokenHash(code)
         let rows = try await client.query(
             """
-            SELECT c.local_id, c.request_type, c.email, c.new_email,
-                c.used_at IS NOT NULL OR (c.local_id IS NOT NULL AND c.credential_seq IS DISTINCT FROM u.credential_seq),
-                now() > c.expires_at
+            SELECT c.local_id, c.request_type, c.email, c.new_email, c.used_at IS NOT NULL,
+                c.local_id IS NOT NULL AND (u.local_id IS NULL OR (c.request_type <> 'RECOVER_EMAIL'
+                    AND c.credential_seq IS DISTINCT FROM u.credential_seq)),
+                now() > c.expires_at, coalesce(u.disabled, false)
             FROM oob_codes c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.local_id = c.local_id
             WHERE c.code_hash = \(hash) AND c.tenant_id = \(scope)
             """, logger: logger)
-        for try await (localId, type, email, newEmail, used, expired) in rows.decode(
-            (String?, String, String, String?, Bool, Bool).self)
+        for try await (localId, type, email, newEmail, used, stale, expired, disabled) in rows.decode(
+            (String?, String, String, String?, Bool, Bool, Bool, Bool).self)
         {
             if used { break }
             if expired { throw FirebaseError.invalid(.expiredOobCode) }
+            if disabled, type == OobRequestType.emailSignIn.rawValue { throw FirebaseError.invalid(.userDisabled) }
+            if stale { break }
             guard let type = OobRequestType(rawValue: type) else { break }
             return OobAccounts.StoredCode(hash: hash, localId: localId, type: type, email: email, newEmail: newEmail)
         }
         throw FirebaseError.invalid(.invalidOobCode)
     }
 
-    /// Marks a code used, if its user's credentials are still those it was sent for; only one of
-    /// several concurrent uses wins. Every other code of its kind
+    /// Marks a code used, if its user's credentials are still those it was sent for (a RECOVER_EMAIL
+    /// code: if its user exists); only one of several concurrent uses wins. Every other code of its kind
     /// that its user (or, for a sign-in link to an address no account had, its address) still holds
-    /// is used up with it: one reset, one verification, one sign-in per mail sent.
+    /// is used up with it: one reset, one verification, one sign-in per mail sent. Of RECOVER_EMAIL
+    /// codes only those sent with it or later: restoring an address undoes the changes after it, while
+    /// the owner of an address the account had before may still restore theirs.
     static func consumeCode(_ connection: PostgresConnection, hash: String, logger: Logger) async throws {
         let rows = try await connection.query(
             """
             UPDATE oob_codes c SET used_at = now()
             WHERE code_hash = \(hash) AND used_at IS NULL AND expires_at >= now()
-                AND (local_id IS NULL OR credential_seq = (
-                    SELECT u.credential_seq FROM users u WHERE u.tenant_id = c.tenant_id AND u.local_id = c.local_id))
+                AND (local_id IS NULL OR EXISTS (
+                    SELECT 1 FROM users u WHERE u.tenant_id = c.tenant_id AND u.local_id = c.local_id
+                        AND (c.request_type = 'RECOVER_EMAIL' OR u.credential_seq = c.credential_seq)))
             RETURNING tenant_id, local_id, request_type, email
             """, logger: logger)
         for try await (scope, localId, type, email) in rows.decode((String, String?, String, String).self) {
@@ -326,6 +445,9 @@ extension AccountRows {
                 UPDATE oob_codes SET used_at = now()
                 WHERE tenant_id = \(scope) AND request_type = \(type) AND used_at IS NULL
                     AND (local_id = \(localId) OR (\(localId)::text IS NULL AND local_id IS NULL AND email = \(email)))
+                    AND (request_type <> 'RECOVER_EMAIL'
+                        OR created_at >= (
+                            SELECT created_at FROM oob_codes WHERE tenant_id = \(scope) AND code_hash = \(hash)))
                 """, logger: logger)
             return
         }

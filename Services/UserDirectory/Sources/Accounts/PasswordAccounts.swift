@@ -136,6 +136,8 @@ struct PasswordAccounts: Sendable {
     let client: Database
     let hasher: PasswordHasher
     let hashKey: HashKeyStore
+    /// How long the RECOVER_EMAIL code of an email change's notice lives (`TESSERA_OOB_CODE_TTL`).
+    var oobCodeTTL: Duration = .seconds(3600)
 }
 
 extension PasswordAccounts {
@@ -294,21 +296,28 @@ extension PasswordAccounts {
         if flags.emailPrivacy {
             return AuthMethodsResponse(protected: true, registered: false, signinMethods: [], allProviders: [])
         }
-        let user = try await client.withConnection { connection -> UserRecord? in
-            let rows = try await connection.query(
-                "SELECT local_id FROM users WHERE tenant_id = \(scope) AND email = \(request.email)", logger: logger)
-            var id: String?
-            for try await localId in rows.decode(String.self) { id = localId }
-            guard let id else { return nil }
-            return try await AccountRows.fetchUsers(connection, scope: scope, localIds: [id], logger: logger).first
+        let (user, oneAccountPerEmail) = try await client.withConnection { connection in
+            let oneAccountPerEmail = !(try await AccountRows.allowDuplicateEmails(connection, logger: logger))
+            let id = try await AccountRows.userForIdentifier(
+                connection, scope: scope, email: request.email, oneAccountPerEmail: oneAccountPerEmail,
+                logger: logger)
+            guard let id else { return (UserRecord?.none, oneAccountPerEmail) }
+            let user = try await AccountRows.fetchUsers(connection, scope: scope, localIds: [id], logger: logger).first
+            return (user, oneAccountPerEmail)
         }
         guard let user else {
             return AuthMethodsResponse(protected: false, registered: false, signinMethods: [], allProviders: [])
         }
-        let providers = user.providerUserInfo.map(\.providerId)
         // The `password` provider stands for two sign-in methods: a password and an email link (B.5.5).
         var methods: [String] = user.hasPassword ? ["password"] : []
         if user.emailLinkSignin == true { methods.append("emailLink") }
+        guard oneAccountPerEmail else {
+            // With duplicate emails a provider's email names no account: only the email's own methods.
+            return AuthMethodsResponse(
+                protected: false, registered: true, signinMethods: methods,
+                allProviders: methods.isEmpty ? [] : ["password"])
+        }
+        let providers = user.providerUserInfo.map(\.providerId)
         methods += providers.filter { $0 != "password" }
         return AuthMethodsResponse(
             protected: false, registered: true, signinMethods: methods, allProviders: providers)
@@ -354,11 +363,12 @@ extension PasswordAccounts {
                     stored == nil && (deleteAttributes.contains("PASSWORD") || deleteProviders.contains("password"))
                 let credentialsChanged =
                     email != before.email || stored != nil || (removePassword && before.hasPassword)
+                let revoking = credentialsChanged || request.revokeSessions == true
                 try await connection.query(
                     """
                     UPDATE users SET display_name = \(displayName), photo_url = \(photoUrl), email = \(email),
                         email_verified = \(emailVerified),
-                        valid_since = CASE WHEN \(credentialsChanged) THEN \(now / 1000) ELSE valid_since END
+                        valid_since = CASE WHEN \(revoking) THEN \(now / 1000) ELSE valid_since END
                     WHERE tenant_id = \(scope) AND local_id = \(request.localId)
                     """, logger: logger)
                 if let stored {
@@ -396,26 +406,26 @@ extension PasswordAccounts {
                     WHERE u.tenant_id = \(scope) AND u.local_id = \(request.localId)
                     """, logger: logger)
                 var session: SessionInfo?
-                if credentialsChanged {
+                if revoking {
                     try await AccountRows.revokeSessions(
-                        connection, scope: scope, localId: request.localId, reason: "credential_change", logger: logger)
+                        connection, scope: scope, localId: request.localId,
+                        reason: credentialsChanged ? "credential_change" : "tokens_revoked", logger: logger)
                     session = try await AccountRows.createSession(
                         connection, scope: scope, localId: request.localId,
                         provider: stored != nil ? "password" : request.currentSignInProvider, authTime: now / 1000,
                         refreshTokenHash: request.session.refreshTokenHash, expiresAt: request.session.expiresAt,
                         logger: logger)
                 }
+                // The old address is told, with a code that restores it (docs/design-notes.md,
+                // "Out-of-band codes and mail").
+                try await OobAccounts.queueRecoverEmail(
+                    connection, scope: scope, before: before, newEmail: email, linkPrefix: request.recoverLinkPrefix,
+                    ttl: oobCodeTTL, logger: logger)
                 guard
                     let user = try await AccountRows.fetchUsers(
                         connection, scope: scope, localIds: [request.localId], logger: logger
                     ).first
                 else { throw FirebaseError.internal }
-                // A user never removes its last way to sign in; deleting the account is the way out.
-                if !before.isAnonymous, user.isAnonymous {
-                    throw FirebaseError.invalid(
-                        .operationNotAllowed,
-                        "This would remove the account's last sign-in method; delete the account instead.")
-                }
                 return UpdateAccountResponse(user: user, session: session)
             }
         } catch let error as PSQLError where error.has(.uniqueViolation) {

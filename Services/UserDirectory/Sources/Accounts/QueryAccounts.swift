@@ -40,7 +40,7 @@ struct QueryController<Tenants: TenantStore> {
 
     @Sendable func query(_ request: Request, context: AdminContext) async throws -> JSONResponse<QueryResponse> {
         let body = try await request.decodeJSON(QueryRequest.self, context: context)
-        let scope = try await tenants.scope(of: context, bodyTenant: body.tenantId)
+        let scope = try await tenants.usersScope(of: context, bodyTenant: body.tenantId)
         var query = AccountQuery()
         query.limit = Int(body.limit?.intValue ?? 500)
         query.offset = Int(body.offset?.intValue ?? 0)

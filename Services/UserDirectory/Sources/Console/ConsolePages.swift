@@ -93,7 +93,7 @@ extension ConsoleController {
     // MARK: Users
 
     @Sendable func users(_ request: Request, context: AdminContext) async throws -> Response {
-        try await usersPage(request: request, context: context, scope: try await tenants.scope(of: context))
+        try await usersPage(request: request, context: context, scope: try await tenants.usersScope(of: context))
     }
 
     /// What the new-user form was sent with, and the errors to show next to its fields.
@@ -183,7 +183,7 @@ extension ConsoleController {
     /// The new-user form: the admin API's own checks (`AdminAccountsController.checked`), its errors
     /// shown next to the field they are about.
     @Sendable func createUser(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try await tenants.usersScope(of: context)
         var request = request
         let fields = try await ConsoleSessionMiddleware.form(&request)
         var form = NewUserForm(
@@ -264,7 +264,7 @@ extension ConsoleController {
     }
 
     @Sendable func user(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try await tenants.usersScope(of: context)
         let user = try await findUser(context, scope: scope)
         return try await userPage(user, scope: scope, request: request, context: context)
     }
@@ -346,7 +346,7 @@ extension ConsoleController {
     }
 
     func act(_ action: UserAction, request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try await tenants.usersScope(of: context)
         let user = try await findUser(context, scope: scope)
         var change = AdminUserChange()
         switch action {
@@ -378,7 +378,7 @@ extension ConsoleController {
     /// The profile form: the admin API's own checks (`checked`, `CustomClaims.validate`); an emptied
     /// field removes the attribute, an empty password field keeps the password.
     @Sendable func updateProfile(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try await tenants.usersScope(of: context)
         let user = try await findUser(context, scope: scope)
         var request = request
         let fields = try await ConsoleSessionMiddleware.form(&request)
@@ -424,7 +424,7 @@ extension ConsoleController {
     }
 
     @Sendable func deleteUser(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try await tenants.usersScope(of: context)
         let user = try await findUser(context, scope: scope)
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
@@ -628,6 +628,7 @@ extension ConsoleController {
         case .passwordReset: "Password reset"
         case .verifyAndChangeEmail: "Email change"
         case .emailSignIn: "Email link sign-in"
+        case .recoverEmail: "Email change notice"
         }
     }
 

@@ -13,7 +13,7 @@ extension ConsoleController {
     static var importBatch: Int { 1000 }
 
     @Sendable func transfer(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try await tenants.usersScope(of: context)
         let config = try await accounts.admin.hashConfig(scope: scope, logger: context.logger)
         var model = page(context, title: "Import and export", scope: scope, section: .users)
         model["signerKey"] = config.signerKey
@@ -25,7 +25,7 @@ extension ConsoleController {
 
     /// Every user of the scope, streamed page by page, with the hash parameters their hashes need.
     @Sendable func export(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try await tenants.usersScope(of: context)
         let config = try await accounts.admin.hashConfig(scope: scope, logger: context.logger)
         let accounts = self.accounts
         let logger = context.logger

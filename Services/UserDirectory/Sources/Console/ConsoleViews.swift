@@ -49,6 +49,12 @@ struct ConsoleViews: Sendable {
             if code == .tenantNotFound || code == .userNotFound {
                 return self.error(.notFound, heading: "Not found", message: "There is no such tenant or user.")
             }
+            if code == .projectDisabled {
+                return self.error(
+                    error.status, heading: "Sign-in is off",
+                    message: "This tenant's sign-in is disabled, and its users cannot be managed until it is "
+                        + "turned back on in the tenant's settings.")
+            }
             return self.error(error.status, heading: "Request refused", message: error.message)
         default:
             return self.error(

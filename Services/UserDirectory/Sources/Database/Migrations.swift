@@ -803,6 +803,28 @@ public enum Migrations {
                 $$
                 """
             ]),
+        Migration(
+            version: 18, name: "initial_email",
+            statements: [
+                // The first address a user had before changing it (B.6 `initialEmail`, issue 36): set
+                // with the first email-change notice (docs/design-notes.md, "Out-of-band codes and
+                // mail"), never changed afterwards. NULL: never changed.
+                "ALTER TABLE users ADD COLUMN initial_email text"
+            ]),
+        Migration(
+            version: 19, name: "provider_link_emails",
+            statements: [
+                // createAuthUri finds an account by its linked providers' emails too (issue 36): one
+                // probe, not a scan of the tenant's links, on a path anyone can call.
+                "CREATE INDEX provider_links_email_idx ON provider_links (tenant_id, email) WHERE email IS NOT NULL"
+            ]),
+        Migration(
+            version: 20, name: "scope_mfa_config",
+            statements: [
+                // A scope's multi-factor settings as given (Tenant `mfaConfig`, Config `mfa`), JSON;
+                // NULL = the defaults (DISABLED, no providers). docs/design-notes.md, "Tenants and settings".
+                "ALTER TABLE tenants ADD COLUMN mfa_config text"
+            ]),
     ]
 
     public static var latestVersion: Int { all.last?.version ?? 0 }

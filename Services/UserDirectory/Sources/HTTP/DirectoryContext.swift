@@ -71,6 +71,26 @@ extension TenantStore {
     /// The scope an admin call acts in: the path's `/tenants/{t}` or, on project paths, the body's
     /// `tenantId` ("" for the project's default scope). They must agree, and the tenant must exist.
     func scope(of context: AdminContext, bodyTenant: String? = nil) async throws -> Scope {
+        try await resolve(context, bodyTenant: bodyTenant).scope
+    }
+
+    /// The scope of an admin call on users (accounts, import and export, out-of-band links):
+    /// `scope(of:bodyTenant:)`, and a tenant whose `disableAuth` is set answers `PROJECT_DISABLED`,
+    /// as Identity Platform's admins of a disabled tenant cannot manage its users (the project's scope
+    /// likewise). Its settings stay
+    /// reachable, so sign-in can be turned back on (docs/design-notes.md, "Admin API").
+    func usersScope(of context: AdminContext, bodyTenant: String? = nil) async throws -> Scope {
+        let (scope, resolved) = try await resolve(context, bodyTenant: bodyTenant)
+        // The project's own scope has the switch too (its config's `disableAuth`).
+        var settings = resolved
+        if settings == nil { settings = try await get(scope.key, logger: context.logger) }
+        if settings?.disableAuth == true { throw FirebaseError.invalid(.projectDisabled) }
+        return scope
+    }
+
+    private func resolve(_ context: AdminContext, bodyTenant: String?) async throws -> (
+        scope: Scope, settings: ScopeSettings?
+    ) {
         let pathTenant = context.parameters.get("tenant")
         if let pathTenant, let bodyTenant, !bodyTenant.isEmpty, pathTenant != bodyTenant {
             throw FirebaseError.invalid(.tenantIdMismatch)
@@ -79,11 +99,11 @@ extension TenantStore {
         // A tenant-scoped credential acts in its tenant only (the auth middleware checked the path;
         // this holds for whatever the body names too).
         if let confined = context.confinedTo, confined != scope { throw FirebaseError.insufficientPermission }
-        guard let tenant = scope.tenantID else { return .project }
-        guard try await get(tenant, logger: context.logger) != nil else {
+        guard let tenant = scope.tenantID else { return (.project, nil) }
+        guard let settings = try await get(tenant, logger: context.logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
         }
-        return scope
+        return (scope, settings)
     }
 }
 

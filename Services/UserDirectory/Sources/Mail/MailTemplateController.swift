@@ -4,7 +4,7 @@ import TesseraShared
 
 /// `GET /v2/projects/{p}[/tenants/{t}]/mailTemplates`, and `PATCH` / `DELETE
 /// …/mailTemplates/{requestType}` (Tessera's own admin resource, A.10 conventions): the subject and
-/// plain-text body of the verification, password-reset and email-change mails, with the
+/// plain-text body of the verification, password-reset, email-change, sign-in and email-recovery mails, with the
 /// placeholders `%APP_NAME%`, `%LINK%`, `%EMAIL%`, `%NEW_EMAIL%`, `%DISPLAY_NAME%`. `DELETE` returns
 /// a template to the built-in default.
 struct MailTemplateController<Tenants: TenantStore> {
@@ -31,12 +31,14 @@ struct MailTemplateController<Tenants: TenantStore> {
         var templates: [TemplateWire]
     }
 
-    static var types: [OobRequestType] { [.verifyEmail, .passwordReset, .verifyAndChangeEmail, .emailSignIn] }
+    static var types: [OobRequestType] {
+        [.verifyEmail, .passwordReset, .verifyAndChangeEmail, .emailSignIn, .recoverEmail]
+    }
 
     static func type(_ context: AdminContext) throws -> OobRequestType {
         guard let type = OobRequestType(rawValue: try context.parameters.require("requestType")) else {
             throw FirebaseError.invalidArgument(
-                "INVALID_ARGUMENT : requestType must be VERIFY_EMAIL, PASSWORD_RESET, VERIFY_AND_CHANGE_EMAIL or EMAIL_SIGNIN"
+                "INVALID_ARGUMENT : requestType must be VERIFY_EMAIL, PASSWORD_RESET, VERIFY_AND_CHANGE_EMAIL, EMAIL_SIGNIN or RECOVER_EMAIL"
             )
         }
         return type

@@ -78,6 +78,24 @@ public struct MailTemplate: Sendable, Equatable, Codable {
 
                     Your %APP_NAME% team
                     """)
+        case .recoverEmail:
+            MailTemplate(
+                subject: "Your sign-in email for %APP_NAME% was changed",
+                body: """
+                    Hello,
+
+                    The sign-in email of your %APP_NAME% account was changed from %EMAIL% to %NEW_EMAIL%.
+
+                    If you didn't ask to change it, follow this link to restore %EMAIL% as your sign-in email and sign out everywhere else:
+
+                    %LINK%
+
+                    Then reset your password, in case someone else knows it.
+
+                    Thanks,
+
+                    Your %APP_NAME% team
+                    """)
         }
     }
 

@@ -13,6 +13,8 @@ public struct ScopeSettings: Sendable, Equatable {
     public var disabledUserDeletion: Bool
     public var autodeleteAnonymousUsers: Bool
     public var rateLimits: RateLimitSettings = .defaults
+    /// The Tenant's `mfaConfig`, the project Config's `mfa` for the default scope.
+    public var mfaConfig: MFAConfig = .defaults
 
     public static let defaultScopeID = ""
 

@@ -32,24 +32,26 @@ struct TenantController<Tenants: TenantStore> {
         let input = try await request.decodeJSON(TenantWire.self, context: context)
         let displayName = input.displayName ?? "tenant"
         try Self.validateDisplayName(displayName)
+        try MFAConfigWire.check(input.mfaConfig, field: "mfaConfig")
         var settings = ScopeSettings(tenantId: Self.newTenantID(displayName: displayName), displayName: displayName)
         for apply in TenantWire.fields.values { apply(&settings, input) }
         settings.displayName = displayName
         let created = try await store.create(settings, logger: context.logger)
         context.logger.info("tenant created", metadata: ["tenant.id": .string(created.tenantId)])
-        return JSONResponse(TenantWire(created, projectID: projectID))
+        return JSONResponse(try await answer(created, logger: context.logger))
     }
 
     @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantList> {
         let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 0
         let pageSize = requested == 0 ? 20 : (requested < 0 ? 100_000 : min(requested, 1000))
-        let page = Page(
-            fetched: try await store.list(after: request.pageToken, limit: pageSize + 1, logger: context.logger),
-            size: pageSize)
+        let rows = try await store.list(after: request.pageToken, limit: pageSize, logger: context.logger)
+        // A full page always gets a token, even when nothing follows (the next page is then empty),
+        // as the Firebase emulator's spec has it; a negative pageSize (all) never does.
+        let full = requested >= 0 && rows.count == pageSize
         return JSONResponse(
             TenantList(
-                tenants: page.rows.map { TenantWire($0, projectID: projectID) },
-                nextPageToken: page.nextToken(\.tenantId)))
+                tenants: rows.map { TenantWire($0, projectID: projectID) },
+                nextPageToken: full ? rows.last?.tenantId : nil))
     }
 
     @Sendable func get(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
@@ -57,15 +59,22 @@ struct TenantController<Tenants: TenantStore> {
         guard !tenantId.isEmpty, let settings = try await store.get(tenantId, logger: context.logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
         }
+        return JSONResponse(try await answer(settings, logger: context.logger))
+    }
+
+    /// One tenant as create, get and update answer it: the same resource each time, with the
+    /// tenant's read-only hash config (B.7.1), so a GET equals the create's answer.
+    func answer(_ settings: ScopeSettings, logger: Logger) async throws -> TenantWire {
         var tenant = TenantWire(settings, projectID: projectID)
-        tenant.hashConfig = try await hashConfig(Scope(key: tenantId), context.logger)
-        return JSONResponse(tenant)
+        tenant.hashConfig = try await hashConfig(Scope(key: settings.tenantId), logger)
+        return tenant
     }
 
     @Sendable func update(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
         let tenantId = try context.parameters.require("tenant")
         let input = try await request.decodeJSON(TenantWire.self, context: context)
         if let displayName = input.displayName { try Self.validateDisplayName(displayName) }
+        try MFAConfigWire.check(input.mfaConfig, field: "mfaConfig")
         let paths = try Self.maskPaths(request, known: TenantWire.fields.keys)
         guard !tenantId.isEmpty,
             let updated = try await store.update(
@@ -75,7 +84,7 @@ struct TenantController<Tenants: TenantStore> {
                 })
         else { throw FirebaseError.invalid(.tenantNotFound) }
         context.logger.info("tenant updated", metadata: ["tenant.id": .string(tenantId)])
-        return JSONResponse(TenantWire(updated, projectID: projectID))
+        return JSONResponse(try await answer(updated, logger: context.logger))
     }
 
     @Sendable func delete(_ request: Request, context: AdminContext) async throws -> JSONResponse<EmptyObject> {
@@ -101,6 +110,7 @@ struct TenantController<Tenants: TenantStore> {
         -> JSONResponse<ProjectConfigWire>
     {
         let input = try await request.decodeJSON(ProjectConfigWire.self, context: context)
+        try MFAConfigWire.check(input.mfa, field: "mfa")
         let paths = try Self.maskPaths(request, known: ProjectConfigWire.fields.keys)
         let (scope, project) = try await store.updateProjectConfig(logger: context.logger) { scope, project in
             for path in paths { ProjectConfigWire.fields[path]?(&scope, &project, input) }
@@ -113,12 +123,13 @@ struct TenantController<Tenants: TenantStore> {
                 hashConfig: try await hashConfig(.project, context.logger), defaultDomains: defaultDomains))
     }
 
-    /// The paths to copy: those of `?updateMask=`, or every field (full replace) without a mask.
+    /// The paths to copy: those of `?updateMask=`, or every field (full replace) without a mask. A
+    /// masked path the resource does not have changes nothing (docs/design-notes.md, "Tenants and settings").
     static func maskPaths(_ request: Request, known: some Collection<String>) throws -> [String] {
         guard let mask = request.uri.queryParameters.get("updateMask"), !mask.isEmpty else {
             return known.sorted()
         }
-        return try UpdateMask.resolve(mask, known: known)
+        return try UpdateMask.resolve(mask, known: known, ignoringUnknown: true)
     }
 
     /// 4–20 characters, a letter first, then letters, digits and hyphens (the Identity Platform rule).

@@ -32,10 +32,11 @@ public struct PostgresTenantStore: TenantStore {
         self.anonymousRetention = anonymousRetention
     }
 
-    typealias Row = (String, String, Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?)
+    typealias Row = (String, String, Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, String?)
     static let columns = """
         tenant_id, display_name, allow_password_signup, enable_email_link_signin, enable_anonymous_user,
-        disable_auth, disabled_user_signup, disabled_user_deletion, autodelete_anonymous_users, rate_limits
+        disable_auth, disabled_user_signup, disabled_user_deletion, autodelete_anonymous_users, rate_limits,
+        mfa_config
         """
 
     static func settings(_ row: Row) -> ScopeSettings {
@@ -44,6 +45,7 @@ public struct PostgresTenantStore: TenantStore {
             enableAnonymousUser: row.4, disableAuth: row.5, disabledUserSignup: row.6, disabledUserDeletion: row.7,
             autodeleteAnonymousUsers: row.8)
         settings.rateLimits = RateLimitSettings.decode(row.9)
+        settings.mfaConfig = MFAConfig.decode(row.10)
         return settings
     }
 
@@ -53,11 +55,11 @@ public struct PostgresTenantStore: TenantStore {
             """
             INSERT INTO tenants (tenant_id, display_name, allow_password_signup, enable_email_link_signin,
                 enable_anonymous_user, disable_auth, disabled_user_signup, disabled_user_deletion,
-                autodelete_anonymous_users, autodelete_enabled_at, rate_limits)
+                autodelete_anonymous_users, autodelete_enabled_at, rate_limits, mfa_config)
             VALUES (\(s.tenantId), \(s.displayName), \(s.allowPasswordSignup), \(s.enableEmailLinkSignin),
                 \(s.enableAnonymousUser), \(s.disableAuth), \(s.disabledUserSignup), \(s.disabledUserDeletion),
                 \(s.autodeleteAnonymousUsers), CASE WHEN \(s.autodeleteAnonymousUsers) THEN now() END,
-                \(s.rateLimits.encoded))
+                \(s.rateLimits.encoded), \(s.mfaConfig.encoded))
             """, logger: logger)
         return settings
     }
@@ -116,7 +118,7 @@ public struct PostgresTenantStore: TenantStore {
                 disabled_user_deletion = \(s.disabledUserDeletion),
                 autodelete_anonymous_users = \(s.autodeleteAnonymousUsers),
                 autodelete_enabled_at = CASE WHEN \(enabling) THEN now() ELSE autodelete_enabled_at END,
-                rate_limits = \(s.rateLimits.encoded), updated_at = now()
+                rate_limits = \(s.rateLimits.encoded), mfa_config = \(s.mfaConfig.encoded), updated_at = now()
             WHERE tenant_id = \(s.tenantId)
             """, logger: logger)
         if enabling {

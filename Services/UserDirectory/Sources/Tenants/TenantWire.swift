@@ -51,11 +51,6 @@ struct RateLimitsWire: Codable, Sendable {
     ]
 }
 
-struct MFAConfigWire: Codable, Sendable {
-    var state: String
-    var enabledProviders: [String]
-}
-
 /// The v2 Tenant resource (API.md B.2.3, A.5). Every field is optional on input.
 struct TenantWire: Codable, Sendable {
     var name: String?
@@ -75,7 +70,8 @@ struct TenantWire: Codable, Sendable {
     init(_ settings: ScopeSettings, projectID: String) {
         name = "projects/\(projectID)/tenants/\(settings.tenantId)"
         tenantId = settings.tenantId
-        displayName = settings.displayName
+        // A cleared display name is left out, as Identity Platform leaves out unset fields.
+        displayName = settings.displayName.isEmpty ? nil : settings.displayName
         allowPasswordSignup = settings.allowPasswordSignup
         enableEmailLinkSignin = settings.enableEmailLinkSignin
         enableAnonymousUser = settings.enableAnonymousUser
@@ -84,7 +80,7 @@ struct TenantWire: Codable, Sendable {
         client = ClientWire(
             permissions: PermissionsWire(
                 disabledUserSignup: settings.disabledUserSignup, disabledUserDeletion: settings.disabledUserDeletion))
-        mfaConfig = MFAConfigWire(state: "DISABLED", enabledProviders: [])
+        mfaConfig = MFAConfigWire(settings.mfaConfig)
         rateLimits = RateLimitsWire(settings.rateLimits)
     }
 
@@ -96,10 +92,14 @@ struct TenantWire: Codable, Sendable {
         RateLimitsWire.fields.map { key, apply in
             let copy: Apply = { s, w in apply(&s.rateLimits, w.rateLimits) }
             return ("rateLimits.\(key)", copy)
-        }, uniquingKeysWith: { first, _ in first })
+        }
+            + MFAConfigWire.fields.map { key, apply in
+                let copy: Apply = { s, w in apply(&s.mfaConfig, w.mfaConfig) }
+                return ("mfaConfig.\(key)", copy)
+            }, uniquingKeysWith: { first, _ in first })
 
     static let baseFields: [String: Apply] = [
-        "displayName": { s, w in if let v = w.displayName { s.displayName = v } },
+        "displayName": { s, w in s.displayName = w.displayName ?? "" },
         "allowPasswordSignup": { s, w in s.allowPasswordSignup = w.allowPasswordSignup ?? false },
         "enableEmailLinkSignin": { s, w in s.enableEmailLinkSignin = w.enableEmailLinkSignin ?? false },
         "enableAnonymousUser": { s, w in s.enableAnonymousUser = w.enableAnonymousUser ?? false },
@@ -111,8 +111,6 @@ struct TenantWire: Codable, Sendable {
         "client.permissions.disabledUserDeletion": { s, w in
             s.disabledUserDeletion = w.client?.permissions?.disabledUserDeletion ?? false
         },
-        // Accepted and ignored: MFA is out of scope (A.1) and always reported DISABLED.
-        "mfaConfig": { _, _ in },
     ]
 }
 
@@ -156,6 +154,8 @@ struct ProjectConfigWire: Codable, Sendable {
     /// Tessera's: the default scope's switch that tenants have too (A.5).
     var disableAuth: Bool?
     var rateLimits: RateLimitsWire?
+    /// Identity Platform's `mfa`: the default scope's multi-factor settings, as a tenant's `mfaConfig`.
+    var mfa: MFAConfigWire?
     /// Firebase's: the hosts (and their subdomains) a `continueUrl`, the hosted handler's
     /// `redirectUrl` and an identity-provider sign-in's `continueUri` may point to (docs/oauth-flows.md §2).
     /// Until set, the deployment's `TESSERA_AUTHORIZED_DOMAINS`.
@@ -167,6 +167,7 @@ struct ProjectConfigWire: Codable, Sendable {
     ) {
         authorizedDomains = project.authorizedDomains ?? defaultDomains
         rateLimits = RateLimitsWire(scope.rateLimits)
+        mfa = MFAConfigWire(scope.mfaConfig)
         name = "projects/\(projectID)/config"
         signIn = SignInWire(
             email: EmailWire(enabled: scope.allowPasswordSignup, passwordRequired: !scope.enableEmailLinkSignin),
@@ -189,7 +190,11 @@ struct ProjectConfigWire: Codable, Sendable {
         RateLimitsWire.fields.map { key, apply in
             let copy: Apply = { s, _, w in apply(&s.rateLimits, w.rateLimits) }
             return ("rateLimits.\(key)", copy)
-        }, uniquingKeysWith: { first, _ in first })
+        }
+            + MFAConfigWire.fields.map { key, apply in
+                let copy: Apply = { s, _, w in apply(&s.mfaConfig, w.mfa) }
+                return ("mfa.\(key)", copy)
+            }, uniquingKeysWith: { first, _ in first })
 
     static let baseFields: [String: Apply] = [
         "signIn.email.enabled": { s, _, w in
@@ -248,13 +253,19 @@ struct ProjectConfigWire: Codable, Sendable {
 
 enum UpdateMask {
     /// Expands a comma-separated mask into known leaf paths: a listed parent (`client.permissions`,
-    /// `signIn`) stands for every leaf under it. Unknown paths are an error.
-    static func resolve(_ mask: String, known: some Collection<String>) throws -> [String] {
+    /// `signIn`) stands for every leaf under it. Unknown paths are an error, or, with
+    /// `ignoringUnknown` (Tenants and the Config, as the Firebase emulator's specs have it:
+    /// docs/design-notes.md, "Tenants and settings"), change nothing: a field the resource does not
+    /// have, or a path inside a leaf (`displayName.0`, `mfaConfig.enabledProviders.x`).
+    static func resolve(_ mask: String, known: some Collection<String>, ignoringUnknown: Bool = false) throws
+        -> [String]
+    {
         var paths: [String] = []
         for raw in mask.split(separator: ",") {
             let path = raw.trimmingCharacters(in: .whitespaces)
             if path.isEmpty { continue }
             let matches = known.filter { $0 == path || $0.hasPrefix(path + ".") }
+            if matches.isEmpty && ignoringUnknown { continue }
             guard !matches.isEmpty else {
                 throw FirebaseError.invalidArgument("INVALID_ARGUMENT : Unknown field in updateMask: \(path)")
             }

@@ -1,0 +1,96 @@
+import Foundation
+import TesseraShared
+
+/// A scope's multi-factor settings: Identity Platform's `MultiFactorAuthConfig`, the Tenant's
+/// `mfaConfig` and the project Config's `mfa`. Stored as given (docs/design-notes.md, "Tenants and
+/// settings"); nothing enforces a second factor yet.
+public struct MFAConfig: Codable, Sendable, Equatable {
+    public struct TOTPProviderConfig: Codable, Sendable, Equatable {
+        public var adjacentIntervals: Int?
+    }
+
+    /// One entry of `providerConfigs` (TOTP; phone is `enabledProviders`).
+    public struct ProviderConfig: Codable, Sendable, Equatable {
+        public var state: String?
+        public var totpProviderConfig: TOTPProviderConfig?
+    }
+
+    public var state: String
+    public var enabledProviders: [String]
+    public var providerConfigs: [ProviderConfig]?
+
+    /// What a scope has until an admin sets it, and what an absent `state` or `enabledProviders` becomes.
+    public static let defaultState = "DISABLED"
+    public static let defaults = MFAConfig(state: defaultState, enabledProviders: [], providerConfigs: nil)
+
+    static let states: Set<String> = ["STATE_UNSPECIFIED", "DISABLED", "ENABLED", "MANDATORY"]
+    static let providers: Set<String> = ["PROVIDER_UNSPECIFIED", "PHONE_SMS"]
+    static let providerStates: Set<String> = ["MFA_STATE_UNSPECIFIED", "DISABLED", "ENABLED", "MANDATORY"]
+    static let adjacentIntervals = 0...10
+
+    /// The stored JSON (nil or unreadable: the defaults).
+    static func decode(_ text: String?) -> MFAConfig {
+        guard let text, let data = text.data(using: .utf8),
+            let value = try? JSONDecoder().decode(MFAConfig.self, from: data)
+        else { return .defaults }
+        return value
+    }
+
+    /// nil for the defaults, so an untouched scope keeps a NULL column.
+    var encoded: String? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard self != .defaults, let data = try? encoder.encode(self) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// `mfaConfig` / `mfa` on the wire: every field optional on input, `state` and `enabledProviders`
+/// always present on output.
+struct MFAConfigWire: Codable, Sendable {
+    var state: String?
+    var enabledProviders: [String]?
+    var providerConfigs: [MFAConfig.ProviderConfig]?
+
+    init(_ config: MFAConfig) {
+        state = config.state
+        enabledProviders = config.enabledProviders
+        providerConfigs = config.providerConfigs
+    }
+
+    typealias Apply = @Sendable (inout MFAConfig, MFAConfigWire?) -> Void
+
+    /// Mask paths under `mfaConfig.` (a Tenant) or `mfa.` (the Config); a listed path absent from
+    /// the body goes back to its default. `providerConfigs` is a list, replaced as a whole.
+    static let fields: [String: Apply] = [
+        "state": { c, w in c.state = w?.state ?? MFAConfig.defaultState },
+        "enabledProviders": { c, w in c.enabledProviders = w?.enabledProviders ?? [] },
+        "providerConfigs": { c, w in c.providerConfigs = w?.providerConfigs },
+    ]
+
+    /// Refuses values outside the enums, as Google's JSON parser does (`INVALID_ARGUMENT`), and a
+    /// TOTP window outside 0–10 (`INVALID_CONFIG`). `field` is the wire name, for the message.
+    static func check(_ wire: MFAConfigWire?, field: String) throws {
+        guard let wire else { return }
+        func refuse(_ path: String, _ value: String) -> FirebaseError {
+            FirebaseError.invalidJSON("Invalid value at '\(field).\(path)': \"\(value.prefix(64))\".")
+        }
+        if let state = wire.state, !MFAConfig.states.contains(state) { throw refuse("state", state) }
+        for (index, provider) in (wire.enabledProviders ?? []).enumerated()
+        where !MFAConfig.providers.contains(provider) {
+            throw refuse("enabledProviders[\(index)]", provider)
+        }
+        for (index, config) in (wire.providerConfigs ?? []).enumerated() {
+            if let state = config.state, !MFAConfig.providerStates.contains(state) {
+                throw refuse("providerConfigs[\(index)].state", state)
+            }
+            if let intervals = config.totpProviderConfig?.adjacentIntervals,
+                !MFAConfig.adjacentIntervals.contains(intervals)
+            {
+                throw FirebaseError.invalid(
+                    .invalidConfig,
+                    "\(field).providerConfigs[\(index)].totpProviderConfig.adjacentIntervals must be between 0 and 10.")
+            }
+        }
+    }
+}
