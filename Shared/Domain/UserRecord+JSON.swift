@@ -123,6 +123,7 @@ extension UserInfoWire: DirectJSONEncodable {
             object.member("customAuth", customAuth)
             object.member("emailLinkSignin", emailLinkSignin)
             object.member("initialEmail", initialEmail)
+            object.member("screenName", screenName)
         }
     }
 }

@@ -108,8 +108,12 @@ public struct UserInfoWire: Codable, Sendable {
     public var customAuth: Bool?
     public var emailLinkSignin: Bool?
     public var initialEmail: String?
+    /// The user's screen name at a provider that has one (Twitter's `screen_name`, GitHub's
+    /// `login`): the first linked provider's, as the user record's own output-only field.
+    public var screenName: String?
 
     public init(_ user: UserRecord) {
+        screenName = user.providerUserInfo.lazy.compactMap(\.screenName).first
         customAuth = user.customAuth == true ? true : nil
         emailLinkSignin = user.emailLinkSignin == true ? true : nil
         initialEmail = user.initialEmail

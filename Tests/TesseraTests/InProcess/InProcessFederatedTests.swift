@@ -240,6 +240,7 @@ struct InProcessFederatedTests {
             #expect(namedInfo["picture"]?.stringValue == "http://localhost/ada.png", "\(namedRaw)")
             let user = try await service.user(tenant, named["localId"])
             #expect(user["providerUserInfo"]?[0]?["screenName"]?.stringValue == "countess", "\(user)")
+            #expect(user["screenName"]?.stringValue == "countess", "the user's own screenName: \(user)")
             #expect(user["photoUrl"]?.stringValue == "http://localhost/ada.png")
         }
     }
