@@ -385,6 +385,35 @@ def test_verify_and_change_email(client, admin, mail_sink, stack, tenant, visit)
     twice.assert_own_origin_only()
 
 
+def test_recover_email(client, admin, mail_sink, stack, tenant, visit):
+    """An email change mails the old address a recoverEmail link (issue 36); on the page its owner puts the
+    address back, and every session of the account ends."""
+    old, new = address(), address()
+    session = sign_up(client, tenant, old)
+    expect_ok(client.post("/v1/accounts:update", {"tenantId": tenant, "idToken": session["idToken"], "email": new,
+                                                  "returnSecureToken": True}))
+    [mail] = mail_sink.wait_for(old)
+    link, params = oob_link(mail)
+    assert link.startswith(stack.url + ACTION_PATH + "?"), link
+    assert params["mode"] == "recoverEmail" and params["tenantId"] == tenant, params
+    user = visit()
+    user.open(link)
+    assert old in user.page.content(), "the page names the address it restores"
+    check_form(user, params, "recoverEmail", tenant, {})
+    user.screenshot("recoverEmail-form")
+    assert lookup(admin, tenant, session["localId"])["email"] == new, "the GET applied the code"
+
+    assert user.submit().status == 200
+    assert_success(user.page)
+    user.screenshot("recoverEmail-result")
+    record = lookup(admin, tenant, session["localId"])
+    assert record["email"] == old and record["emailVerified"] is True, record
+    expect_error(client.post("/v1/accounts:lookup", {"tenantId": tenant, "idToken": session["idToken"]}),
+                 "TOKEN_EXPIRED")
+    expect_ok(sign_in(client, tenant, old, PASSWORD))
+    user.assert_own_origin_only()
+
+
 def test_email_link_sign_in(client, admin, mail_sink, stack, tenant, visit):
     email = address()
     link, params = mailed_link(client, mail_sink, stack, tenant, email, "signIn",

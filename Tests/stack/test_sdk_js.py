@@ -203,6 +203,37 @@ def test_password_and_email_changes(stack, make_tenant):
     assert js.get_id_token_result(force_refresh=True)["email"] == changed
 
 
+def test_email_change_is_announced_and_recoverable(stack, make_tenant, mail_sink):
+    """updateEmail mails the old address a RECOVER_EMAIL link (issue 36, the emulator's setAccountInfo:155/253);
+    checkActionCode names the address to restore (`email`, JS's `data.email`) and the one it replaces
+    (`newEmail`, JS's `data.previousEmail`); applyActionCode restores it and signs every session out."""
+    tenant_id = user_tenant(make_tenant)
+    js = JsSDK(stack, tenant_id)
+    old = new_email("js-recover")
+    js.create_user(old, PASSWORD)
+    changed = new_email("js-recover-new")
+    answer = js.update_email(changed)
+    assert answer.get("newEmail") == changed and js.user.email == changed
+
+    _, params = last_mail_link(mail_sink, old)
+    assert params["mode"] == "recoverEmail" and params["apiKey"] == stack.api_key
+    assert params.get("tenantId") == tenant_id
+    info = JsSDK(stack, tenant_id).check_action_code(params["oobCode"])
+    assert info["requestType"] == "RECOVER_EMAIL" and info["email"] == old and info["newEmail"] == changed, info
+
+    restored = JsSDK(stack, tenant_id).apply_action_code(params["oobCode"])
+    assert restored["email"] == old and restored.get("emailVerified") is True, restored
+    # The device that made the change is signed out (restoring is the owner's defence).
+    with pytest.raises(SdkError) as caught:
+        js.get_id_token(force_refresh=True)
+    caught.value.expect("TOKEN_EXPIRED", sdk="auth/user-token-expired")
+    assert JsSDK(stack, tenant_id).sign_in(old, PASSWORD).user.email == old
+    # The code is used up.
+    with pytest.raises(SdkError) as again:
+        JsSDK(stack, tenant_id).apply_action_code(params["oobCode"])
+    again.value.expect("INVALID_OOB_CODE", sdk="auth/invalid-action-code")
+
+
 def test_password_change_right_after_sign_in_keeps_the_session(stack, make_tenant):
     """updatePassword stores the answer's tokens only when its ID token differs from the current one
     (core/user/user_impl.ts:188-194). A password change in the second of the sign-in gets a byte-identical ID
