@@ -43,9 +43,15 @@ public final class HashingPool: Sendable {
     /// The mean time a hash holds its thread (with the pause after it, if any), in microseconds: an
     /// exponentially weighted mean over about the last 8 hashes; 0 until the first one ran.
     private let meanRunMicros = Atomic<Int>(0)
+    /// The mean time a hash is on a CPU (the thread's own `schedstat`), in microseconds, weighted as
+    /// `meanRunMicros`; 0 where the system does not say. What a hash costs, whoever else runs.
+    private let meanCPUMicros = Atomic<Int>(0)
     /// How long a queued hash waited per place ahead of it when it was admitted, in microseconds
-    /// (weighted mean over about the last 8 that queued; 0 until one did).
+    /// (weighted mean over about the last 8 that queued; 0 until one did), and when it last moved
+    /// (`Self.uptimeNanos`). What it says beyond the hash time fades by half each second it is not
+    /// confirmed: only queued hashes move it, and a pool that admits none learns nothing new.
     private let waitPerPlaceMicros = Atomic<Int>(0)
+    private let waitPerPlaceUpdated = Atomic<Int>(0)
     private let priorityFailed = Atomic<Bool>(false)
     /// The wait limit while signed-in users' requests are being served (`interactive`).
     let interactiveMaxWait: Duration
@@ -54,6 +60,8 @@ public final class HashingPool: Sendable {
     private let signedInRequests = Atomic<Int>(0)
     private let traffic: Mutex<TrafficWindow>
     private let interactiveNow = Atomic<Bool>(false)
+    /// When the latest request of a signed-in user arrived (`Self.uptimeNanos`).
+    private let lastSignedInRequest = Atomic<Int>(0)
     /// Signed-in users' requests a second above which the directory counts as serving them.
     static let interactiveRequestsPerSecond = 20.0
 
@@ -114,13 +122,39 @@ public final class HashingPool: Sendable {
     /// under load: at `idle` priority the hashing threads get what CPU the rest of the machine
     /// leaves, which can be one thread's worth or none for a while, so hashes queued behind a
     /// mean of 30 ms each waited two to four times what the mean predicted (issue 26's storm).
-    func expectedWait(inPool: Int) -> Duration {
+    ///
+    /// Both describe the work queued now, never a mode that outlived it (issue 37): the measured wait
+    /// beyond the hash time fades by half each second no queued hash confirms it. Without the fading,
+    /// a wait measured while refusals' retries starved the idle-priority hashing kept every later hash
+    /// from queueing, so no queued hash could ever measure a shorter wait, and the pool went on
+    /// refusing at a fraction of its capacity long after the crowd that caused it (a sign-in run that
+    /// followed a lookup run served 5 sign-ins a second of 70).
+    ///
+    /// While no signed-in user is being served (`interactive` false), the wait per place is the hash's
+    /// CPU time ÷ the threads instead: with sign-ins alone, what slows the hashing threads down beyond
+    /// their CPU time is the work of the sign-ins the pool refused and their clients sent again at
+    /// once. An estimate from the wall-clock waits grows with that work, refuses more, and the pool
+    /// settles at a few hashes a second; the CPU time does not grow with it, so the queue takes what
+    /// the hashing can work off within the limit and the clients wait in it instead of coming back.
+    func expectedWait(inPool: Int, interactive: Bool = true) -> Duration {
         let place = inPool - threads
         guard place > 0 else { return .zero }
-        let perPlace = max(
-            waitPerPlaceMicros.load(ordering: .relaxed), meanRunMicros.load(ordering: .relaxed) / threads)
+        let cpu = meanCPUMicros.load(ordering: .relaxed)
+        let perPlace = interactive || cpu == 0 ? waitPerPlace(now: Self.uptimeNanos()) : cpu / threads
         return .microseconds(place * perPlace)
     }
+
+    /// The wait per queue place the pool assumes now, in microseconds.
+    func waitPerPlace(now: Int) -> Int {
+        let base = meanRunMicros.load(ordering: .relaxed) / threads
+        let measured = waitPerPlaceMicros.load(ordering: .relaxed)
+        guard measured > base else { return base }
+        let age = Double(max(0, now - waitPerPlaceUpdated.load(ordering: .relaxed))) / 1e9
+        return base + Int(Double(measured - base) * pow(0.5, age))
+    }
+
+    /// Monotonic nanoseconds, for the instants the atomics keep.
+    static func uptimeNanos() -> Int { Int(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds) }
 
     /// The mean time a hash holds its thread (zero before the first hash).
     public var meanRunTime: Duration { .microseconds(meanRunMicros.load(ordering: .relaxed)) }
@@ -133,8 +167,9 @@ public final class HashingPool: Sendable {
             let remaining = inFlight.subtract(1, ordering: .relaxed).newValue
             depthGauge?.set(Double(remaining))
         }
-        let limit = isInteractive() ? interactiveMaxWait : maxWait
-        let wait = expectedWait(inPool: admitted)
+        let interactive = isInteractive()
+        let limit = interactive ? interactiveMaxWait : maxWait
+        let wait = expectedWait(inPool: admitted, interactive: interactive)
         guard admitted <= capacity, wait <= limit else {
             refused?.increment()
             // Retry once the pool has worked off what is beyond the limit (whole seconds, 1…30).
@@ -158,16 +193,22 @@ public final class HashingPool: Sendable {
         func run<T>(_ body: () throws -> T) throws -> T {
             let started = ContinuousClock.now
             pool.waitTime?.record(started - queued)
-            if place > 0 { Self.average(pool.waitPerPlaceMicros, (started - queued) / place) }
+            if place > 0 {
+                Self.average(pool.waitPerPlaceMicros, (started - queued) / place)
+                pool.waitPerPlaceUpdated.store(HashingPool.uptimeNanos(), ordering: .relaxed)
+            }
             guard started - queued <= staleAfter else {
                 pool.dropped?.increment()
                 throw FirebaseError.unavailable(
                     "Too many password operations in progress; retry shortly.", retryAfterSeconds: 1)
             }
             pool.applyPriority()
-            let before = pool.crowdedShare < 1 ? ThreadSchedule.current() : nil
+            let before = ThreadSchedule.current()
             let result = try body()
-            if let before, let after = ThreadSchedule.current() { pool.yieldIfCrowded(before, after) }
+            if let before, let after = ThreadSchedule.current() {
+                Self.average(pool.meanCPUMicros, after.onCPU - before.onCPU)
+                pool.yieldIfCrowded(before, after)
+            }
             Self.average(pool.meanRunMicros, ContinuousClock.now - started)
             return result
         }
@@ -200,15 +241,25 @@ public final class HashingPool: Sendable {
     /// Counts a request of a signed-in user: a refresh-token rotation or an account read.
     public func noteSignedInRequest() {
         signedInRequests.add(1, ordering: .relaxed)
+        lastSignedInRequest.store(Self.uptimeNanos(), ordering: .relaxed)
     }
 
     /// Whether, over the last second or so, the directory served at least
     /// `interactiveRequestsPerSecond` requests of signed-in users (refreshes, lookups). Then hashing
     /// gets the short wait limit and, if configured, pauses when crowded. A directory busy with
     /// sign-ins alone, a flood of retried refusals included, keeps the long limit and hashes flat out.
+    ///
+    /// The rate is taken between two admissions, which may be far apart: a rate over the minute before a
+    /// sign-in, when lookups were served and have stopped since, says nothing of now. So no signed-in
+    /// user's request in the last second is not interactive, whatever the window held (issue 37).
     func isInteractive() -> Bool {
         let now = ContinuousClock.now
         let requests = signedInRequests.load(ordering: .relaxed)
+        guard Self.uptimeNanos() - lastSignedInRequest.load(ordering: .relaxed) < 1_000_000_000 else {
+            traffic.withLock { $0 = TrafficWindow(start: now, requests: requests) }
+            interactiveNow.store(false, ordering: .relaxed)
+            return false
+        }
         return traffic.withLock { window in
             let elapsed = now - window.start
             guard elapsed >= .seconds(1) else { return interactiveNow.load(ordering: .relaxed) }
