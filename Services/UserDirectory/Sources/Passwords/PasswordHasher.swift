@@ -128,7 +128,7 @@ public final class HashingPool: Sendable {
     /// a wait measured while refusals' retries starved the idle-priority hashing kept every later hash
     /// from queueing, so no queued hash could ever measure a shorter wait, and the pool went on
     /// refusing at a fraction of its capacity long after the crowd that caused it (a sign-in run that
-    /// followed a lookup run served 5 sign-ins a second of 70).
+    /// followed a lookup run served 5 sign-ins a second of about 45).
     ///
     /// While no signed-in user is being served (`interactive` false), the wait per place is the hash's
     /// CPU time ÷ the threads instead: with sign-ins alone, what slows the hashing threads down beyond
