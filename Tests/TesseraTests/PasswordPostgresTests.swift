@@ -321,6 +321,30 @@ struct HashingPoolTests {
         func stop() { stopped.store(true, ordering: .relaxed) }
     }
 
+    /// A hash that has started and holds its thread until the gate is signalled, then runs `after`.
+    static func hold(_ pool: HashingPool, then after: @escaping @Sendable () -> Void = {}) async -> (
+        DispatchSemaphore, Task<Void, any Error>
+    ) {
+        let gate = DispatchSemaphore(value: 0)
+        let started = AsyncStream<Void>.makeStream()
+        let task = Task {
+            try await pool.run {
+                started.continuation.yield()
+                gate.wait()
+                after()
+            }
+        }
+        for await _ in started.stream { break }
+        return (gate, task)
+    }
+
+    /// Whether the pool holds `depth` hashes, running or queued, within 10 s.
+    static func depthReaches(_ pool: HashingPool, _ depth: Int) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while pool.depth < depth && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        return pool.depth >= depth
+    }
+
     /// Keeps the thread on a CPU for `duration` of its own CPU time (wall time where the system does
     /// not say), as a hash does.
     static func burnCPU(_ duration: Duration) {
@@ -371,23 +395,8 @@ struct HashingPoolTests {
         let pool = HashingPool(threads: 1, queueLength: 64, maxWait: .milliseconds(700))
         let traffic = try await SignedInTraffic.started(pool)
         defer { traffic.stop() }
-        func hold() async -> (DispatchSemaphore, Task<Void, any Error>) {
-            let gate = DispatchSemaphore(value: 0)
-            let started = AsyncStream<Void>.makeStream()
-            let task = Task {
-                try await pool.run {
-                    started.continuation.yield()
-                    gate.wait()
-                }
-            }
-            for await _ in started.stream { break }
-            return (gate, task)
-        }
-        func depthReaches(_ depth: Int) async throws -> Bool {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while pool.depth < depth && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            return pool.depth >= depth
-        }
+        func hold() async -> (DispatchSemaphore, Task<Void, any Error>) { await Self.hold(pool) }
+        func depthReaches(_ depth: Int) async throws -> Bool { try await Self.depthReaches(pool, depth) }
         // A hash queued behind one held for 400 ms: the pool learns about 400 ms per place.
         let (first, firstTask) = await hold()
         let queued = Task { try await pool.run {} }
@@ -429,23 +438,9 @@ struct HashingPoolTests {
     func admissionByCPUTimeWithSignInsAlone() async throws {
         let pool = HashingPool(threads: 1, queueLength: 64, maxWait: .milliseconds(150))
         func hold() async -> (DispatchSemaphore, Task<Void, any Error>) {
-            let gate = DispatchSemaphore(value: 0)
-            let started = AsyncStream<Void>.makeStream()
-            let task = Task {
-                try await pool.run {
-                    started.continuation.yield()
-                    gate.wait()
-                    Self.burnCPU(.milliseconds(100))
-                }
-            }
-            for await _ in started.stream { break }
-            return (gate, task)
+            await Self.hold(pool) { Self.burnCPU(.milliseconds(100)) }
         }
-        func depthReaches(_ depth: Int) async throws -> Bool {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while pool.depth < depth && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            return pool.depth >= depth
-        }
+        func depthReaches(_ depth: Int) async throws -> Bool { try await Self.depthReaches(pool, depth) }
         try await pool.run { Self.burnCPU(.milliseconds(100)) }  // a hash costs 100 ms of CPU
         // A hash queued for 600 ms behind a held one: as if refused sign-ins' retries had starved the
         // hashing threads. The wall-clock wait per place is now 600 ms, the CPU time still 100 ms.

@@ -144,8 +144,7 @@ struct AdminAccountsController<Tenants: TenantStore> {
     /// any user of the scope it names, so the token only says which one, and a token of another
     /// tenant is a `TENANT_ID_MISMATCH` (docs/design-notes.md, "Admin API").
     static func userNamed(byIDToken token: String) throws -> (localId: String, tenant: String) {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64URL.decode(parts[1]),
+        guard let payload = try? JWS.unverifiedPayload(of: token),
             let claims = try? JSONDecoder().decode([String: JSONValue].self, from: payload),
             let subject = claims["sub"]?.stringValue, !subject.isEmpty
         else { throw FirebaseError.invalid(.invalidIdToken) }
