@@ -31,11 +31,11 @@ private struct PoliteService: Service {
 @Suite("Shutdown watchdog")
 struct ShutdownWatchdogTests {
     /// As `runUntilTerminated` builds it: the watchdog last, no cancellation limit, disarmed at the end.
-    static func group(_ first: any Service, overrun: @escaping @Sendable () -> Void) -> (
-        ServiceGroup, ShutdownWatchdog
-    ) {
+    static func group(
+        _ first: any Service, allowance: Duration = .milliseconds(300), overrun: @escaping @Sendable () -> Void
+    ) -> (ServiceGroup, ShutdownWatchdog) {
         let logger = Logger(label: "watchdog-test")
-        let watchdog = ShutdownWatchdog(allowance: .milliseconds(300), logger: logger, overrun: overrun)
+        let watchdog = ShutdownWatchdog(allowance: allowance, logger: logger, overrun: overrun)
         var configuration = ServiceGroupConfiguration(
             services: [.init(service: first), .init(service: watchdog)], logger: logger)
         configuration.maximumGracefulShutdownDuration = .milliseconds(100)
@@ -54,7 +54,9 @@ struct ShutdownWatchdogTests {
         }
         try await Task.sleep(for: .milliseconds(50))
         await group.triggerGracefulShutdown()
-        try await Task.sleep(for: .milliseconds(800))
+        // 300 ms after the shutdown began; a busy test run may take a while longer to get there.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !fired.isSet && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(fired.isSet)
         stubborn.release.set()
         _ = try? await running.value
@@ -63,7 +65,9 @@ struct ShutdownWatchdogTests {
     @Test("a shutdown within the allowance leaves the watchdog silent")
     func inTimeIsSilent() async throws {
         let fired = Flag()
-        let (group, watchdog) = Self.group(PoliteService()) { fired.set() }
+        // A second's allowance: the group's own shutdown must fit in it even in a busy test run (with
+        // 300 ms it once did not, and the watchdog rightly fired).
+        let (group, watchdog) = Self.group(PoliteService(), allowance: .seconds(1)) { fired.set() }
         let running = Task {
             defer { watchdog.disarm() }
             try await group.run()
@@ -71,7 +75,7 @@ struct ShutdownWatchdogTests {
         try await Task.sleep(for: .milliseconds(50))
         await group.triggerGracefulShutdown()
         try await running.value
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: .milliseconds(1500))  // past the allowance: a clock not stopped would fire
         #expect(!fired.isSet)
     }
 }
