@@ -33,7 +33,8 @@ status:
 
 ## The PostgreSQL failover test (issue 26): an HA stack of its own on port 39599 (TESSERA_PG_HA=1: a
 ## pg_auto_failover monitor and two nodes), three rounds of losing the primary's host under sign-ups,
-## refreshes and password changes; writes test-artifacts/failover/failover.json (scripts/failover-test).
+## refreshes and password changes, then one between a password change's COMMIT and its answer (issue 37);
+## writes test-artifacts/failover/failover.json (scripts/failover-test).
 test-failover:
 	scripts/build-deps
 	swift build $(BUILD_FLAGS)

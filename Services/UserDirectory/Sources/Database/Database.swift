@@ -124,22 +124,163 @@ public final class Database: Service, Sendable {
         }
     }
 
-    /// `withTransaction`, with the step that failed thrown as itself (`PostgresClient.transaction`).
+    /// A transaction: `BEGIN`, `body`, `COMMIT`, with the step that failed thrown as itself (an error
+    /// of `body`, such as a `FirebaseError`, or the `PSQLError` of a statement). The transaction is
+    /// rolled back when `body` fails.
+    ///
+    /// A `COMMIT` whose connection is lost before its answer may or may not have committed: the
+    /// primary's host may have gone down just after writing (and, with a synchronous standby,
+    /// replicating) the commit. Answering 503 then was a lie when it had: a client told that its
+    /// password change failed found its tokens revoked by it (issue 37). So the transaction's id is
+    /// read before `COMMIT` (`txid_current()`, which also assigns one to a transaction that wrote
+    /// nothing yet), and after a lost `COMMIT` the primary is asked `txid_status` (`commitOutcome`):
+    /// committed, and the caller gets its result; anything else, and the error is thrown as before
+    /// (a retryable 503). docs/design-notes.md, "A COMMIT whose answer was lost".
     func transaction<Result: Sendable>(
-        logger: Logger, _ body: (PostgresConnection) async throws -> sending Result
+        logger: Logger, isolation: isolated (any Actor)? = #isolation,
+        _ body: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
         let client = self.client
         let started = ContinuousClock.now
+        let commit = commitStep.withLock { $0 } ?? Self.commit
         instruments?.begin()
         defer { instruments?.end() }
+        let outcome: TransactionOutcome<Result>
         do {
-            return try await client.transaction(logger: logger) { connection in
+            outcome = try await client.withConnection(isolation: isolation) { connection in
                 instruments?.leased(after: ContinuousClock.now - started)
-                return try await body(connection)
+                return try await Self.transaction(
+                    on: connection, logger: logger, commit: commit, isolation: isolation, body)
             }
         } catch {
             throw failure(error, of: client)
         }
+        switch outcome {
+        case .committed(let value):
+            return value
+        case .commitLost(let value, let txid, let error):
+            // Thrown unless the primary says it committed; first, with several servers, it asks
+            // `watch()` to look for the primary.
+            let thrown = failure(error, of: client)
+            let found = await commitOutcome(txid, lost: client, logger: logger)
+            logger.warning(
+                "a COMMIT lost its connection before its answer",
+                metadata: [
+                    "db.txid": .stringConvertible(txid), "db.commit_outcome": .string(found.rawValue),
+                    "error": .string(String(describing: error.code)),
+                ])
+            guard found == .committed else { throw thrown }
+            return value
+        }
+    }
+
+    /// What a transaction came to: committed, or a `COMMIT` that lost its connection, with the
+    /// transaction's id and the result `body` had.
+    enum TransactionOutcome<Value: Sendable>: Sendable {
+        case committed(Value)
+        case commitLost(Value, txid: Int64, error: PSQLError)
+    }
+
+    /// Sends `COMMIT` on a connection whose transaction is done.
+    typealias CommitStep = @Sendable (PostgresConnection, Logger) async throws -> Void
+
+    static let commit: CommitStep = { connection, logger in try await connection.query("COMMIT;", logger: logger) }
+
+    /// What sends `COMMIT` instead of `commit`: tests put a lost connection between a `COMMIT` and its
+    /// answer here, or before the `COMMIT`.
+    let commitStep = Mutex<CommitStep?>(nil)
+
+    private static func transaction<Result: Sendable>(
+        on connection: PostgresConnection, logger: Logger, commit: CommitStep,
+        isolation: isolated (any Actor)?, _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> TransactionOutcome<Result> {
+        do {
+            try await connection.query("BEGIN;", logger: logger)
+        } catch {
+            _ = await settle(connection, after: error)
+            throw error
+        }
+        let value: Result
+        let txid: Int64
+        do {
+            value = try await body(connection)
+            txid = try await connection.query("SELECT txid_current()", logger: logger).decodeFirst(Int64.self)
+        } catch {
+            if await settle(connection, after: error) { throw error }
+            _ = try? await connection.query("ROLLBACK;", logger: logger)
+            throw error
+        }
+        do {
+            try await commit(connection, logger)
+        } catch let error as PSQLError where error.isOutage {
+            // Lost, or an answer that does not say (a server shutting down while the commit waited
+            // for the synchronous standby has committed it locally): the primary will say.
+            _ = await settle(connection, after: error)
+            return .commitLost(value, txid: txid, error: error)
+        }
+        return .committed(value)
+    }
+
+    /// After `error`, whether `connection` is closing: then this waits (up to a second) until it has
+    /// closed, before the lease goes back to the pool. PostgresNIO 1.33.2 never answers a statement
+    /// sent on a connection that has already closed, and a pool that got the connection back before
+    /// it saw the close lent it to the next operation, which then waited forever (seen in one run of
+    /// five of `CommitOutcomePostgresTests`; docs/design-notes.md, "A COMMIT whose answer was lost").
+    private static func settle(_ connection: PostgresConnection, after error: any Error) async -> Bool {
+        guard let error = error as? PSQLError, error.closesConnection else { return false }
+        _ = try? await withDeadline(.seconds(1)) { try await connection.closeFuture.get() }
+        return true
+    }
+
+    /// Whether transaction `txid`, whose `COMMIT` lost its connection from `pool`, committed.
+    public enum CommitOutcome: String, Sendable {
+        case committed
+        case notCommitted = "not committed"
+        case unknown
+    }
+
+    /// Asks the writable primary, within `commitOutcomeWait`, what became of transaction `txid`
+    /// (`txid_status`). With several servers it asks once the pool that lost the `COMMIT` has been
+    /// replaced (`watch()` finds the primary, the same one or the standby a failover promoted);
+    /// with one it asks the same server, whose pool reconnects when it is back.
+    ///
+    /// - `committed`: the commit is on the primary in use, whatever the lost answer would have said.
+    /// - `aborted`, or "in the future" (the primary has not assigned that id: the promoted standby
+    ///   never received any of the transaction): it did not happen here.
+    /// - `in progress` (the old backend has not noticed its client is gone yet): asked again.
+    /// - No answer within the wait: unknown, answered as an outage (503, retryable).
+    ///
+    /// One case it cannot tell apart: when none of the transaction's WAL reached a promoted standby,
+    /// the new primary may give the same id to a later transaction, and `committed` then speaks of
+    /// that one. With a synchronous standby that needs the old primary to die between flushing its
+    /// commit and sending it; docs/design-notes.md says more.
+    func commitOutcome(_ txid: Int64, lost pool: PostgresClient, logger: Logger) async -> CommitOutcome {
+        let deadline = ContinuousClock.now + target.commitOutcomeWait
+        while ContinuousClock.now < deadline {
+            let client = self.client
+            if isReplicated && client === pool {
+                try? await Task.sleep(for: .milliseconds(50))
+                continue
+            }
+            do {
+                let status = try await abandoningAfter(deadline - ContinuousClock.now) {
+                    try await client.query("SELECT txid_status(\(txid))", logger: logger)
+                        .decodeFirst(String?.self)
+                }
+                switch status {
+                case "committed": return .committed
+                case "aborted": return .notCommitted
+                case nil: return .unknown  // too old to say; not seconds after the commit
+                default: break
+                }
+            } catch let error as PSQLError where error.has(.invalidParameterValue) {
+                return .notCommitted
+            } catch {
+                // The server is not back yet, or this pool was retired meanwhile: ask again.
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return .unknown
     }
 
     /// What an operation of `client` that failed with `error` throws. A PostgreSQL error as it is,
@@ -317,4 +458,49 @@ final class PoolInstruments: Sendable {
     func begin() { inUse.set(Double(inFlight.add(1, ordering: .relaxed).newValue)) }
     func end() { inUse.set(Double(inFlight.subtract(1, ordering: .relaxed).newValue)) }
     func leased(after waiting: Duration) { wait.record(waiting) }
+}
+
+/// `body`'s result, or `DeadlineExceeded` once `limit` has passed, even when `body` does not end when
+/// cancelled: it is then cancelled and left to end on its own (`withDeadline` waits for it). For a
+/// statement that may have been sent on a closed connection, which PostgresNIO never answers.
+func abandoningAfter<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T
+{
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        let answer = FirstAnswer(continuation)
+        let work = Task {
+            do { answer.give(.success(try await body())) } catch { answer.give(.failure(error)) }
+        }
+        Task {
+            try? await Task.sleep(for: limit)
+            work.cancel()
+            answer.give(.failure(DeadlineExceeded()))
+        }
+    }
+}
+
+/// Resumes a continuation with the first result it is given; later ones are dropped.
+private final class FirstAnswer<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T, any Error>?>
+
+    init(_ continuation: CheckedContinuation<T, any Error>) { self.continuation = Mutex(continuation) }
+
+    func give(_ result: Result<T, any Error>) {
+        continuation.withLock { waiting in
+            waiting?.resume(with: result)
+            waiting = nil
+        }
+    }
+}
+
+/// A statement that was to return a row returned none.
+struct MissingRow: Error, CustomStringConvertible {
+    var description: String { "the statement returned no row" }
+}
+
+extension PostgresRowSequence {
+    /// The first row's only column (`SELECT txid_current()`).
+    func decodeFirst<Column: PostgresDecodable>(_ type: Column.Type) async throws -> Column {
+        for try await value in decode(Column.self) { return value }
+        throw MissingRow()
+    }
 }

@@ -24,6 +24,11 @@ public struct DatabaseTarget: Sendable {
     /// How often the directory checks that the server it writes to is still the writable primary
     /// (multi-host URLs only; `DATABASE_PRIMARY_CHECK_INTERVAL`).
     public var primaryCheckInterval: Duration = .seconds(5)
+    /// How long a transaction whose `COMMIT` lost its connection may wait to learn whether it
+    /// committed, from the primary (the new one after a failover) (`DATABASE_COMMIT_OUTCOME_WAIT`;
+    /// docs/design-notes.md, "A COMMIT whose answer was lost"). Under the token service's internal
+    /// timeout, or the token service answers 503 first.
+    public var commitOutcomeWait: Duration = .seconds(4)
     let sslMode: String
     let rootCertificate: String?
 
@@ -132,6 +137,7 @@ public struct DatabaseTarget: Sendable {
         guard primaryCheckInterval > .zero else {
             throw ConfigError.invalid("DATABASE_PRIMARY_CHECK_INTERVAL", "must be longer than zero")
         }
+        commitOutcomeWait = try env.duration("DATABASE_COMMIT_OUTCOME_WAIT", default: commitOutcomeWait)
     }
 }
 
@@ -226,6 +232,9 @@ public enum SQLState: String, Sendable {
     /// A NUL character or an invalid byte sequence in text.
     case characterNotInRepertoire = "22021"
     case untranslatableCharacter = "22P05"
+    /// Among others, `txid_status` of a transaction id the server has not assigned yet ("is in the
+    /// future"): a server that never saw the transaction.
+    case invalidParameterValue = "22023"
 }
 
 extension PSQLError {
@@ -239,6 +248,19 @@ extension PSQLError {
     /// shutting down, crashed, starting up) states, and a write sent to a server that a failover has
     /// just made a standby (25006). Answered 503 (`DatabaseErrorMiddleware`), and with several
     /// servers a reason to look for the primary again (`Database`).
+    /// The connection is gone or going: lost, closed, or ended by the server (`57P…`, `08…`).
+    var closesConnection: Bool {
+        switch code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
+            return true
+        case .server:
+            let state = sqlState ?? ""
+            return state.hasPrefix("08") || state.hasPrefix("57P")
+        default:
+            return false
+        }
+    }
+
     public var isOutage: Bool {
         switch code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
