@@ -38,7 +38,7 @@ public struct FirebaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware
             status: Int(response.status.code), errorCode: errorCode.map(Self.metricLabel),
             duration: ContinuousClock.now - started)
         response.headers[.requestID] = context.requestID
-        let level: Logger.Level = response.status.code >= 500 ? .error : .debug
+        let level = Self.logLevel(status: response.status.code)
         context.logger.log(
             level: level, "request",
             metadata: [
@@ -47,6 +47,15 @@ public struct FirebaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware
                 "http.status": .stringConvertible(response.status.code),
             ])
         return response
+    }
+
+    /// How an answer is logged: a 500 (or another 5xx) is a fault, at error level. A 503 is not: it is
+    /// an answer the service chose, with `Retry-After` (a full hashing queue, a dependency outage),
+    /// and a login storm gave thousands a second, one error line each (issue 37). What caused it is
+    /// logged once where it is known (PostgreSQL or the directory unavailable, at warning level), and
+    /// refusals are counted (`tessera_password_hash_refused_total`, requests by status and code).
+    static func logLevel(status: Int) -> Logger.Level {
+        status >= 500 && status != 503 ? .error : .debug
     }
 
     /// An error code as a metric label: codes are upper-case words; anything else (a free-text
