@@ -94,6 +94,45 @@ struct PasswordPostgresTests {
         }
     }
 
+    @Test("a sign-in or sign-up the hashing pool would refuse is refused before it reads the database (issue 37)")
+    func refusedBeforeTheDatabase() async throws {
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
+            // One thread and no queue: while a hash holds the thread, the next is refused.
+            let pool = HashingPool(threads: 1, queueLength: 0)
+            let accounts = Accounts(
+                client: client, anonymousRetention: .seconds(3600),
+                hasher: PasswordHasher(pool: pool, rounds: 8, memCost: 8))
+            let (gate, held) = await HashingPoolTests.hold(pool)
+            // No tenant "nope" exists: having read the database, the answer would be TENANT_NOT_FOUND.
+            await expectFirebaseError("UNAVAILABLE") {
+                _ = try await accounts.passwords.signInWithPassword(
+                    SignInWithPasswordRequest(
+                        scope: Scope(key: "nope"), email: "ada@example.com", password: "old horse",
+                        session: newSession()),
+                    logger: logger)
+            }
+            await expectFirebaseError("UNAVAILABLE") {
+                _ = try await accounts.passwords.signUpPassword(
+                    SignUpPasswordRequest(
+                        scope: Scope(key: "nope"), email: "ada@example.com", password: "old horse",
+                        displayName: nil, localId: nil, session: newSession()),
+                    logger: logger)
+            }
+            #expect(pool.depth == 1)  // the checks took no place
+            gate.signal()
+            try await held.value
+            // With the thread free again the same sign-in reads the database and is told so.
+            await expectFirebaseError("TENANT_NOT_FOUND") {
+                _ = try await accounts.passwords.signInWithPassword(
+                    SignInWithPasswordRequest(
+                        scope: Scope(key: "nope"), email: "ada@example.com", password: "old horse",
+                        session: newSession()),
+                    logger: logger)
+            }
+            try await pool.shutdown()
+        }
+    }
+
     @Test("a password changed while the old one is being verified signs nobody in and writes no session")
     func passwordChangedDuringVerification() async throws {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in

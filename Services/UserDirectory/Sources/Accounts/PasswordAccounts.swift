@@ -147,6 +147,8 @@ extension PasswordAccounts {
         UserRecord, SessionInfo
     ) {
         let scope = request.scope
+        // A sign-up the hashing pool would refuse is refused before it reads anything (issue 37).
+        try hasher.pool.checkAdmission()
         let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
         if !flags.allowPasswordSignup { throw FirebaseError.invalid(.operationNotAllowed) }
         if request.localId == nil, flags.disabledUserSignup { throw FirebaseError.invalid(.adminOnlyOperation) }
@@ -205,6 +207,12 @@ extension PasswordAccounts {
         -> (UserRecord, SessionInfo)
     {
         let scope = request.scope
+        // A sign-in the hashing pool would refuse is refused before its statement: under a storm of
+        // retried refusals the database stays with the signed-in users (issue 37). Nearly every
+        // sign-in hashes (a missing account burns a hash); the few that would not (an unknown tenant,
+        // password sign-in off, a rate limit, an over-long password) get the retryable 503 instead of
+        // their 400 while the pool is full.
+        try hasher.pool.checkAdmission()
         var candidate: PasswordSignInCandidate.Row?
         for try await row in try await client.execute(
             PasswordSignInCandidate(scope: scope, email: request.email), logger: logger)

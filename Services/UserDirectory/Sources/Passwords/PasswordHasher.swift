@@ -167,19 +167,32 @@ public final class HashingPool: Sendable {
             let remaining = inFlight.subtract(1, ordering: .relaxed).newValue
             depthGauge?.set(Double(remaining))
         }
-        let interactive = isInteractive()
-        let limit = interactive ? interactiveMaxWait : maxWait
-        let wait = expectedWait(inPool: admitted, interactive: interactive)
-        guard admitted <= capacity, wait <= limit else {
-            refused?.increment()
-            // Retry once the pool has worked off what is beyond the limit (whole seconds, 1…30).
-            let seconds = min(30, max(1, Int((wait - limit).timeInterval.rounded(.up))))
-            throw FirebaseError.unavailable(
-                "Too many password operations in progress; retry shortly.", retryAfterSeconds: seconds)
-        }
+        if let refusal = refusal(inPool: admitted) { throw refusal }
         let job = Job(
             pool: self, queued: ContinuousClock.now, place: admitted - threads, staleAfter: abandonAfter)
         return try await pool.runIfActive { try job.run(body) }
+    }
+
+    /// Throws the refusal `run` would answer now, without taking a place: for a sign-in or sign-up,
+    /// which reads the database before it hashes. A refused request then costs no PostgreSQL
+    /// statement, and a storm of retried refusals leaves the database to the signed-in users
+    /// (issue 37). Advisory: `run` decides again when the hash is asked for.
+    public func checkAdmission() throws {
+        if let refusal = refusal(inPool: inFlight.load(ordering: .relaxed) + 1) { throw refusal }
+    }
+
+    /// The 503 for a hash that would be the `inPool`-th in the pool (itself included), or nil when
+    /// it is admitted: beyond the queue, or expected to wait longer than the limit.
+    private func refusal(inPool: Int) -> FirebaseError? {
+        let interactive = isInteractive()
+        let limit = interactive ? interactiveMaxWait : maxWait
+        let wait = expectedWait(inPool: inPool, interactive: interactive)
+        guard inPool > capacity || wait > limit else { return nil }
+        refused?.increment()
+        // Retry once the pool has worked off what is beyond the limit (whole seconds, 1…30).
+        let seconds = min(30, max(1, Int((wait - limit).timeInterval.rounded(.up))))
+        return FirebaseError.unavailable(
+            "Too many password operations in progress; retry shortly.", retryAfterSeconds: seconds)
     }
 
     /// One admitted hash: what it needs on its thread.
