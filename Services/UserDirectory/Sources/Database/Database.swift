@@ -228,7 +228,8 @@ public final class Database: Service, Sendable {
     /// five of `CommitOutcomePostgresTests`; docs/design-notes.md, "A COMMIT whose answer was lost").
     private static func settle(_ connection: PostgresConnection, after error: any Error) async -> Bool {
         guard let error = error as? PSQLError, error.closesConnection else { return false }
-        _ = try? await withDeadline(.seconds(1)) { try await connection.closeFuture.get() }
+        // `abandoningAfter`, not `withDeadline`: a future's `get()` does not end when cancelled.
+        _ = try? await abandoningAfter(.seconds(1)) { try await connection.closeFuture.get() }
         return true
     }
 
