@@ -20,6 +20,28 @@ struct PasswordPostgresTests {
         )
     }
 
+    /// The account operations on `client`, hashing with cheap parameters on `pool`.
+    func accounts(_ client: Database, hashingOn pool: HashingPool) -> Accounts {
+        Accounts(
+            client: client, anonymousRetention: .seconds(3600),
+            hasher: PasswordHasher(pool: pool, rounds: 8, memCost: 8))
+    }
+
+    /// A password sign-in to `tenant` that must fail with `code`.
+    func expectSignInFails(
+        _ code: String, _ accounts: Accounts, tenant: String = "t1", email: String, password: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        await expectFirebaseError(
+            code,
+            {
+                _ = try await accounts.passwords.signInWithPassword(
+                    SignInWithPasswordRequest(
+                        scope: Scope(key: tenant), email: email, password: password, session: newSession()),
+                    logger: logger)
+            }, sourceLocation: sourceLocation)
+    }
+
     func newSession() -> NewSession {
         NewSession(refreshTokenHash: "h-\(UUID())", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
     }
@@ -60,37 +82,14 @@ struct PasswordPostgresTests {
 
             // Email enumeration protection is on by default: one code for both failures.
             for (email, password) in [("ada@example.com", "wrong horse"), ("nobody@example.com", "whatever1")] {
-                await expectFirebaseError("INVALID_LOGIN_CREDENTIALS") {
-                    _ = try await accounts.passwords.signInWithPassword(
-                        SignInWithPasswordRequest(
-                            scope: Scope(key: "t1"), email: email, password: password, session: newSession()),
-                        logger: logger)
-                }
+                await expectSignInFails("INVALID_LOGIN_CREDENTIALS", accounts, email: email, password: password)
             }
             _ = try await tenants.updateProjectConfig(logger: logger) { _, p in p.enableImprovedEmailPrivacy = false }
-            await expectFirebaseError("INVALID_PASSWORD") {
-                _ = try await accounts.passwords.signInWithPassword(
-                    SignInWithPasswordRequest(
-                        scope: Scope(key: "t1"), email: "ada@example.com", password: "wrong horse",
-                        session: newSession()),
-                    logger: logger)
-            }
-            await expectFirebaseError("EMAIL_NOT_FOUND") {
-                _ = try await accounts.passwords.signInWithPassword(
-                    SignInWithPasswordRequest(
-                        scope: Scope(key: "t1"), email: "nobody@example.com", password: "whatever1",
-                        session: newSession()),
-                    logger: logger)
-            }
+            await expectSignInFails("INVALID_PASSWORD", accounts, email: "ada@example.com", password: "wrong horse")
+            await expectSignInFails("EMAIL_NOT_FOUND", accounts, email: "nobody@example.com", password: "whatever1")
             // A disabled user is told so before the password is even checked (B.5.13).
             try await client.query("UPDATE users SET disabled = true WHERE local_id = \(user.localId)", logger: logger)
-            await expectFirebaseError("USER_DISABLED") {
-                _ = try await accounts.passwords.signInWithPassword(
-                    SignInWithPasswordRequest(
-                        scope: Scope(key: "t1"), email: "ada@example.com", password: "wrong horse",
-                        session: newSession()),
-                    logger: logger)
-            }
+            await expectSignInFails("USER_DISABLED", accounts, email: "ada@example.com", password: "wrong horse")
         }
     }
 
@@ -99,18 +98,11 @@ struct PasswordPostgresTests {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             // One thread and no queue: while a hash holds the thread, the next is refused.
             let pool = HashingPool(threads: 1, queueLength: 0)
-            let accounts = Accounts(
-                client: client, anonymousRetention: .seconds(3600),
-                hasher: PasswordHasher(pool: pool, rounds: 8, memCost: 8))
+            let accounts = self.accounts(client, hashingOn: pool)
             let (gate, held) = await HashingPoolTests.hold(pool)
             // No tenant "nope" exists: having read the database, the answer would be TENANT_NOT_FOUND.
-            await expectFirebaseError("UNAVAILABLE") {
-                _ = try await accounts.passwords.signInWithPassword(
-                    SignInWithPasswordRequest(
-                        scope: Scope(key: "nope"), email: "ada@example.com", password: "old horse",
-                        session: newSession()),
-                    logger: logger)
-            }
+            await expectSignInFails(
+                "UNAVAILABLE", accounts, tenant: "nope", email: "ada@example.com", password: "old horse")
             await expectFirebaseError("UNAVAILABLE") {
                 _ = try await accounts.passwords.signUpPassword(
                     SignUpPasswordRequest(
@@ -122,13 +114,8 @@ struct PasswordPostgresTests {
             gate.signal()
             try await held.value
             // With the thread free again the same sign-in reads the database and is told so.
-            await expectFirebaseError("TENANT_NOT_FOUND") {
-                _ = try await accounts.passwords.signInWithPassword(
-                    SignInWithPasswordRequest(
-                        scope: Scope(key: "nope"), email: "ada@example.com", password: "old horse",
-                        session: newSession()),
-                    logger: logger)
-            }
+            await expectSignInFails(
+                "TENANT_NOT_FOUND", accounts, tenant: "nope", email: "ada@example.com", password: "old horse")
             try await pool.shutdown()
         }
     }
@@ -138,9 +125,7 @@ struct PasswordPostgresTests {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             // One hashing thread, so a job holding it keeps the sign-in's verification waiting.
             let pool = HashingPool(threads: 1, queueLength: 8)
-            let accounts = Accounts(
-                client: client, anonymousRetention: .seconds(3600),
-                hasher: PasswordHasher(pool: pool, rounds: 8, memCost: 8))
+            let accounts = self.accounts(client, hashingOn: pool)
             let (tenants, _) = repositories(client)
             try await makeTenant(tenants)
             let (user, _) = try await accounts.passwords.signUpPassword(
@@ -207,12 +192,8 @@ struct PasswordPostgresTests {
             await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp("t2", "new@example.com") }
             _ = try await tenants.update("t2", logger: logger) { $0.allowPasswordSignup = false }
             await expectFirebaseError("OPERATION_NOT_ALLOWED") { try await signUp("t2", "new@example.com") }
-            await expectFirebaseError("PASSWORD_LOGIN_DISABLED") {
-                _ = try await accounts.passwords.signInWithPassword(
-                    SignInWithPasswordRequest(
-                        scope: Scope(key: "t2"), email: "grace@example.com", password: "secret1", session: newSession()),
-                    logger: logger)
-            }
+            await expectSignInFails(
+                "PASSWORD_LOGIN_DISABLED", accounts, tenant: "t2", email: "grace@example.com", password: "secret1")
         }
     }
 
