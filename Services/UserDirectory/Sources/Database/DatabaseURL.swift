@@ -243,12 +243,8 @@ extension PSQLError {
     /// The server answered with `state`.
     public func has(_ state: SQLState) -> Bool { code == .server && sqlState == state.rawValue }
 
-    /// A dependency outage, not a fault of the request: the connection lost, refused or closed,
-    /// the pool closed, the server's "connection exception" (08…) and "operator intervention" (57P…:
-    /// shutting down, crashed, starting up) states, and a write sent to a server that a failover has
-    /// just made a standby (25006). Answered 503 (`DatabaseErrorMiddleware`), and with several
-    /// servers a reason to look for the primary again (`Database`).
-    /// The connection is gone or going: lost, closed, or ended by the server (`57P…`, `08…`).
+    /// The connection is gone or going: lost, closed, or ended by the server ("connection
+    /// exception" 08…, "operator intervention" 57P…: shutting down, crashed, starting up).
     var closesConnection: Bool {
         switch code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
@@ -261,33 +257,11 @@ extension PSQLError {
         }
     }
 
+    /// A dependency outage, not a fault of the request: a connection that closes
+    /// (`closesConnection`), the pool closed, and a write sent to a server that a failover has just
+    /// made a standby (25006). Answered 503 (`DatabaseErrorMiddleware`), and with several servers a
+    /// reason to look for the primary again (`Database`).
     public var isOutage: Bool {
-        switch code {
-        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
-            return true
-        case .server:
-            let state = sqlState ?? ""
-            return state.hasPrefix("08") || state.hasPrefix("57P") || state == "25006"
-        default:
-            return false
-        }
-    }
-}
-
-extension PostgresClient {
-    /// `withTransaction`, but the step that failed comes back as itself, not wrapped in
-    /// `PostgresTransactionError`: an error thrown by `body` (a `FirebaseError` such as
-    /// `TENANT_NOT_FOUND`), or the `PSQLError` of a `BEGIN` or `COMMIT` that lost the database, which
-    /// `DatabaseErrorMiddleware` then answers with 503 (a wrapped one was a 500). The transaction is
-    /// rolled back either way. Only one of the three can be set: a failed `BEGIN` runs no body, and
-    /// `COMMIT` follows only a body that succeeded.
-    func transaction<Result: Sendable>(
-        logger: Logger, _ body: (PostgresConnection) async throws -> sending Result
-    ) async throws -> sending Result {
-        do {
-            return try await withTransaction(logger: logger, body)
-        } catch let error as PostgresTransactionError {
-            throw error.beginError ?? error.closureError ?? error.commitError ?? error
-        }
+        closesConnection || code == .poolClosed || (code == .server && sqlState == "25006")
     }
 }
