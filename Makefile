@@ -31,7 +31,7 @@ down:
 status:
 	scripts/stack status
 
-## The PostgreSQL failover test (issue 26): an HA stack of its own on port 39599 (TESSERA_PG_HA=1: a
+## The PostgreSQL failover test (issue 26): an HA stack of its own on port 29599 (TESSERA_PG_HA=1: a
 ## pg_auto_failover monitor and two nodes), three rounds of losing the primary's host under sign-ups,
 ## refreshes and password changes, then one between a password change's COMMIT and its answer (issue 37);
 ## writes test-artifacts/failover/failover.json (scripts/failover-test).
@@ -47,7 +47,7 @@ cleanup-scale:
 	scripts/test-venv
 	scripts/cleanup-scale --build $(TESSERA_BUILD)
 
-## The release binaries (the container image's build) start as a stack of their own on port 39399,
+## The release binaries (the container image's build) start as a stack of their own on port 29399,
 ## run their tasks on their event loops and answer a sign-up and a lookup (scripts/release-smoke).
 release-smoke:
 	scripts/build-deps
@@ -55,7 +55,7 @@ release-smoke:
 	scripts/release-smoke
 
 ## The benchmark of issue #8 (not in `make test`): release build, a release stack of its own on port
-## 39099, every scenario with wrk; writes bench/results/<date>.{json,md} (docs/benchmarks.md).
+## 29099, every scenario with wrk; writes bench/results/<date>.{json,md} (docs/benchmarks.md).
 bench:
 	scripts/test-venv
 	scripts/bench
