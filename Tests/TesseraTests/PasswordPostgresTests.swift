@@ -368,9 +368,10 @@ struct HashingPoolTests {
     /// the gate, which the test opens only after this returns. So after 5 s this opens the gate itself
     /// and the test fails instead of waiting forever.
     static func refusal(
-        _ pool: HashingPool, holding gate: DispatchSemaphore, sourceLocation: SourceLocation = #_sourceLocation
+        _ pool: HashingPool, holding gate: DispatchSemaphore, client: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async -> FirebaseError? {
-        let attempt = Task { try await pool.run {} }
+        let attempt = Task { try await pool.run(client: client) {} }
         let release = Task {
             try await Task.sleep(for: .seconds(5))
             gate.signal()
@@ -556,15 +557,7 @@ struct HashingPoolTests {
     @Test("while other requests are served, a hashing thread kept waiting for a CPU pauses to its share")
     func yieldsWhenCrowded() async throws {
         let pool = HashingPool(threads: 1, queueLength: 1, crowdedShare: 0.25)
-        let start = try #require(ThreadSchedule.current())
-        func after(ran: Duration, waited: Duration) -> ThreadSchedule {
-            ThreadSchedule(onCPU: start.onCPU + ran, waiting: start.waiting + waited)
-        }
-        func pause(ran: Duration, waited: Duration) -> Duration {
-            let clock = ContinuousClock.now
-            pool.yieldIfCrowded(start, after(ran: ran, waited: waited))
-            return ContinuousClock.now - clock
-        }
+        func pause(ran: Duration, waited: Duration) -> Duration { Self.pause(pool, ran: ran, waited: waited) }
         // No signed-in users' requests: crowded or not, no pause.
         #expect(!pool.isInteractive())
         #expect(pause(ran: .milliseconds(40), waited: .milliseconds(40)) < .milliseconds(20))
@@ -584,6 +577,66 @@ struct HashingPoolTests {
         try await Task.sleep(for: .milliseconds(1100))
         #expect(!pool.isInteractive(), "2,000 requests more than a second ago are no traffic now")
         try await pool.shutdown()
+    }
+
+    @Test("past three quarters of the pool's room, an address holding more than three quarters of it is refused")
+    func addressShare() async throws {
+        let pool = HashingPool(threads: 1, queueLength: 7)  // room for 8
+        let (gate, holder) = await Self.hold(pool)
+        let first = (0..<5).map { _ in Task { try await pool.run(client: "192.0.2.1") {} } }
+        #expect(try await Self.depthReaches(pool, 6))
+        #expect(pool.held(by: "192.0.2.1") == 5)
+        // A sixth of its own would be the pool's seventh hash (past 6 of 8) and 6 of its 7.
+        #expect(throws: FirebaseError.self) { try pool.checkAdmission(client: "192.0.2.1") }
+        let refused = await Self.refusal(pool, holding: gate, client: "192.0.2.1")
+        #expect(refused?.status.code == 503 && refused?.retryAfterSeconds == 1)
+        #expect(pool.held(by: "192.0.2.1") == 5, "a refused hash holds no place")
+        // Another address, and a hash of no address (an admin's), still get the room left.
+        try pool.checkAdmission(client: "198.51.100.7")
+        let other = Task { try await pool.run(client: "198.51.100.7") {} }
+        #expect(try await Self.depthReaches(pool, 7))
+        let admin = Task { try await pool.run {} }
+        #expect(try await Self.depthReaches(pool, 8))
+        // The room is full: everybody is refused.
+        #expect(await Self.refusal(pool, holding: gate, client: "203.0.113.9") != nil)
+        gate.signal()
+        try await holder.value
+        for hash in first + [other, admin] { try await hash.value }
+        #expect(pool.held(by: "192.0.2.1") == 0 && pool.held(by: "198.51.100.7") == 0)
+        // Alone in an empty pool, an address may use it.
+        try await pool.run(client: "192.0.2.1") {}
+        try await pool.shutdown()
+    }
+
+    @Test("a crowded thread does not pause while the hashes queued would then start past the busy limit")
+    func noPauseThatStrandsQueuedHashes() async throws {
+        let pool = HashingPool(threads: 1, queueLength: 8, crowdedShare: 0.25, interactiveMaxWait: .milliseconds(500))
+        let (gate, holder) = await Self.hold(pool)
+        let queued = (0..<4).map { _ in Task { try await pool.run {} } }
+        #expect(try await Self.depthReaches(pool, 5))
+        // Four queued; a place takes a hash's CPU time ÷ 0.25 with the pauses: 4 × 160 ms is past
+        // 500 ms, 4 × 120 ms is not.
+        #expect(!pool.keepsPromise(pausingAfter: .milliseconds(40)))
+        #expect(pool.keepsPromise(pausingAfter: .milliseconds(30)))
+        let traffic = try await SignedInTraffic.started(pool)
+        defer { traffic.stop() }
+        #expect(pool.isInteractive())
+        #expect(Self.pause(pool, ran: .milliseconds(40), waited: .milliseconds(20)) < .milliseconds(20))
+        #expect(Self.pause(pool, ran: .milliseconds(30), waited: .milliseconds(20)) >= .milliseconds(80))
+        gate.signal()
+        try await holder.value
+        for hash in queued { try await hash.value }
+        // The queue worked off: the 40 ms hash pauses again (120 ms).
+        #expect(Self.pause(pool, ran: .milliseconds(40), waited: .milliseconds(20)) >= .milliseconds(110))
+        try await pool.shutdown()
+    }
+
+    /// How long `yieldIfCrowded` pauses after a hash that ran `ran` on a CPU and waited `waited` for one.
+    static func pause(_ pool: HashingPool, ran: Duration, waited: Duration) -> Duration {
+        let start = ThreadSchedule(onCPU: .seconds(1), waiting: .seconds(1))
+        let clock = ContinuousClock.now
+        pool.yieldIfCrowded(start, ThreadSchedule(onCPU: start.onCPU + ran, waiting: start.waiting + waited))
+        return ContinuousClock.now - clock
     }
 
     @Test("the hashing threads run at the priority configured", arguments: ThreadPriority.allCases)

@@ -148,7 +148,7 @@ extension PasswordAccounts {
     ) {
         let scope = request.scope
         // A sign-up the hashing pool would refuse is refused before it reads anything (issue 37).
-        try hasher.pool.checkAdmission()
+        try hasher.pool.checkAdmission(client: request.clientIP)
         let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
         if !flags.allowPasswordSignup { throw FirebaseError.invalid(.operationNotAllowed) }
         if request.localId == nil, flags.disabledUserSignup { throw FirebaseError.invalid(.adminOnlyOperation) }
@@ -156,7 +156,7 @@ extension PasswordAccounts {
             throw FirebaseError.invalid(.emailExists)
         }
         let keys = try await hashKey.get(client, scope: scope, logger: logger)
-        let stored = try await hasher.hash(request.password, key: keys.own)
+        let stored = try await hasher.hash(request.password, key: keys.own, client: request.clientIP)
         do {
             return try await client.transaction(logger: logger) { connection in
                 let flags = try await ScopeFlags.read(connection, scope: scope, lock: true, logger: logger)
@@ -212,7 +212,7 @@ extension PasswordAccounts {
         // sign-in hashes (a missing account burns a hash); the few that would not (an unknown tenant,
         // password sign-in off, a rate limit, an over-long password) get the retryable 503 instead of
         // their 400 while the pool is full.
-        try hasher.pool.checkAdmission()
+        try hasher.pool.checkAdmission(client: request.clientIP)
         var candidate: PasswordSignInCandidate.Row?
         for try await row in try await client.execute(
             PasswordSignInCandidate(scope: scope, email: request.email), logger: logger)
@@ -249,7 +249,7 @@ extension PasswordAccounts {
         }
         let keys = try await hashKey.get(client, scope: scope, logger: logger)
         guard let localId = accountId, let disabled = accountDisabled else {
-            try await hasher.burn(request.password, key: keys.own)
+            try await hasher.burn(request.password, key: keys.own, client: request.clientIP)
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .emailNotFound)
         }
         // Under enumeration protection a disabled account is told apart only after its password was
@@ -258,11 +258,11 @@ extension PasswordAccounts {
         if disabled, !flags.emailPrivacy { throw FirebaseError.invalid(.userDisabled) }
         guard let algorithm = algorithmColumn, let params = paramsColumn, let salt = saltColumn, let hash = hashColumn
         else {
-            try await hasher.burn(request.password, key: keys.own)
+            try await hasher.burn(request.password, key: keys.own, client: request.clientIP)
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
         let stored = StoredPassword(algorithm: algorithm, params: params, salt: salt, hash: hash)
-        guard try await hasher.verify(request.password, stored: stored, keys: keys) else {
+        guard try await hasher.verify(request.password, stored: stored, keys: keys, client: request.clientIP) else {
             if ImportedHash.isBeyondLimits(stored) {
                 logger.warning(
                     "stored password hash is beyond the import limits and never verifies: the user must reset the password",
@@ -277,7 +277,9 @@ extension PasswordAccounts {
         }
         if disabled { throw FirebaseError.invalid(.userDisabled) }
         // Re-hash with the current parameters on a successful sign-in (A.9).
-        let current = hasher.isOutdated(stored) ? try await hasher.hash(request.password, key: keys.own) : stored
+        let current =
+            hasher.isOutdated(stored)
+            ? try await hasher.hash(request.password, key: keys.own, client: request.clientIP) : stored
         let now = AccountRows.nowMillis()
         let familyId = UUID()
         // One statement, so atomic: it signs in only if the password is still the one verified (it

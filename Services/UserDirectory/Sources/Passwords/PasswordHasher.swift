@@ -29,6 +29,10 @@ import TesseraShared
 ///   processes or containers (Linux shares the CPU between them first), and a 16 MiB scrypt hash
 ///   takes the cache from whatever runs beside it; the pause does. Sign-ins alone, refusals
 ///   included, never trigger it (docs/scaling.md, "Login storms").
+/// - **One address cannot take it all.** Once a new hash would fill more than `dominantShare` of
+///   the pool's room (its places, or the wait limit), a client address that already holds more
+///   than that share of the hashes in the pool is refused: one client's retry loop leaves the rest
+///   of the room to everybody else.
 public final class HashingPool: Sendable {
     let pool: NIOThreadPool
     let threads: Int
@@ -40,6 +44,12 @@ public final class HashingPool: Sendable {
     /// The share of a core a hashing thread keeps while it is crowded out (1: no pause).
     let crowdedShare: Double
     private let inFlight = Atomic<Int>(0)
+    /// Hashes in the pool (running or queued) per client address that has any; an address leaves
+    /// when its last hash does, so this holds at most `capacity` entries.
+    private let perClient = Mutex<[String: Int]>([:])
+    /// The share of the pool's room beyond which an address holding more than this share of the
+    /// hashes in the pool is refused.
+    static let dominantShare = 0.75
     /// The mean time a hash holds its thread (with the pause after it, if any), in microseconds: an
     /// exponentially weighted mean over about the last 8 hashes; 0 until the first one ran.
     private let meanRunMicros = Atomic<Int>(0)
@@ -159,15 +169,29 @@ public final class HashingPool: Sendable {
     /// The mean time a hash holds its thread (zero before the first hash).
     public var meanRunTime: Duration { .microseconds(meanRunMicros.load(ordering: .relaxed)) }
 
-    public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Runs `body` on a hashing thread if the pool admits it, for the client at address `client`
+    /// (nil: an admin's import or a password set by an admin, which no address's share limits).
+    public func run<T: Sendable>(client: String? = nil, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         let admitted = inFlight.add(1, ordering: .relaxed).newValue
         depthGauge?.set(Double(admitted))
+        let held = client.map { address in
+            perClient.withLock { counts in
+                counts[address, default: 0] += 1
+                return counts[address, default: 0]
+            }
+        }
         defer {
             // Not inside `depthGauge?.set(…)`: optional chaining would skip the subtraction without a gauge.
             let remaining = inFlight.subtract(1, ordering: .relaxed).newValue
             depthGauge?.set(Double(remaining))
+            if let client {
+                perClient.withLock { counts in
+                    let left = counts[client, default: 1] - 1
+                    counts[client] = left > 0 ? left : nil
+                }
+            }
         }
-        if let refusal = refusal(inPool: admitted) { throw refusal }
+        if let refusal = refusal(inPool: admitted, heldByClient: held) { throw refusal }
         let job = Job(
             pool: self, queued: ContinuousClock.now, place: admitted - threads, staleAfter: abandonAfter)
         return try await pool.runIfActive { try job.run(body) }
@@ -177,22 +201,39 @@ public final class HashingPool: Sendable {
     /// which reads the database before it hashes. A refused request then costs no PostgreSQL
     /// statement, and a storm of retried refusals leaves the database to the signed-in users
     /// (issue 37). Advisory: `run` decides again when the hash is asked for.
-    public func checkAdmission() throws {
-        if let refusal = refusal(inPool: inFlight.load(ordering: .relaxed) + 1) { throw refusal }
+    public func checkAdmission(client: String? = nil) throws {
+        let held = client.map { address in perClient.withLock { $0[address, default: 0] } + 1 }
+        if let refusal = refusal(inPool: inFlight.load(ordering: .relaxed) + 1, heldByClient: held) { throw refusal }
     }
 
+    /// The number of hashes `client` has in the pool now.
+    func held(by client: String) -> Int { perClient.withLock { $0[client, default: 0] } }
+
     /// The 503 for a hash that would be the `inPool`-th in the pool (itself included), or nil when
-    /// it is admitted: beyond the queue, or expected to wait longer than the limit.
-    private func refusal(inPool: Int) -> FirebaseError? {
+    /// it is admitted: beyond the queue, expected to wait longer than the limit, or past
+    /// `dominantShare` of the room for a client whose hashes (`heldByClient`, this one included)
+    /// are more than that share of the pool's.
+    private func refusal(inPool: Int, heldByClient held: Int? = nil) -> FirebaseError? {
         let interactive = isInteractive()
         let limit = interactive ? interactiveMaxWait : maxWait
         let wait = expectedWait(inPool: inPool, interactive: interactive)
-        guard inPool > capacity || wait > limit else { return nil }
+        let overLimit = inPool > capacity || wait > limit
+        guard overLimit || dominates(held: held ?? 0, inPool: inPool, wait: wait, limit: limit) else { return nil }
         refused?.increment()
-        // Retry once the pool has worked off what is beyond the limit (whole seconds, 1…30).
-        let seconds = min(30, max(1, Int((wait - limit).timeInterval.rounded(.up))))
+        // Retry once the pool has worked off what is beyond the limit (whole seconds, 1…30); an
+        // address refused for its share, after a second.
+        let seconds = overLimit ? min(30, max(1, Int((wait - limit).timeInterval.rounded(.up)))) : 1
         return FirebaseError.unavailable(
             "Too many password operations in progress; retry shortly.", retryAfterSeconds: seconds)
+    }
+
+    /// Whether a client holding `held` of the `inPool` hashes (the new one included in both) takes
+    /// more than `dominantShare` of them while the new hash fills more than that share of the
+    /// room: of the places, or of the wait limit. A client with one hash never does.
+    private func dominates(held: Int, inPool: Int, wait: Duration, limit: Duration) -> Bool {
+        let share = Self.dominantShare
+        guard held > 1, Double(held) > share * Double(inPool) else { return false }
+        return Double(inPool) > share * Double(capacity) || wait > limit * share
     }
 
     /// One admitted hash: what it needs on its thread.
@@ -243,12 +284,29 @@ public final class HashingPool: Sendable {
     /// (other threads of the machine wanted the cores: at `idle` priority inside this process, and
     /// in other processes and containers, where no priority of ours reaches), pauses so that the
     /// thread keeps `crowdedShare` of a core: the request threads elsewhere get the rest.
+    ///
+    /// Not while the hashes already queued would then start later than the busy limit allows
+    /// (`keepsPromise`): they were admitted, some of them at the faster pace of sign-ins alone
+    /// before the signed-in users' traffic began, and a pause that made them wait past
+    /// `abandonAfter` turned each into a 503 after 4 s (issue 37's storm, refusals' p99 about 4 s).
+    /// The threads hash flat out until the queue is one the pauses can serve in time.
     func yieldIfCrowded(_ before: ThreadSchedule, _ after: ThreadSchedule) {
         let ran = after.onCPU - before.onCPU
         let waited = after.waiting - before.waiting
-        guard ran > .zero, crowdedShare < 1, waited * 3 >= ran, interactiveNow.load(ordering: .relaxed) else { return }
+        guard ran > .zero, crowdedShare < 1, waited * 3 >= ran, interactiveNow.load(ordering: .relaxed),
+            keepsPromise(pausingAfter: ran)
+        else { return }
         yields?.increment()
         Thread.sleep(forTimeInterval: (ran * ((1 - crowdedShare) / crowdedShare)).timeInterval)
+    }
+
+    /// Whether every hash queued now still starts within `interactiveMaxWait` if each thread, after
+    /// each hash of `ran` on a CPU, pauses to its crowded share: a queue place then takes
+    /// `ran ÷ crowdedShare ÷ threads`.
+    func keepsPromise(pausingAfter ran: Duration) -> Bool {
+        let queued = inFlight.load(ordering: .relaxed) - threads
+        guard queued > 0 else { return true }
+        return ran * (Double(queued) / (crowdedShare * Double(threads))) <= interactiveMaxWait
     }
 
     /// Counts a request of a signed-in user: a refresh-token rotation or an account read.
@@ -453,12 +511,14 @@ public struct PasswordHasher: Sendable {
         params == currentParams ? current : try? JSONDecoder().decode(ScryptParams.self, from: Data(params.utf8))
     }
 
-    public func hash(_ password: String, key: HashKey) async throws -> StoredPassword {
+    /// A new hash of `password`, for the client at address `client` if an end user's request asks
+    /// for it (the pool's per-address share).
+    public func hash(_ password: String, key: HashKey, client: String? = nil) async throws -> StoredPassword {
         let salt = Secrets.randomBytes(12)
         let scrypt = FirebaseScrypt(
             signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: current.rounds,
             memCost: current.memCost)
-        let hash = try await pool.run { try scrypt.hash(password: password, salt: salt) }
+        let hash = try await pool.run(client: client) { try scrypt.hash(password: password, salt: salt) }
         return StoredPassword(
             algorithm: StoredPassword.firebaseScrypt, params: currentParams, salt: Data(salt).base64EncodedString(),
             hash: Data(hash).base64EncodedString())
@@ -466,7 +526,9 @@ public struct PasswordHasher: Sendable {
 
     /// True when `password` matches, per the hash's own algorithm and parameters. Unknown
     /// algorithms or corrupt records never match.
-    public func verify(_ password: String, stored: StoredPassword, keys: ScopeHashKeys) async throws -> Bool {
+    public func verify(_ password: String, stored: StoredPassword, keys: ScopeHashKeys, client: String? = nil)
+        async throws -> Bool
+    {
         guard let salt = Data(base64Encoded: stored.salt), let expected = Data(base64Encoded: stored.hash) else {
             return false
         }
@@ -477,14 +539,14 @@ public struct PasswordHasher: Sendable {
             let key = keys.key(for: p)
             let scrypt = FirebaseScrypt(
                 signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: p.rounds, memCost: p.memCost)
-            return try await pool.run {
+            return try await pool.run(client: client) {
                 try scrypt.verify(password: password, salt: Array(salt), expected: Array(expected))
             }
         default:
             guard let p = try? JSONDecoder().decode(ImportedParams.self, from: Data(stored.params.utf8)) else {
                 return false
             }
-            return try await pool.run {
+            return try await pool.run(client: client) {
                 try ImportedHash.verify(
                     password: password, algorithm: stored.algorithm, params: p, salt: salt, expected: expected)
             }
@@ -496,8 +558,8 @@ public struct PasswordHasher: Sendable {
 
     /// Costs what a verification costs, for accounts that do not exist: answers for unknown and
     /// known emails then take comparable time (B.5.9).
-    public func burn(_ password: String, key: HashKey) async throws {
-        _ = try await hash(password, key: key)
+    public func burn(_ password: String, key: HashKey, client: String? = nil) async throws {
+        _ = try await hash(password, key: key, client: client)
     }
 
     /// Whether a stored password should be re-hashed with the current parameters after a
