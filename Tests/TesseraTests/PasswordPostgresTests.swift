@@ -344,16 +344,16 @@ struct HashingPoolTests {
     }
 
     /// A hash that has started and holds its thread until the gate is signalled, then runs `after`.
-    static func hold(_ pool: HashingPool, then after: @escaping @Sendable () -> Void = {}) async -> (
-        DispatchSemaphore, Task<Void, any Error>
-    ) {
+    static func hold(
+        _ pool: HashingPool, client: String? = nil, then after: @escaping @Sendable () -> Void = {}
+    ) async -> (DispatchSemaphore, Task<Void, any Error>) {
         let gate = DispatchSemaphore(value: 0)
         let started = AsyncStream<Void>.makeStream()
         let task = Task {
             // A refused hash never starts: the stream ends then, and the caller's `await task.value`
             // throws the refusal instead of this function waiting for a start that never comes.
             defer { started.continuation.finish() }
-            try await pool.run {
+            try await pool.run(client: client) {
                 started.continuation.yield()
                 gate.wait()
                 after()
@@ -579,10 +579,18 @@ struct HashingPoolTests {
         try await pool.shutdown()
     }
 
-    @Test("past three quarters of the pool's room, an address holding more than three quarters of it is refused")
+    @Test("with other addresses about, one address may not hold more than three quarters of a pool three quarters full")
     func addressShare() async throws {
         let pool = HashingPool(threads: 1, queueLength: 7)  // room for 8
-        let (gate, holder) = await Self.hold(pool)
+        // Alone, an address may fill the pool.
+        let (soloGate, soloHolder) = await Self.hold(pool, client: "192.0.2.1")
+        let solo = (0..<7).map { _ in Task { try await pool.run(client: "192.0.2.1") {} } }
+        #expect(try await Self.depthReaches(pool, 8))
+        soloGate.signal()
+        try await soloHolder.value
+        for hash in solo { try await hash.value }
+        // With another address's hash in the pool, it may not.
+        let (gate, holder) = await Self.hold(pool, client: "198.51.100.7")
         let first = (0..<5).map { _ in Task { try await pool.run(client: "192.0.2.1") {} } }
         #expect(try await Self.depthReaches(pool, 6))
         #expect(pool.held(by: "192.0.2.1") == 5)
@@ -603,8 +611,6 @@ struct HashingPoolTests {
         try await holder.value
         for hash in first + [other, admin] { try await hash.value }
         #expect(pool.held(by: "192.0.2.1") == 0 && pool.held(by: "198.51.100.7") == 0)
-        // Alone in an empty pool, an address may use it.
-        try await pool.run(client: "192.0.2.1") {}
         try await pool.shutdown()
     }
 

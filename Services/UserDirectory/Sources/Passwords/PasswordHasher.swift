@@ -29,10 +29,12 @@ import TesseraShared
 ///   processes or containers (Linux shares the CPU between them first), and a 16 MiB scrypt hash
 ///   takes the cache from whatever runs beside it; the pause does. Sign-ins alone, refusals
 ///   included, never trigger it (docs/scaling.md, "Login storms").
-/// - **One address cannot take it all.** Once a new hash would fill more than `dominantShare` of
-///   the pool's room (its places, or the wait limit), a client address that already holds more
-///   than that share of the hashes in the pool is refused: one client's retry loop leaves the rest
-///   of the room to everybody else.
+/// - **One address cannot take it all.** While hashes of more than one client address are asked
+///   for (in the last `mixedWindow`), once a new hash would fill more than `dominantShare` of the
+///   pool's room (its places, or the wait limit), an address that already holds more than that share
+///   of the hashes in the pool is refused: one client's retry loop leaves the rest of the room to
+///   everybody else. An address alone (a backend that signs its users in, a benchmark) keeps the
+///   whole pool.
 public final class HashingPool: Sendable {
     let pool: NIOThreadPool
     let threads: Int
@@ -47,9 +49,14 @@ public final class HashingPool: Sendable {
     /// Hashes in the pool (running or queued) per client address that has any; an address leaves
     /// when its last hash does, so this holds at most `capacity` entries.
     private let perClient = Mutex<[String: Int]>([:])
+    /// When a hash was last asked for by an address while another address had hashes in the pool
+    /// (`Self.uptimeNanos`).
+    private let mixedAt = Atomic<Int>(Int.min / 2)
     /// The share of the pool's room beyond which an address holding more than this share of the
     /// hashes in the pool is refused.
     static let dominantShare = 0.75
+    /// How long after two addresses last met in the pool the share applies.
+    static let mixedWindow: Duration = .seconds(5)
     /// The mean time a hash holds its thread (with the pause after it, if any), in microseconds: an
     /// exponentially weighted mean over about the last 8 hashes; 0 until the first one ran.
     private let meanRunMicros = Atomic<Int>(0)
@@ -177,6 +184,7 @@ public final class HashingPool: Sendable {
         let held = client.map { address in
             perClient.withLock { counts in
                 counts[address, default: 0] += 1
+                if counts.count > 1 { mixedAt.store(Self.uptimeNanos(), ordering: .relaxed) }
                 return counts[address, default: 0]
             }
         }
@@ -202,7 +210,14 @@ public final class HashingPool: Sendable {
     /// statement, and a storm of retried refusals leaves the database to the signed-in users
     /// (issue 37). Advisory: `run` decides again when the hash is asked for.
     public func checkAdmission(client: String? = nil) throws {
-        let held = client.map { address in perClient.withLock { $0[address, default: 0] } + 1 }
+        let held = client.map { address in
+            perClient.withLock { counts in
+                if counts.count > (counts[address] == nil ? 0 : 1) {
+                    mixedAt.store(Self.uptimeNanos(), ordering: .relaxed)
+                }
+                return counts[address, default: 0] + 1
+            }
+        }
         if let refusal = refusal(inPool: inFlight.load(ordering: .relaxed) + 1, heldByClient: held) { throw refusal }
     }
 
@@ -229,10 +244,13 @@ public final class HashingPool: Sendable {
 
     /// Whether a client holding `held` of the `inPool` hashes (the new one included in both) takes
     /// more than `dominantShare` of them while the new hash fills more than that share of the
-    /// room: of the places, or of the wait limit. A client with one hash never does.
+    /// room, of the places or of the wait limit, and another address asked for a hash lately. A
+    /// client with one hash never does.
     private func dominates(held: Int, inPool: Int, wait: Duration, limit: Duration) -> Bool {
         let share = Self.dominantShare
-        guard held > 1, Double(held) > share * Double(inPool) else { return false }
+        guard held > 1, Double(held) > share * Double(inPool),
+            Self.uptimeNanos() - mixedAt.load(ordering: .relaxed) < Int(Self.mixedWindow.timeInterval * 1e9)
+        else { return false }
         return Double(inPool) > share * Double(capacity) || wait > limit * share
     }
 
