@@ -637,6 +637,27 @@ struct HashingPoolTests {
         try await pool.shutdown()
     }
 
+    @Test("while a thread is crowded, admission counts a queue place at the paused threads' pace")
+    func admissionAtThePausedPace() async throws {
+        let pool = HashingPool(threads: 1, queueLength: 8, crowdedShare: 0.25, interactiveMaxWait: .milliseconds(500))
+        try await pool.run { Self.burnCPU(.milliseconds(20)) }  // a hash of about 20 ms on a CPU
+        let traffic = try await SignedInTraffic.started(pool)
+        defer { traffic.stop() }
+        #expect(pool.isInteractive())
+        // Not crowded yet: a place takes about the hash time.
+        #expect(pool.expectedWait(inPool: 2) < .milliseconds(60))
+        _ = Self.pause(pool, ran: .milliseconds(1), waited: .milliseconds(1))  // crowded
+        // Crowded: 20 ms ÷ 0.25 a place, so the fourth place is past the 500 ms limit.
+        #expect(pool.expectedWait(inPool: 2) >= .milliseconds(70))
+        #expect(pool.expectedWait(inPool: 5) > .milliseconds(280))
+        // Signed-in users gone: the CPU time alone.
+        traffic.stop()
+        try await Task.sleep(for: .milliseconds(1100))
+        #expect(!pool.isInteractive())
+        #expect(pool.expectedWait(inPool: 5, interactive: false) < .milliseconds(240))
+        try await pool.shutdown()
+    }
+
     /// How long `yieldIfCrowded` pauses after a hash that ran `ran` on a CPU and waited `waited` for one.
     static func pause(_ pool: HashingPool, ran: Duration, waited: Duration) -> Duration {
         let start = ThreadSchedule(onCPU: .seconds(1), waiting: .seconds(1))

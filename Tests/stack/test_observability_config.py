@@ -49,6 +49,7 @@ GAUGES_AND_COUNTERS = {
     "tessera_signing_key_active_since_timestamp_seconds",
     "tessera_signing_key_expiry_timestamp_seconds",
     "tessera_signing_keys",
+    "tessera_password_gate_refused_total",
     # user-directory
     "tessera_password_hash_queue_depth_operations",
     "tessera_password_hash_refused_total",

@@ -107,9 +107,11 @@ def test_full_hash_queue_answers_503_with_retry_after_at_once(stack, make_tenant
         assert slowest < max(1.0, 3 * one_sign_in), (
             f"a refused sign-in took {slowest:.2f}s (one sign-in alone: {one_sign_in:.2f}s)")
 
-        # The refusals were the hashing queue's (not, say, the database's), and nothing is left in it.
+        # The refusals were the hashing queue's (not, say, the database's), or the token service's own
+        # right after one of them for the same address (PasswordGate), and nothing is left in the queue.
         samples = scrape(stack.env["TESSERA_DIRECTORY_URL"])
-        assert value(samples, "tessera_password_hash_refused_total") == len(refused)
+        gated = value(scrape(stack.env["TESSERA_TOKEN_SERVICE_URL"]), "tessera_password_gate_refused_total")
+        assert value(samples, "tessera_password_hash_refused_total") + gated == len(refused)
         assert value(samples, "tessera_password_hash_queue_depth_operations") == 0
         # The next sign-in goes through.
         expect_ok(sign_in(client, tenant_id, addresses[1]))
@@ -119,3 +121,51 @@ def test_full_hash_queue_answers_503_with_retry_after_at_once(stack, make_tenant
     assert directory_environment(stack) == saved
     # The refused count starts again from zero with the new process.
     assert value(scrape(stack.env["TESSERA_DIRECTORY_URL"]), "tessera_password_hash_refused_total") == 0
+
+
+def test_an_address_the_directory_refused_is_refused_by_the_token_service_for_the_window(stack, make_tenant):
+    """The token service's PasswordGate (issue 37): once the directory refused an address's sign-in, that
+    address's next ones within TESSERA_PASSWORD_REFUSAL_WINDOW get the same 503 and Retry-After without
+    an internal call (the directory's refusal count does not move); after the window they reach it again."""
+    tenant_id = make_tenant(allowPasswordSignup=True)["tenantId"]
+    client = Client(stack)
+    address = f"gate-{uuid.uuid4().hex[:10]}@example.com"
+    expect_ok(client.post("/v1/accounts:signUp", {"tenantId": tenant_id, "email": address, "password": PASSWORD}))
+    # One hashing thread, no queue, production hash cost: sign-ins at once overlap and are refused.
+    run_stack(stack, "restart", "user-directory", "TESSERA_HASH_THREADS=1", "TESSERA_HASH_QUEUE=0",
+              "TESSERA_PASSWORD_HASH_MEM_COST=")
+    run_stack(stack, "restart", "token-service", "TESSERA_PASSWORD_REFUSAL_WINDOW=3s")
+    try:
+        directory, token = stack.env["TESSERA_DIRECTORY_URL"], stack.env["TESSERA_TOKEN_SERVICE_URL"]
+        # Eight sign-ins at once through one thread and no queue: the directory refuses some.
+        gate = threading.Barrier(8)
+        answers: list[int] = []
+
+        def attempt() -> None:
+            own = Client(stack)
+            gate.wait(timeout=30)
+            answers.append(sign_in(own, tenant_id, address).status_code)
+
+        threads = [threading.Thread(target=attempt) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        refused_by_directory = value(scrape(directory), "tessera_password_hash_refused_total")
+        gated = value(scrape(token), "tessera_password_gate_refused_total")
+        assert refused_by_directory >= 1 and sorted(set(answers)) == [200, 503], answers
+        assert answers.count(503) == refused_by_directory + gated, (answers, refused_by_directory, gated)
+        # Within the window (the burst took well under 3 s): refused by the token service itself, with
+        # Retry-After, and the directory is not asked.
+        again = sign_in(client, tenant_id, address)
+        assert again.status_code == 503 and again.json()["error"]["status"] == "UNAVAILABLE", describe(again)
+        assert again.headers.get("Retry-After", "").isdigit(), describe(again)
+        assert value(scrape(token), "tessera_password_gate_refused_total") == gated + 1
+        assert value(scrape(directory), "tessera_password_hash_refused_total") == refused_by_directory
+        # After it, the sign-in reaches the directory again, whose thread is free.
+        time.sleep(3.2)
+        expect_ok(sign_in(client, tenant_id, address))
+        assert value(scrape(token), "tessera_password_gate_refused_total") == gated + 1
+    finally:
+        run_stack(stack, "restart", "token-service")
+        run_stack(stack, "restart", "user-directory")

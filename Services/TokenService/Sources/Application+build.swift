@@ -41,7 +41,9 @@ public func buildTokenApplication(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
         timeout: configuration.internalTimeout, metrics: metrics)
     let issuer = IDTokenIssuer(keys: keys, projectID: configuration.projectID, metrics: metrics)
-    let tokens = SessionTokens(directory: directory, issuer: issuer, configuration: configuration)
+    let tokens = SessionTokens(
+        directory: directory, issuer: issuer, configuration: configuration,
+        passwordGate: PasswordGate(window: configuration.passwordRefusalWindow, metrics: metrics))
     // Identity providers are outside: their own client (TLS, no redirects), not the internal one.
     var providerClientConfiguration = HTTPClient.Configuration()
     providerClientConfiguration.redirectConfiguration = .disallow

@@ -27,6 +27,9 @@ public struct TokenServiceConfiguration: Sendable {
     public var keyReloadInterval: Duration = .seconds(60)
     public var internalTimeout: Duration = .seconds(5)
     public var internalConnectTimeout: Duration = .seconds(1)
+    /// After the directory refused a client's password sign-in or sign-up with 503, the token service
+    /// refuses that address's next ones itself for this long (`PasswordGate`); zero: never.
+    public var passwordRefusalWindow: Duration = .milliseconds(100)
     /// The page that handles out-of-band links (`?mode=…&oobCode=…`); by default
     /// `<public URL>/__/auth/action`, Firebase's path.
     public var actionURL: String?
@@ -89,6 +92,7 @@ public struct TokenServiceConfiguration: Sendable {
         keyReloadInterval = try env.duration("TESSERA_KEY_RELOAD_INTERVAL", default: keyReloadInterval)
         internalTimeout = try env.duration("TESSERA_INTERNAL_TIMEOUT", default: internalTimeout)
         internalConnectTimeout = try env.duration("TESSERA_INTERNAL_CONNECT_TIMEOUT", default: internalConnectTimeout)
+        passwordRefusalWindow = try env.duration("TESSERA_PASSWORD_REFUSAL_WINDOW", default: passwordRefusalWindow)
         actionURL = env.string("TESSERA_ACTION_URL")
         providerEndpoints = ProviderEndpoints.resolve(env)
         idpJWKSRefetchInterval = try env.duration("TESSERA_IDP_JWKS_REFETCH_INTERVAL", default: idpJWKSRefetchInterval)

@@ -80,14 +80,16 @@ struct AccountsController {
                 scope = verified.scope
             }
             let clientIP = tokens.clientIP(request, context)
-            issued = try await tokens.startSession(
-                InternalPath.signUpPassword, requestID: context.requestID, logger: context.logger
-            ) { session in
-                var body = SignUpPasswordRequest(
-                    scope: scope, email: email, password: password, displayName: body.displayName, localId: localId,
-                    session: session)
-                body.clientIP = clientIP
-                return body
+            issued = try await tokens.passwordGate.pass(clientIP) {
+                try await tokens.startSession(
+                    InternalPath.signUpPassword, requestID: context.requestID, logger: context.logger
+                ) { session in
+                    var body = SignUpPasswordRequest(
+                        scope: scope, email: email, password: password, displayName: body.displayName,
+                        localId: localId, session: session)
+                    body.clientIP = clientIP
+                    return body
+                }
             }
         }
         return JSONResponse(
@@ -131,12 +133,15 @@ struct AccountsController {
             guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
             let scope = Scope(wire: body.tenantId)
             let clientIP = tokens.clientIP(request, context)
-            let issued = try await tokens.startSession(
-                InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
-            ) { session in
-                var body = SignInWithPasswordRequest(scope: scope, email: email, password: password, session: session)
-                body.clientIP = clientIP
-                return body
+            let issued = try await tokens.passwordGate.pass(clientIP) {
+                try await tokens.startSession(
+                    InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
+                ) { session in
+                    var body = SignInWithPasswordRequest(
+                        scope: scope, email: email, password: password, session: session)
+                    body.clientIP = clientIP
+                    return body
+                }
             }
             return JSONResponse(
                 PasswordSignInResponse(

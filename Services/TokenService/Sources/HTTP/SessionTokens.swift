@@ -9,6 +9,8 @@ struct SessionTokens: Sendable {
     let directory: DirectoryClient
     let issuer: IDTokenIssuer
     let configuration: TokenServiceConfiguration
+    /// Password sign-ins and sign-ups of an address the directory just refused are refused here.
+    let passwordGate: PasswordGate
 
     struct Issued {
         var user: UserRecord

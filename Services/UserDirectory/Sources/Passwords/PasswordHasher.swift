@@ -70,6 +70,9 @@ public final class HashingPool: Sendable {
     private let waitPerPlaceMicros = Atomic<Int>(0)
     private let waitPerPlaceUpdated = Atomic<Int>(0)
     private let priorityFailed = Atomic<Bool>(false)
+    /// When a hashing thread last found itself crowded while signed-in users were served, paused
+    /// or not (`Self.uptimeNanos`).
+    private let crowdedAt = Atomic<Int>(Int.min / 2)
     /// The wait limit while signed-in users' requests are being served (`interactive`).
     let interactiveMaxWait: Duration
     /// Requests of signed-in users the directory received (refresh-token rotations and account
@@ -153,11 +156,22 @@ public final class HashingPool: Sendable {
     /// once. An estimate from the wall-clock waits grows with that work, refuses more, and the pool
     /// settles at a few hashes a second; the CPU time does not grow with it, so the queue takes what
     /// the hashing can work off within the limit and the clients wait in it instead of coming back.
+    ///
+    /// While signed-in users are served and a hashing thread was crowded in the last second, a place
+    /// takes at least the hash's CPU time ÷ (`crowdedShare` × the threads): the pace at which paused
+    /// threads work. Without that floor the queue admitted grew past what the pauses serve in time,
+    /// the threads then skipped their pauses to keep it (`keepsPromise`), the measured wait shrank
+    /// and admitted more: the storm's refreshes lost their share to hashing run flat out.
     func expectedWait(inPool: Int, interactive: Bool = true) -> Duration {
         let place = inPool - threads
         guard place > 0 else { return .zero }
         let cpu = meanCPUMicros.load(ordering: .relaxed)
-        let perPlace = interactive || cpu == 0 ? waitPerPlace(now: Self.uptimeNanos()) : cpu / threads
+        guard interactive || cpu == 0 else { return .microseconds(place * (cpu / threads)) }
+        let now = Self.uptimeNanos()
+        var perPlace = waitPerPlace(now: now)
+        if crowdedShare < 1, now - crowdedAt.load(ordering: .relaxed) < 1_000_000_000 {
+            perPlace = max(perPlace, Int(Double(cpu) / (crowdedShare * Double(threads))))
+        }
         return .microseconds(place * perPlace)
     }
 
@@ -311,9 +325,9 @@ public final class HashingPool: Sendable {
     func yieldIfCrowded(_ before: ThreadSchedule, _ after: ThreadSchedule) {
         let ran = after.onCPU - before.onCPU
         let waited = after.waiting - before.waiting
-        guard ran > .zero, crowdedShare < 1, waited * 3 >= ran, interactiveNow.load(ordering: .relaxed),
-            keepsPromise(pausingAfter: ran)
-        else { return }
+        guard ran > .zero, crowdedShare < 1, waited * 3 >= ran, interactiveNow.load(ordering: .relaxed) else { return }
+        crowdedAt.store(Self.uptimeNanos(), ordering: .relaxed)
+        guard keepsPromise(pausingAfter: ran) else { return }
         yields?.increment()
         Thread.sleep(forTimeInterval: (ran * ((1 - crowdedShare) / crowdedShare)).timeInterval)
     }
