@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -25,6 +26,30 @@ struct DirectoryPostgresTests {
         let database = Database(target: target, logger: logger)
         #expect(database.endpoint.port == 1)
         try await PostgresSupport.slots.run { try await Self.usePrimary(of: database, real: real, target: target) }
+    }
+
+    @Test("with several servers in DATABASE_URL, a graceful shutdown stops the database service at once")
+    func replicatedStopsOnGracefulShutdown() async throws {
+        let url = try #require(PostgresSupport.url)
+        let real = try DatabaseTarget.fromURL(url).endpoints[0]
+        let target = try DatabaseTarget.fromURL(
+            url.replacingOccurrences(of: "@\(real)/", with: "@127.0.0.1:1,\(real)/"))
+        let database = Database(target: target, logger: logger)
+        try await PostgresSupport.slots.run {
+            var configuration = ServiceGroupConfiguration(services: [database], logger: PostgresSupport.logger)
+            // Past this the group cancels the service: without the fix the test fails instead of hanging.
+            configuration.maximumGracefulShutdownDuration = .seconds(8)
+            let group = ServiceGroup(configuration: configuration)
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                try await database.waitForPrimary(within: .seconds(10))
+                let asked = ContinuousClock.now
+                await group.triggerGracefulShutdown()
+                try await tasks.next()
+                // It waited for cancellation before: the shutdown timeout, 25 s in the services.
+                #expect(ContinuousClock.now - asked < .seconds(5))
+            }
+        }
     }
 
     static func usePrimary(of database: Database, real: DatabaseEndpoint, target: DatabaseTarget) async throws {

@@ -330,8 +330,13 @@ public final class Database: Service, Sendable {
                 "db.servers": .string(target.endpoints.map(\.description).joined(separator: ",")),
                 "db.server": .string(first.description),
             ])
-        await locate(after: nil)
-        await watch()
+        // Until a graceful shutdown (the server has answered its requests by then) or cancellation:
+        // the loops below only look at cancellation, and a stopping directory with a replicated
+        // DATABASE_URL waited for the shutdown timeout (25 s) instead of stopping at once.
+        await cancelWhenGracefulShutdown {
+            await self.locate(after: nil)
+            await self.watch()
+        }
         let runner = state.withLock { $0.runner }
         runner?.cancel()
         await runner?.value
