@@ -499,6 +499,9 @@ public struct SignUpPasswordRequest: Codable, Sendable {
     public var displayName: String?
     public var localId: String?
     public var session: NewSession
+    /// Password sign-ins and sign-ups the token service refused itself since its last such call
+    /// (`PasswordGate`), for the hashing pool's count of what is asked of it.
+    public var refusedByGate: Int?
 
     public init(
         scope: Scope, email: String, password: String, displayName: String?, localId: String?, session: NewSession
@@ -512,7 +515,7 @@ public struct SignUpPasswordRequest: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case clientIP, scope = "tenantId", email, password, displayName, localId, session
+        case clientIP, scope = "tenantId", email, password, displayName, localId, session, refusedByGate
     }
 }
 
@@ -523,6 +526,8 @@ public struct SignInWithPasswordRequest: Codable, Sendable {
     public var email: String
     public var password: String
     public var session: NewSession
+    /// As in `SignUpPasswordRequest`.
+    public var refusedByGate: Int?
 
     public init(scope: Scope, email: String, password: String, session: NewSession) {
         self.scope = scope
@@ -532,7 +537,7 @@ public struct SignInWithPasswordRequest: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case clientIP, scope = "tenantId", email, password, session
+        case clientIP, scope = "tenantId", email, password, session, refusedByGate
     }
 }
 

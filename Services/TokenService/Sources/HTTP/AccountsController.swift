@@ -80,7 +80,7 @@ struct AccountsController {
                 scope = verified.scope
             }
             let clientIP = tokens.clientIP(request, context)
-            issued = try await tokens.passwordGate.pass(clientIP) {
+            issued = try await tokens.passwordGate.pass(clientIP) { refusedByGate in
                 try await tokens.startSession(
                     InternalPath.signUpPassword, requestID: context.requestID, logger: context.logger
                 ) { session in
@@ -88,6 +88,7 @@ struct AccountsController {
                         scope: scope, email: email, password: password, displayName: body.displayName,
                         localId: localId, session: session)
                     body.clientIP = clientIP
+                    body.refusedByGate = refusedByGate
                     return body
                 }
             }
@@ -133,13 +134,14 @@ struct AccountsController {
             guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
             let scope = Scope(wire: body.tenantId)
             let clientIP = tokens.clientIP(request, context)
-            let issued = try await tokens.passwordGate.pass(clientIP) {
+            let issued = try await tokens.passwordGate.pass(clientIP) { refusedByGate in
                 try await tokens.startSession(
                     InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
                 ) { session in
                     var body = SignInWithPasswordRequest(
                         scope: scope, email: email, password: password, session: session)
                     body.clientIP = clientIP
+                    body.refusedByGate = refusedByGate
                     return body
                 }
             }

@@ -19,6 +19,9 @@ final class PasswordGate: Sendable {
     /// that is not enough, all (the gate only saves work: forgetting admits to the directory).
     let maximumAddresses: Int
     private let closed = Mutex<[String: Closed]>([:])
+    /// Refusals of the gate's own not yet told to the directory: the next call that passes carries
+    /// them, so that the hashing pool's count of sign-ins asked for sees the whole demand.
+    private let untold = Atomic<Int>(0)
     let refused: Counter?
 
     private struct Closed {
@@ -36,16 +39,18 @@ final class PasswordGate: Sendable {
     }
 
     /// Runs a password sign-in or sign-up's call to the directory for the client at `address`
-    /// (nil: no address known, all such share one gate), unless the gate is closed for it.
-    func pass<T>(_ address: String?, _ call: () async throws -> T) async throws -> T {
+    /// (nil: no address known, all such share one gate), unless the gate is closed for it. The call
+    /// gets the gate's refusals since the last call that passed, to tell the directory.
+    func pass<T>(_ address: String?, _ call: (_ refusedByGate: Int) async throws -> T) async throws -> T {
         let key = address ?? ""
         if let retryAfter = closedRetryAfter(key, now: .now) {
             refused?.increment()
+            untold.add(1, ordering: .relaxed)
             throw FirebaseError.unavailable(
                 "Too many password operations in progress; retry shortly.", retryAfterSeconds: retryAfter)
         }
         do {
-            return try await call()
+            return try await call(untold.exchange(0, ordering: .relaxed))
         } catch let error as FirebaseError where error.status == .serviceUnavailable && window > .zero {
             close(key, retryAfterSeconds: error.retryAfterSeconds ?? 1, now: .now)
             throw error

@@ -148,6 +148,7 @@ extension PasswordAccounts {
     ) {
         let scope = request.scope
         // A sign-up the hashing pool would refuse is refused before it reads anything (issue 37).
+        hasher.pool.noteHashAsked(max(0, min(request.refusedByGate ?? 0, 100_000)))
         try hasher.pool.checkAdmission(client: request.clientIP)
         let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
         if !flags.allowPasswordSignup { throw FirebaseError.invalid(.operationNotAllowed) }
@@ -212,6 +213,7 @@ extension PasswordAccounts {
         // sign-in hashes (a missing account burns a hash); the few that would not (an unknown tenant,
         // password sign-in off, a rate limit, an over-long password) get the retryable 503 instead of
         // their 400 while the pool is full.
+        hasher.pool.noteHashAsked(max(0, min(request.refusedByGate ?? 0, 100_000)))
         try hasher.pool.checkAdmission(client: request.clientIP)
         var candidate: PasswordSignInCandidate.Row?
         for try await row in try await client.execute(
