@@ -133,6 +133,7 @@ extension SignInWithPasswordRequest: DirectJSONEncodable, DirectJSONDecodable {
             object.member("email", email)
             object.member("password", password)
             object.member("session", session)
+            object.member("refusedByGate", refusedByGate.map(Int64.init))
         }
     }
 
@@ -142,6 +143,7 @@ extension SignInWithPasswordRequest: DirectJSONEncodable, DirectJSONDecodable {
         var email: String?
         var password: String?
         var session: NewSession?
+        var refusedByGate: Int64?
         try reader.object { key, reader in
             switch key {
             case "clientIP": clientIP = try reader.optionalString()
@@ -149,6 +151,7 @@ extension SignInWithPasswordRequest: DirectJSONEncodable, DirectJSONDecodable {
             case "email": email = try reader.string()
             case "password": password = try reader.string()
             case "session": session = try NewSession(json: &reader)
+            case "refusedByGate": refusedByGate = try reader.optionalInt()
             default: try reader.skipValue()
             }
         }
@@ -157,5 +160,6 @@ extension SignInWithPasswordRequest: DirectJSONEncodable, DirectJSONDecodable {
             password: try requiredJSONMember(password, "password"),
             session: try requiredJSONMember(session, "session"))
         self.clientIP = clientIP
+        self.refusedByGate = refusedByGate.map { Int(clamping: $0) }
     }
 }

@@ -205,10 +205,12 @@ struct DirectJSONTests {
             scope: Scope(key: "t"), email: "a@example.com", password: "p\"a\\s/s\u{1}\tw\u{e9}\u{1F511}",
             session: NewSession(refreshTokenHash: "h", expiresAt: 1_700_000_000))
         signIn.clientIP = "2001:db8::1"
+        signIn.refusedByGate = 12
         #expect(try canonical(signIn.jsonBytes()) == canonical(foundationBytes(signIn)))
         let readSignIn = try SignInWithPasswordRequest(jsonBytes: foundationBytes(signIn))
         #expect(try canonical(readSignIn.jsonBytes()) == canonical(foundationBytes(signIn)))
         #expect(readSignIn.password == signIn.password && readSignIn.clientIP == "2001:db8::1")
+        #expect(readSignIn.refusedByGate == 12)
         let noTenant = try SignInWithPasswordRequest(
             jsonBytes: foundationBytes(
                 SignInWithPasswordRequest(
