@@ -17,11 +17,7 @@ struct DirectoryPostgresTests {
 
     @Test("with several servers in DATABASE_URL, operations go to the one that takes writes")
     func locatesWritablePrimary() async throws {
-        let url = try #require(PostgresSupport.url)
-        let real = try DatabaseTarget.fromURL(url).endpoints[0]
-        // A refused port first, as a lost primary would be, then the real server.
-        let target = try DatabaseTarget.fromURL(
-            url.replacingOccurrences(of: "@\(real)/", with: "@127.0.0.1:1,\(real)/"))
+        let (target, real) = try Self.refusedThenReal()
         #expect(target.endpoints == [DatabaseEndpoint(host: "127.0.0.1", port: 1), real])
         let database = Database(target: target, logger: logger)
         #expect(database.endpoint.port == 1)
@@ -30,11 +26,7 @@ struct DirectoryPostgresTests {
 
     @Test("with several servers in DATABASE_URL, a graceful shutdown stops the database service at once")
     func replicatedStopsOnGracefulShutdown() async throws {
-        let url = try #require(PostgresSupport.url)
-        let real = try DatabaseTarget.fromURL(url).endpoints[0]
-        let target = try DatabaseTarget.fromURL(
-            url.replacingOccurrences(of: "@\(real)/", with: "@127.0.0.1:1,\(real)/"))
-        let database = Database(target: target, logger: logger)
+        let database = Database(target: try Self.refusedThenReal().target, logger: logger)
         try await PostgresSupport.slots.run {
             var configuration = ServiceGroupConfiguration(services: [database], logger: PostgresSupport.logger)
             // Past this the group cancels the service: without the fix the test fails instead of hanging.
@@ -50,6 +42,16 @@ struct DirectoryPostgresTests {
                 #expect(ContinuousClock.now - asked < .seconds(5))
             }
         }
+    }
+
+    /// The test server's DATABASE_URL with a refused port listed first, as a lost primary would be,
+    /// and the test server's endpoint.
+    static func refusedThenReal() throws -> (target: DatabaseTarget, real: DatabaseEndpoint) {
+        let url = try #require(PostgresSupport.url)
+        let real = try DatabaseTarget.fromURL(url).endpoints[0]
+        let target = try DatabaseTarget.fromURL(
+            url.replacingOccurrences(of: "@\(real)/", with: "@127.0.0.1:1,\(real)/"))
+        return (target, real)
     }
 
     static func usePrimary(of database: Database, real: DatabaseEndpoint, target: DatabaseTarget) async throws {
