@@ -28,7 +28,8 @@ import TesseraShared
 ///   pauses until it has used only `crowdedShare` of a core. No priority of ours reaches other
 ///   processes or containers (Linux shares the CPU between them first), and a 16 MiB scrypt hash
 ///   takes the cache from whatever runs beside it; the pause does. Sign-ins alone, refusals
-///   included, never trigger it (docs/scaling.md, "Login storms").
+///   included, never trigger it, nor does a demand the threads can meet (`demandExceedsCapacity`)
+///   (docs/scaling.md, "Login storms").
 /// - **One address cannot take it all.** While hashes of more than one client address are asked
 ///   for (in the last `mixedWindow`), once a new hash would fill more than `dominantShare` of the
 ///   pool's room (its places, or the wait limit), an address that already holds more than that share
