@@ -366,7 +366,8 @@ public final class HashingPool: Sendable {
     /// in other processes and containers, where no priority of ours reaches), pauses so that the
     /// thread keeps `crowdedShare` of a core: the request threads elsewhere get the rest.
     ///
-    /// Only while more hashes are asked for than the threads can do (`demandExceedsCapacity`). Not while the hashes already queued would then start later than the busy limit allows
+    /// Only while more hashes are asked for than the threads can do (`demandExceedsCapacity`). Not
+    /// while the hashes already queued would then start later than the busy limit allows
     /// (`keepsPromise`): they were admitted, some of them at the faster pace of sign-ins alone
     /// before the signed-in users' traffic began, and a pause that made them wait past
     /// `abandonAfter` turned each into a 503 after 4 s (issue 37's storm, refusals' p99 about 4 s).
