@@ -76,29 +76,41 @@ public final class HashingPool: Sendable {
     private let crowdedAt = Atomic<Int>(Int.min / 2)
     /// Hashes asked for (admitted or refused), for the sign-in demand's rate (`demandExceedsCapacity`).
     private let asked = Atomic<Int>(0)
-    private let demand: Mutex<DemandWindow>
-
-    private struct DemandWindow {
-        var start: ContinuousClock.Instant
-        var asked: Int
-        /// Hashes asked for a second over the last window that ended (nil before the first).
-        var rate: Double?
-    }
+    private let demand = Mutex(RateWindow())
     /// The wait limit while signed-in users' requests are being served (`interactive`).
     let interactiveMaxWait: Duration
     /// Requests of signed-in users the directory received (refresh-token rotations and account
     /// reads, `RequestCountMiddleware`); their rate over the last second says whether it serves them.
     private let signedInRequests = Atomic<Int>(0)
-    private let traffic: Mutex<TrafficWindow>
+    private let traffic = Mutex(RateWindow())
     private let interactiveNow = Atomic<Bool>(false)
     /// When the latest request of a signed-in user arrived (`Self.uptimeNanos`).
     private let lastSignedInRequest = Atomic<Int>(0)
     /// Signed-in users' requests a second above which the directory counts as serving them.
     static let interactiveRequestsPerSecond = 20.0
 
-    private struct TrafficWindow {
-        var start: ContinuousClock.Instant
-        var requests: Int
+    /// The rate of a running count over windows of at least a second: `advance` closes the window
+    /// once it is a second old, and the rate over it is `rate` until the next one closes.
+    private struct RateWindow {
+        var start = ContinuousClock.now
+        var count = 0
+        /// Per second over the last window that closed (nil before the first).
+        var rate: Double?
+
+        /// Closes the window if it is at least a second old (`total`: the count now); whether it did.
+        mutating func advance(to total: Int, at now: ContinuousClock.Instant) -> Bool {
+            let elapsed = now - start
+            guard elapsed >= .seconds(1) else { return false }
+            rate = Double(total - count) / elapsed.timeInterval
+            restart(at: total, now)
+            return true
+        }
+
+        /// Starts a new window at `total`, keeping `rate`.
+        mutating func restart(at total: Int, _ now: ContinuousClock.Instant) {
+            start = now
+            count = total
+        }
     }
     let logger: Logger?
     let depthGauge: Gauge?
@@ -113,8 +125,6 @@ public final class HashingPool: Sendable {
         metrics: ServiceMetrics? = nil, logger: Logger? = nil
     ) {
         self.interactiveMaxWait = min(interactiveMaxWait ?? maxWait, maxWait)
-        traffic = Mutex(TrafficWindow(start: .now, requests: 0))
-        demand = Mutex(DemandWindow(start: .now, asked: 0, rate: nil))
         self.crowdedShare = min(1, max(0.01, crowdedShare))
         self.abandonAfter = abandonAfter ?? max(maxWait * 2, .seconds(4))
         self.threads = max(1, threads)
@@ -208,13 +218,7 @@ public final class HashingPool: Sendable {
         noteHashAsked()
         let admitted = inFlight.add(1, ordering: .relaxed).newValue
         depthGauge?.set(Double(admitted))
-        let held = client.map { address in
-            perClient.withLock { counts in
-                counts[address, default: 0] += 1
-                if counts.count > 1 { mixedAt.store(Self.uptimeNanos(), ordering: .relaxed) }
-                return counts[address, default: 0]
-            }
-        }
+        let held = client.map { claim($0, keeping: true) }
         defer {
             // Not inside `depthGauge?.set(…)`: optional chaining would skip the subtraction without a gauge.
             let remaining = inFlight.subtract(1, ordering: .relaxed).newValue
@@ -237,14 +241,7 @@ public final class HashingPool: Sendable {
     /// statement, and a storm of retried refusals leaves the database to the signed-in users
     /// (issue 37). Advisory: `run` decides again when the hash is asked for.
     public func checkAdmission(client: String? = nil) throws {
-        let held = client.map { address in
-            perClient.withLock { counts in
-                if counts.count > (counts[address] == nil ? 0 : 1) {
-                    mixedAt.store(Self.uptimeNanos(), ordering: .relaxed)
-                }
-                return counts[address, default: 0] + 1
-            }
-        }
+        let held = client.map { claim($0, keeping: false) }
         if let refusal = refusal(inPool: inFlight.load(ordering: .relaxed) + 1, heldByClient: held) {
             noteHashAsked()
             throw refusal
@@ -269,19 +266,24 @@ public final class HashingPool: Sendable {
     func demandExceedsCapacity() -> Bool {
         let cpu = meanCPUMicros.load(ordering: .relaxed)
         let perHash = cpu > 0 ? cpu : meanRunMicros.load(ordering: .relaxed)
-        let now = ContinuousClock.now
         let total = asked.load(ordering: .relaxed)
         let rate = demand.withLock { window -> Double? in
-            let elapsed = now - window.start
-            if elapsed >= .seconds(1) {
-                window.rate = Double(total - window.asked) / elapsed.timeInterval
-                window.start = now
-                window.asked = total
-            }
+            _ = window.advance(to: total, at: .now)
             return window.rate
         }
         guard perHash > 0, let rate else { return true }
         return rate > Double(threads) * 1_000_000 / Double(perHash)
+    }
+
+    /// The hashes `address` holds in the pool with one more (which it keeps if `keeping`), noting
+    /// when another address has hashes there too (`mixedAt`).
+    private func claim(_ address: String, keeping: Bool) -> Int {
+        perClient.withLock { counts in
+            let held = counts[address, default: 0] + 1
+            if counts.count > (counts[address] == nil ? 0 : 1) { mixedAt.store(Self.uptimeNanos(), ordering: .relaxed) }
+            if keeping { counts[address] = held }
+            return held
+        }
     }
 
     /// The number of hashes `client` has in the pool now.
@@ -411,17 +413,16 @@ public final class HashingPool: Sendable {
         let now = ContinuousClock.now
         let requests = signedInRequests.load(ordering: .relaxed)
         guard Self.uptimeNanos() - lastSignedInRequest.load(ordering: .relaxed) < 1_000_000_000 else {
-            traffic.withLock { $0 = TrafficWindow(start: now, requests: requests) }
+            traffic.withLock { $0.restart(at: requests, now) }
             interactiveNow.store(false, ordering: .relaxed)
             return false
         }
         return traffic.withLock { window in
-            let elapsed = now - window.start
-            guard elapsed >= .seconds(1) else { return interactiveNow.load(ordering: .relaxed) }
-            let rate = Double(requests - window.requests) / elapsed.timeInterval
+            guard window.advance(to: requests, at: now), let rate = window.rate else {
+                return interactiveNow.load(ordering: .relaxed)
+            }
             let interactive = rate >= Self.interactiveRequestsPerSecond
             interactiveNow.store(interactive, ordering: .relaxed)
-            window = TrafficWindow(start: now, requests: requests)
             return interactive
         }
     }
