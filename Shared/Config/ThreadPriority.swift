@@ -38,11 +38,28 @@ public enum ThreadPriority: String, Sendable, CaseIterable {
     }
 }
 
-/// The calling thread's scheduling times (Linux's /proc/thread-self/schedstat): how long it ran and
-/// how long it was runnable but waited for a CPU.
-public struct ThreadSchedule: Sendable {
+/// A thread's scheduling times (Linux's /proc/thread-self/schedstat): how long it ran and how long it
+/// was runnable but waited for a CPU, since it started or (the difference of two readings) over a
+/// piece of work.
+public struct ThreadSchedule: Sendable, Equatable {
     public var onCPU: Duration
     public var waiting: Duration
+
+    public init(onCPU: Duration, waiting: Duration) {
+        self.onCPU = onCPU
+        self.waiting = waiting
+    }
+
+    /// The times between the reading `before` and this one.
+    public static func - (after: ThreadSchedule, before: ThreadSchedule) -> ThreadSchedule {
+        ThreadSchedule(onCPU: after.onCPU - before.onCPU, waiting: after.waiting - before.waiting)
+    }
+
+    /// The calling thread's times since the reading `before` (nil where the system does not say).
+    public static func since(_ before: ThreadSchedule?) -> ThreadSchedule? {
+        guard let before, let now = current() else { return nil }
+        return now - before
+    }
 
     /// Nil where the system does not say.
     public static func current() -> ThreadSchedule? {

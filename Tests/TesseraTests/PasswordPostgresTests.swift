@@ -689,9 +689,8 @@ struct HashingPoolTests {
 
     /// How long `yieldIfCrowded` pauses after a hash that ran `ran` on a CPU and waited `waited` for one.
     static func pause(_ pool: HashingPool, ran: Duration, waited: Duration) -> Duration {
-        let start = ThreadSchedule(onCPU: .seconds(1), waiting: .seconds(1))
         let clock = ContinuousClock.now
-        pool.yieldIfCrowded(start, ThreadSchedule(onCPU: start.onCPU + ran, waiting: start.waiting + waited))
+        pool.yieldIfCrowded(ThreadSchedule(onCPU: ran, waiting: waited))
         return ContinuousClock.now - clock
     }
 

@@ -34,4 +34,23 @@ int tessera_thread_scheduling(void);
 /// Linux's /proc/thread-self/schedstat. 0 on success, -1 where unavailable.
 int tessera_thread_schedstat(unsigned long long *_Nonnull on_cpu, unsigned long long *_Nonnull waiting);
 
+/// Starts `path` with `argv` (NULL-terminated) as a child in a session of its own (`setsid`, so Linux
+/// schedules it in a group of its own when autogroup is on), with `fds[i]` as its descriptor `3 + i`
+/// for each of the `count` descriptors (at most 64). The child's pid goes to `pid`. 0 on success, an
+/// errno value otherwise.
+int tessera_spawn_in_own_session(
+    const char *_Nonnull path, char *_Nullable const *_Nonnull argv, const int *_Nonnull fds, int count,
+    int *_Nonnull pid);
+
+/// Sets the nice value of the calling process's autogroup (Linux's /proc/self/autogroup: the weight the
+/// scheduler gives the session's group against other sessions' groups). Raising it needs no
+/// privilege. 0 on success, -1 where it failed or autogroup is off.
+int tessera_set_autogroup_nice(int nice);
+
+/// The nice value of process `pid`'s autogroup (0: the calling process), or -100 where unknown.
+int tessera_autogroup_nice(int pid);
+
+/// Closes every descriptor from `first` up. 0 on success, -1 otherwise.
+int tessera_close_from(int first);
+
 #endif

@@ -11,7 +11,7 @@ struct UserDirectoryCommand: AsyncParsableCommand {
         commandName: "user-directory",
         abstract: "Tessera's user directory: the owner of PostgreSQL, the admin API and the internal API.",
         version: TesseraVersion.current,
-        subcommands: [Serve.self, Migrate.self],
+        subcommands: [Serve.self, Migrate.self, HashWorkerCommand.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -39,5 +39,24 @@ struct Migrate: AsyncParsableCommand {
             configuration: try DirectoryConfiguration.databaseTarget(env),
             startTimeout: try env.duration("TESSERA_DATABASE_START_TIMEOUT", default: .seconds(30)), logger: logger)
         print(applied.isEmpty ? "schema is up to date" : "applied migrations \(applied)")
+    }
+}
+
+/// The password hashing process the directory starts with `TESSERA_HASH_ISOLATION=process`; not for
+/// operators to run.
+struct HashWorkerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hash-worker", abstract: "Hash passwords for the directory that started this process.",
+        shouldDisplay: false)
+    @Option var channels: Int
+    @Option(name: .customLong("group-nice")) var groupNice: Int
+    @Option var priority: String
+    @Option var cgroup: String?
+
+    func run() throws {
+        let code = HashWorkerProcess.run(
+            channels: channels, groupNice: groupNice, cgroup: cgroup,
+            priority: ThreadPriority(rawValue: priority) ?? .idle)
+        if code != 0 { throw ExitCode(code) }
     }
 }

@@ -30,6 +30,11 @@ public struct DirectoryConfiguration: Sendable {
     public var hashPriority: ThreadPriority = .idle
     public var hashCrowdedShare: Double = 0.2
     public var hashInteractiveMaxWait: Duration = .milliseconds(500)
+    /// Where the hashes run (`TESSERA_HASH_ISOLATION`): the pool's threads, or a child process whose
+    /// scheduling group runs at `hashGroupNice` or that joins the cgroup `hashCgroup`.
+    public var hashIsolation: HashIsolation = .thread
+    public var hashGroupNice = 19
+    public var hashCgroup: String?
     /// How often freed memory is given back to the system (`HeapTrim`); zero: never.
     public var heapTrimInterval: Duration = .seconds(30)
     /// Who the admin caller is behind the ingress (`TESSERA_TRUSTED_PROXIES`), for the limit on failed
@@ -111,6 +116,17 @@ public struct DirectoryConfiguration: Sendable {
             }
             hashPriority = value
         }
+        if let isolation = env.string("TESSERA_HASH_ISOLATION") {
+            guard let value = HashIsolation(rawValue: isolation) else {
+                throw ConfigError.invalid("TESSERA_HASH_ISOLATION", "expected thread or process")
+            }
+            hashIsolation = value
+        }
+        hashGroupNice = try env.int("TESSERA_HASH_GROUP_NICE", default: hashGroupNice)
+        guard (0...19).contains(hashGroupNice) else {
+            throw ConfigError.invalid("TESSERA_HASH_GROUP_NICE", "expected 0 to 19")
+        }
+        hashCgroup = env.string("TESSERA_HASH_CGROUP").flatMap { $0.isEmpty ? nil : $0 }
         heapTrimInterval = try env.duration("TESSERA_HEAP_TRIM_INTERVAL", default: heapTrimInterval)
         oobCodeTTL = try env.duration("TESSERA_OOB_CODE_TTL", default: oobCodeTTL)
         databaseStartTimeout = try env.duration("TESSERA_DATABASE_START_TIMEOUT", default: databaseStartTimeout)
@@ -149,8 +165,20 @@ public func buildDirectoryApplication(
         threads: configuration.hashThreads, queueLength: configuration.hashQueue, maxWait: configuration.hashMaxWait,
         priority: configuration.hashPriority, crowdedShare: configuration.hashCrowdedShare,
         interactiveMaxWait: configuration.hashInteractiveMaxWait, metrics: metrics, logger: logger)
+    let worker: HashWorker?
+    switch configuration.hashIsolation {
+    case .thread:
+        worker = nil
+    case .process:
+        let process = HashWorker(
+            channels: configuration.hashThreads, groupNice: configuration.hashGroupNice,
+            cgroup: configuration.hashCgroup, priority: configuration.hashPriority, logger: logger)
+        try process.start()
+        worker = process
+    }
     let hasher = PasswordHasher(
-        pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost)
+        pool: hashing, rounds: configuration.passwordHashRounds, memCost: configuration.passwordHashMemCost,
+        worker: worker)
     let accounts = Accounts(
         client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
         oobCodeTTL: configuration.oobCodeTTL, metrics: metrics)
@@ -252,7 +280,7 @@ public func buildDirectoryApplication(
         router: router,
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
         services: [
-            client, HashingPoolService(pool: hashing, logger: logger),
+            client, HashingPoolService(pool: hashing, worker: worker, logger: logger),
             MailDispatcher(client: client, settings: configuration.mail, logger: logger, metrics: metrics),
             HeapTrim.service(every: configuration.heapTrimInterval, logger: logger),
         ],

@@ -30,9 +30,16 @@ public struct FirebaseScrypt: Sendable, Equatable {
     }
 
     public func verify(password: String, salt: [UInt8], expected: [UInt8]) throws -> Bool {
-        // An empty key encrypts to nothing, which would match an empty stored hash for any password.
-        guard !signerKey.isEmpty, !expected.isEmpty else { return false }
-        let actual = try hash(password: password, salt: salt)
-        return actual.count == expected.count && Secrets.constantTimeEquals(Data(actual), Data(expected))
+        guard canMatch(expected: expected) else { return false }
+        return Self.matches(try hash(password: password, salt: salt), expected: expected)
+    }
+
+    /// Whether any password can match `expected`: an empty key encrypts to nothing, which would match
+    /// an empty stored hash for any password.
+    func canMatch(expected: [UInt8]) -> Bool { !signerKey.isEmpty && !expected.isEmpty }
+
+    /// Whether a hash is the stored one, compared in constant time.
+    static func matches(_ actual: [UInt8], expected: [UInt8]) -> Bool {
+        actual.count == expected.count && Secrets.constantTimeEquals(Data(actual), Data(expected))
     }
 }

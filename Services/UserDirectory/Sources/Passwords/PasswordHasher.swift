@@ -215,6 +215,18 @@ public final class HashingPool: Sendable {
     /// Runs `body` on a hashing thread if the pool admits it, for the client at address `client`
     /// (nil: an admin's import or a password set by an admin, which no address's share limits).
     public func run<T: Sendable>(client: String? = nil, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await runMeasured(client: client) {
+            let before = ThreadSchedule.current()
+            let result = try body()
+            return (result, ThreadSchedule.since(before))
+        }
+    }
+
+    /// `run` for a `body` that says what CPU its work took (nil: unknown), because it was not this
+    /// thread's: a hash in the worker process (`HashWorker`).
+    func runMeasured<T: Sendable>(client: String?, _ body: @escaping @Sendable () throws -> (T, ThreadSchedule?))
+        async throws -> T
+    {
         noteHashAsked()
         let admitted = inFlight.add(1, ordering: .relaxed).newValue
         depthGauge?.set(Double(admitted))
@@ -327,7 +339,7 @@ public final class HashingPool: Sendable {
         let place: Int
         let staleAfter: Duration
 
-        func run<T>(_ body: () throws -> T) throws -> T {
+        func run<T>(_ body: () throws -> (T, ThreadSchedule?)) throws -> T {
             let started = ContinuousClock.now
             pool.waitTime?.record(started - queued)
             if place > 0 {
@@ -340,11 +352,10 @@ public final class HashingPool: Sendable {
                     "Too many password operations in progress; retry shortly.", retryAfterSeconds: 1)
             }
             pool.applyPriority()
-            let before = ThreadSchedule.current()
-            let result = try body()
-            if let before, let after = ThreadSchedule.current() {
-                Self.average(pool.meanCPUMicros, after.onCPU - before.onCPU)
-                pool.yieldIfCrowded(before, after)
+            let (result, use) = try body()
+            if let use {
+                Self.average(pool.meanCPUMicros, use.onCPU)
+                pool.yieldIfCrowded(use)
             }
             Self.average(pool.meanRunMicros, ContinuousClock.now - started)
             return result
@@ -374,9 +385,9 @@ public final class HashingPool: Sendable {
     /// before the signed-in users' traffic began, and a pause that made them wait past
     /// `abandonAfter` turned each into a 503 after 4 s (issue 37's storm, refusals' p99 about 4 s).
     /// The threads hash flat out until the queue is one the pauses can serve in time.
-    func yieldIfCrowded(_ before: ThreadSchedule, _ after: ThreadSchedule) {
-        let ran = after.onCPU - before.onCPU
-        let waited = after.waiting - before.waiting
+    func yieldIfCrowded(_ use: ThreadSchedule) {
+        let ran = use.onCPU
+        let waited = use.waiting
         guard ran > .zero, crowdedShare < 1, waited * 3 >= ran, interactiveNow.load(ordering: .relaxed),
             demandExceedsCapacity()
         else { return }
@@ -443,9 +454,11 @@ public final class HashingPool: Sendable {
     }
 }
 
-/// Stops the hashing threads after graceful shutdown has begun.
+/// Stops the hashing threads, then the hash worker process if there is one, after graceful shutdown
+/// has begun.
 struct HashingPoolService: Service {
     let pool: HashingPool
+    var worker: HashWorker?
     let logger: Logger
 
     func run() async throws {
@@ -455,6 +468,7 @@ struct HashingPoolService: Service {
         } catch {
             logger.warning("hashing pool shutdown failed", metadata: ["error": "\(error)"])
         }
+        worker?.shutdown()
     }
 }
 
@@ -582,9 +596,12 @@ public struct PasswordHasher: Sendable {
     /// it: most sign-ins.
     private let current: ScryptParams
     let currentParams: String
+    /// Where Firebase-scrypt hashes run when they leave the directory's process (nil: on the pool's threads).
+    let worker: HashWorker?
 
-    public init(pool: HashingPool, rounds: Int = 8, memCost: Int = 14) {
+    public init(pool: HashingPool, rounds: Int = 8, memCost: Int = 14, worker: HashWorker? = nil) {
         self.pool = pool
+        self.worker = worker
         current = ScryptParams(rounds: rounds, memCost: memCost, signerKey: nil, saltSeparator: nil, projectKey: nil)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -603,7 +620,7 @@ public struct PasswordHasher: Sendable {
         let scrypt = FirebaseScrypt(
             signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: current.rounds,
             memCost: current.memCost)
-        let hash = try await pool.run(client: client) { try scrypt.hash(password: password, salt: salt) }
+        let hash = try await firebaseScrypt(scrypt, password: password, salt: salt, client: client)
         return StoredPassword(
             algorithm: StoredPassword.firebaseScrypt, params: currentParams, salt: Data(salt).base64EncodedString(),
             hash: Data(hash).base64EncodedString())
@@ -624,9 +641,9 @@ public struct PasswordHasher: Sendable {
             let key = keys.key(for: p)
             let scrypt = FirebaseScrypt(
                 signerKey: key.signerKey, saltSeparator: key.saltSeparator, rounds: p.rounds, memCost: p.memCost)
-            return try await pool.run(client: client) {
-                try scrypt.verify(password: password, salt: Array(salt), expected: Array(expected))
-            }
+            guard scrypt.canMatch(expected: Array(expected)) else { return false }
+            let actual = try await firebaseScrypt(scrypt, password: password, salt: Array(salt), client: client)
+            return FirebaseScrypt.matches(actual, expected: Array(expected))
         default:
             guard let p = try? JSONDecoder().decode(ImportedParams.self, from: Data(stored.params.utf8)) else {
                 return false
@@ -636,6 +653,17 @@ public struct PasswordHasher: Sendable {
                     password: password, algorithm: stored.algorithm, params: p, salt: salt, expected: expected)
             }
         }
+    }
+
+    /// A Firebase-scrypt hash, in the worker process if there is one (and the password fits its
+    /// message), else on a thread of the pool.
+    private func firebaseScrypt(_ scrypt: FirebaseScrypt, password: String, salt: [UInt8], client: String?)
+        async throws -> [UInt8]
+    {
+        guard let worker, HashWorker.carries(password: password, scrypt: scrypt) else {
+            return try await pool.run(client: client) { try scrypt.hash(password: password, salt: salt) }
+        }
+        return try await pool.runMeasured(client: client) { try worker.hash(scrypt, password: password, salt: salt) }
     }
 
     /// The parameters native hashes are made with, as the project's hash config publishes them.
