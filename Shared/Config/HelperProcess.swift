@@ -59,10 +59,9 @@ public final class HelperProcess: Sendable {
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
     }
 
-    /// Closes every channel (the child then exits) and reaps the child, killing it if it has not
-    /// exited within `grace`.
-    public func stop(grace: Duration = .seconds(2)) {
-        for fd in channels { close(fd) }
+    /// Waits for the child to exit (its channels closed, it should) and reaps it, killing it if it has
+    /// not exited within `grace`.
+    public func reap(killingAfter grace: Duration) {
         let deadline = ContinuousClock.now + grace
         var status: Int32 = 0
         while ContinuousClock.now < deadline {

@@ -135,6 +135,8 @@ public final class HashWorker: Sendable {
             for fd in state.free { close(fd) }
             state.free = []
             state.process = nil
+            // The calls still holding its channels close them when they end (`checkIn`).
+            state.generation += 1
             return process
         }
         guard let process else { return }
@@ -161,9 +163,11 @@ public final class HashWorker: Sendable {
             metadata: ["pid": "\(process.pid)", "hash.channels": "\(channels)"])
     }
 
-    /// Stops the process: closes its channels, then waits for it to exit.
+    /// Stops the process: closes its channels (a call still holding one closes it when it ends), then
+    /// waits for the process to exit, and kills it after 2 s.
     public func shutdown() {
         let process: HelperProcess? = state.withLock { state in
+            for fd in state.free { close(fd) }
             defer {
                 state.process = nil
                 state.free = []
@@ -171,7 +175,7 @@ public final class HashWorker: Sendable {
             }
             return state.process
         }
-        process?.stop()
+        process?.reap(killingAfter: .seconds(2))
     }
 }
 
