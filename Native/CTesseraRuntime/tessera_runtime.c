@@ -83,19 +83,29 @@ int tessera_thread_scheduling(void) {
 #endif
 }
 
-int tessera_thread_schedstat(unsigned long long *on_cpu, unsigned long long *waiting) {
 #if defined(__linux__)
-    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+/// Reads the start of a small file (a /proc entry) into `buffer`, NUL-terminated; false if it cannot.
+static bool tessera_read_small_file(const char *path, char *buffer, size_t size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        return -1;
+        return false;
     }
-    char buffer[128];
-    ssize_t length = read(fd, buffer, sizeof(buffer) - 1);
+    ssize_t length = read(fd, buffer, size - 1);
     close(fd);
     if (length <= 0) {
-        return -1;
+        return false;
     }
     buffer[length] = '\0';
+    return true;
+}
+#endif
+
+int tessera_thread_schedstat(unsigned long long *on_cpu, unsigned long long *waiting) {
+#if defined(__linux__)
+    char buffer[128];
+    if (!tessera_read_small_file("/proc/thread-self/schedstat", buffer, sizeof(buffer))) {
+        return -1;
+    }
     return sscanf(buffer, "%llu %llu", on_cpu, waiting) == 2 ? 0 : -1;
 #else
     (void)on_cpu;
@@ -194,17 +204,10 @@ int tessera_autogroup_nice(int pid) {
     } else {
         snprintf(path, sizeof(path), "/proc/%d/autogroup", pid);
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -100;
-    }
     char buffer[64];
-    ssize_t length = read(fd, buffer, sizeof(buffer) - 1);
-    close(fd);
-    if (length <= 0) {
+    if (!tessera_read_small_file(path, buffer, sizeof(buffer))) {
         return -100;
     }
-    buffer[length] = '\0';
     // "/autogroup-123 nice 19"
     const char *marker = strstr(buffer, "nice ");
     int nice = 0;

@@ -21,7 +21,9 @@ import TesseraShared
 ///   that waited more than twice `maxWait` and at least 4 s (its caller, the token service, gives
 ///   up after 5 s), is not run when it reaches a thread.
 /// - **Priority.** The threads run at `priority` (the service sets `idle`, `SCHED_IDLE`), so the request
-///   threads of the process (refreshes, lookups) take a core from a hash whenever they want it.
+///   threads of the process (refreshes, lookups) take a core from a hash whenever they want it. With
+///   a `HashWorker` (`TESSERA_HASH_ISOLATION=process`) a thread hands its Firebase-scrypt hash to the
+///   worker process, whose scheduling group the kernel weighs below every other process's, and waits.
 /// - **Giving way to signed-in users.** While the directory serves other requests (refreshes,
 ///   lookups: `isInteractive()`), hashes get the shorter `interactiveMaxWait`, and after a hash
 ///   during which its thread waited for a CPU at least a third as long as it ran, the thread
