@@ -55,6 +55,7 @@ GAUGES_AND_COUNTERS = {
     "tessera_password_hash_refused_total",
     "tessera_password_hash_dropped_total",
     "tessera_password_hash_yields_total",
+    "tessera_password_hash_worker_starts_total",
     "tessera_password_hash_threads",
     "tessera_password_hash_queue_limit",
     "tessera_refresh_token_reuse_total",

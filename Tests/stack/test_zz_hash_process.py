@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Client, expect_ok, pid_alive, require_running_service, run_stack
+from conftest import Client, expect_ok, pid_alive, require_running_service, run_stack, scrape, value
 
 pytestmark = pytest.mark.disruptive
 
@@ -108,6 +108,7 @@ def test_hashing_runs_in_a_worker_of_its_own_that_never_outlives_the_directory(s
         assert statuses[-1] == 200, statuses
         replacement = wait_for(lambda: workers_of(directory))
         assert len(replacement) == 1 and replacement[0] != worker, replacement
+        assert value(scrape(stack.env["TESSERA_DIRECTORY_URL"]), "tessera_password_hash_worker_starts_total") == 2
 
         # SIGKILL of the directory: the kernel closes its ends of the channels and the worker exits.
         os.kill(directory, signal.SIGKILL)

@@ -172,7 +172,7 @@ public func buildDirectoryApplication(
     case .process:
         let process = HashWorker(
             channels: configuration.hashThreads, groupNice: configuration.hashGroupNice,
-            cgroup: configuration.hashCgroup, priority: configuration.hashPriority, logger: logger)
+            cgroup: configuration.hashCgroup, priority: configuration.hashPriority, metrics: metrics, logger: logger)
         try process.start()
         worker = process
     }

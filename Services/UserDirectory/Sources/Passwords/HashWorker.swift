@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Prometheus
 import Synchronization
 import TesseraShared
 
@@ -32,6 +33,9 @@ public final class HashWorker: Sendable {
     let arguments: [String]
     let channels: Int
     let logger: Logger?
+    /// Workers started, the first included (`password_hash_worker_starts`): more than one means a
+    /// worker died or stopped answering.
+    let starts: Counter?
     private let state = Mutex(State())
 
     private struct State {
@@ -48,7 +52,7 @@ public final class HashWorker: Sendable {
     /// `priority`.
     public init(
         executable: String = "/proc/self/exe", channels: Int, groupNice: Int, cgroup: String?,
-        priority: ThreadPriority, logger: Logger?
+        priority: ThreadPriority, metrics: ServiceMetrics? = nil, logger: Logger?
     ) {
         self.executable = executable
         self.channels = max(1, channels)
@@ -59,6 +63,9 @@ public final class HashWorker: Sendable {
         if let cgroup { arguments += ["--cgroup", cgroup] }
         self.arguments = arguments
         self.logger = logger
+        starts = metrics?.counter(
+            "password_hash_worker_starts",
+            help: "Password hashing worker processes started (TESSERA_HASH_ISOLATION=process), restarts included.")
     }
 
     /// Starts the process now, and hashes once through it (a trivial hash), so that a worker that
@@ -158,6 +165,7 @@ public final class HashWorker: Sendable {
         state.generation += 1
         state.process = process
         state.free = process.channels
+        starts?.increment()
         logger?.info(
             "password hashing runs in its own process",
             metadata: ["pid": "\(process.pid)", "hash.channels": "\(channels)"])
