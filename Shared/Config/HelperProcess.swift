@@ -83,12 +83,6 @@ public final class HelperProcess: Sendable {
         /// Sets this process's scheduling group's nice value (0 to 19); false if the system refused.
         public static func setGroupNice(_ nice: Int) -> Bool { tessera_set_autogroup_nice(Int32(nice)) == 0 }
 
-        /// The nice value of this process's scheduling group, or nil where unknown.
-        public static var groupNice: Int? {
-            let nice = tessera_autogroup_nice(0)
-            return nice == -100 ? nil : Int(nice)
-        }
-
         /// Moves this process into the cgroup at `directory` (its `cgroup.procs`).
         public static func join(cgroup directory: String) throws {
             let path = directory.hasSuffix("/") ? directory + "cgroup.procs" : directory + "/cgroup.procs"

@@ -117,6 +117,31 @@ struct DirectoryUnitTests {
         #expect(throws: ConfigError.self) { try interval("often") }
     }
 
+    @Test("the hash isolation settings: thread unless TESSERA_HASH_ISOLATION says process; bad values refused")
+    func hashIsolation() throws {
+        let base = [
+            "DATABASE_URL": "postgres://u:p@db:5433/tessera", "TESSERA_ADMIN_TOKEN": strongTestSecret,
+            "TESSERA_INTERNAL_SECRET": strongTestSecret,
+        ]
+        func configuration(_ settings: [String: String]) throws -> DirectoryConfiguration {
+            try DirectoryConfiguration(environment: ConfigReader(base.merging(settings) { $1 }))
+        }
+        let defaults = try configuration([:])
+        #expect(defaults.hashIsolation == .thread && defaults.hashGroupNice == 19 && defaults.hashCgroup == nil)
+        let isolated = try configuration([
+            "TESSERA_HASH_ISOLATION": "process", "TESSERA_HASH_GROUP_NICE": "10",
+            "TESSERA_HASH_CGROUP": "/sys/fs/cgroup/tessera-hash",
+        ])
+        #expect(isolated.hashIsolation == .process && isolated.hashGroupNice == 10)
+        #expect(isolated.hashCgroup == "/sys/fs/cgroup/tessera-hash")
+        #expect(throws: ConfigError.self) { try configuration(["TESSERA_HASH_ISOLATION": "container"]) }
+        #expect(throws: ConfigError.self) { try configuration(["TESSERA_HASH_GROUP_NICE": "-5"]) }
+        #expect(throws: ConfigError.self) {
+            try configuration(["TESSERA_HASH_ISOLATION": "process", "TESSERA_HASH_THREADS": "65"])
+        }
+        #expect(try configuration(["TESSERA_HASH_THREADS": "65"]).hashThreads == 65)
+    }
+
     @Test("a display name cannot end the Subject header or inject SMTP commands")
     func mailSubjectInjection() {
         let attack = "Eve\r\n.\r\nMAIL FROM:<spam@evil.example>\r\nBcc: all@example.com"

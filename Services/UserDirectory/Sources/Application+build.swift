@@ -122,6 +122,9 @@ public struct DirectoryConfiguration: Sendable {
             }
             hashIsolation = value
         }
+        if hashIsolation == .process, !(1...64).contains(hashThreads) {
+            throw ConfigError.invalid("TESSERA_HASH_THREADS", "expected 1 to 64 with TESSERA_HASH_ISOLATION=process")
+        }
         hashGroupNice = try env.int("TESSERA_HASH_GROUP_NICE", default: hashGroupNice)
         guard (0...19).contains(hashGroupNice) else {
             throw ConfigError.invalid("TESSERA_HASH_GROUP_NICE", "expected 0 to 19")

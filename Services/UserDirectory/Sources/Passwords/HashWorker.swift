@@ -238,8 +238,8 @@ enum HashWorkerMessage {
 
     static func reply(hash: [UInt8]?, use: ThreadSchedule?) -> [UInt8] {
         var bytes: [UInt8] = [hash == nil ? 1 : 0]
-        append(UInt64(use?.onCPU.nanoseconds ?? 0), bytes: 8, to: &bytes)
-        append(UInt64(use?.waiting.nanoseconds ?? 0), bytes: 8, to: &bytes)
+        append(UInt64(max(0, use?.onCPU.nanoseconds ?? 0)), bytes: 8, to: &bytes)
+        append(UInt64(max(0, use?.waiting.nanoseconds ?? 0)), bytes: 8, to: &bytes)
         return bytes + (hash ?? [])
     }
 
