@@ -54,6 +54,9 @@ struct HashWorkerCommand: ParsableCommand {
     @Option var cgroup: String?
 
     func run() throws {
+        // The directory's own log setup (LOG_FORMAT, LOG_LEVEL from the environment it passed on), so
+        // that the worker's few lines read like the directory's.
+        LogSetup.bootstrap(level: nil)
         let code = HashWorkerProcess.run(
             channels: channels, groupNice: groupNice, cgroup: cgroup,
             priority: ThreadPriority(rawValue: priority) ?? .idle)

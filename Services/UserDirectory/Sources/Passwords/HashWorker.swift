@@ -276,7 +276,7 @@ extension Duration {
 /// exited (the kernel closed the directory's ends), or killed it to start another.
 public enum HashWorkerProcess {
     public static func run(channels: Int, groupNice: Int, cgroup: String?, priority: ThreadPriority) -> Int32 {
-        let logger = Logger(label: "user-directory.hash-worker")
+        let logger = Logger(label: "user-directory")
         if let cgroup {
             do {
                 try HelperProcess.Child.join(cgroup: cgroup)
