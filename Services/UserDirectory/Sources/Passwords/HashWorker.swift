@@ -238,8 +238,9 @@ enum HashWorkerMessage {
 
     static func reply(hash: [UInt8]?, use: ThreadSchedule?) -> [UInt8] {
         var bytes: [UInt8] = [hash == nil ? 1 : 0]
-        append(UInt64(max(0, use?.onCPU.nanoseconds ?? 0)), bytes: 8, to: &bytes)
-        append(UInt64(max(0, use?.waiting.nanoseconds ?? 0)), bytes: 8, to: &bytes)
+        for time in [use?.onCPU, use?.waiting] {
+            append(UInt64(max(0, ((time ?? .zero).timeInterval * 1e9).rounded())), bytes: 8, to: &bytes)
+        }
         return bytes + (hash ?? [])
     }
 
@@ -260,14 +261,6 @@ enum HashWorkerMessage {
         var value = 0
         for index in 0..<count { value |= Int(bytes[offset + index]) << (8 * index) }
         return value
-    }
-}
-
-extension Duration {
-    /// The whole nanoseconds of a non-negative duration.
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
 
