@@ -164,9 +164,13 @@ public func buildDirectoryApplication(
     let client = Database(target: configuration.database, logger: logger, metrics: metrics)
     let tenants = PostgresTenantStore(client: client, anonymousRetention: configuration.anonymousRetention)
     configuration.links.logSetting(to: logger)
+    // With a worker process the pool's threads only wait for its answers: they keep normal priority, so
+    // that a finished hash is handed back at once on a busy host; the worker's threads take the
+    // configured one.
     let hashing = HashingPool(
         threads: configuration.hashThreads, queueLength: configuration.hashQueue, maxWait: configuration.hashMaxWait,
-        priority: configuration.hashPriority, crowdedShare: configuration.hashCrowdedShare,
+        priority: configuration.hashIsolation == .process ? .normal : configuration.hashPriority,
+        crowdedShare: configuration.hashCrowdedShare,
         interactiveMaxWait: configuration.hashInteractiveMaxWait, metrics: metrics, logger: logger)
     let worker: HashWorker?
     switch configuration.hashIsolation {
