@@ -15,6 +15,52 @@ struct DirectoryPostgresTests {
     /// Cheap parameters, set explicitly: the production ones are exercised by the test vector.
     static let hasher = PasswordHasher(pool: HashingPool(threads: 2, queueLength: 64), rounds: 8, memCost: 8)
 
+    @Test("by default the pool opens DATABASE_POOL_MAX connections at start and lends only those")
+    func fixedSizePool() async throws {
+        let url = try #require(PostgresSupport.url)
+        var target = try DatabaseTarget.fromURL(url)
+        try target.applySettings(ConfigReader(["DATABASE_URL": url, "DATABASE_POOL_MAX": "3"]))
+        let name = "tessera-pool-\(UInt32.random(in: 0...UInt32.max))"
+        target.client.options.additionalStartupParameters = [("application_name", name)]
+        let database = Database(target: target, logger: logger)
+        try await PostgresSupport.slots.run {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await database.run() }
+                defer { group.cancelAll() }
+                // Opened before any operation asks for one (the pool's minimum is its maximum).
+                var count: Int64 = 0
+                for _ in 0..<100 where count < 3 {
+                    try await Task.sleep(for: .milliseconds(50))
+                    count = try await Self.connections(named: name, on: database)
+                }
+                #expect(count == 3)
+                let pids = try await withThrowingTaskGroup(of: Int32.self) { queries in
+                    for _ in 0..<40 {
+                        queries.addTask {
+                            let rows = try await database.query(
+                                "SELECT pg_backend_pid() FROM pg_sleep(0.005)", logger: PostgresSupport.logger)
+                            var pid: Int32 = 0
+                            for try await value in rows.decode(Int32.self) { pid = value }
+                            return pid
+                        }
+                    }
+                    return try await queries.reduce(into: Set<Int32>()) { $0.insert($1) }
+                }
+                #expect(pids.count == 3)
+                #expect(try await Self.connections(named: name, on: database) == 3)
+            }
+        }
+    }
+
+    /// The server's connections whose `application_name` is `name`.
+    static func connections(named name: String, on database: Database) async throws -> Int64 {
+        let rows = try await database.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = \(name)", logger: PostgresSupport.logger)
+        var count: Int64 = 0
+        for try await value in rows.decode(Int64.self) { count = value }
+        return count
+    }
+
     @Test("with several servers in DATABASE_URL, operations go to the one that takes writes")
     func locatesWritablePrimary() async throws {
         let (target, real) = try Self.refusedThenReal()

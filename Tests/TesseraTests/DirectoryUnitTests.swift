@@ -9,12 +9,12 @@ import Testing
 
 @Suite("user-directory logic")
 struct DirectoryUnitTests {
-    @Test("the service's pool keeps 4 connections and sends no keep-alive unless configured")
+    @Test("the service's pool has a fixed size of 10 and sends no keep-alive unless configured")
     func poolSettings() throws {
         let url = ["DATABASE_URL": "postgres://u:p@db:5433/tessera"]
         var defaults = try PostgresClient.Configuration.fromURL(url["DATABASE_URL"]!)
         try defaults.applyPoolSettings(ConfigReader(url))
-        #expect(defaults.options.minimumConnections == 4 && defaults.options.maximumConnections == 20)
+        #expect(defaults.options.minimumConnections == 10 && defaults.options.maximumConnections == 10)
         #expect(defaults.options.keepAliveBehavior == nil)
         var configured = try PostgresClient.Configuration.fromURL(url["DATABASE_URL"]!)
         try configured.applyPoolSettings(
@@ -22,8 +22,11 @@ struct DirectoryUnitTests {
                 url.merging(["DATABASE_POOL_MIN": "0", "DATABASE_POOL_MAX": "5", "DATABASE_KEEPALIVE": "30s"]) { $1 }))
         #expect(configured.options.minimumConnections == 0 && configured.options.maximumConnections == 5)
         #expect(configured.options.keepAliveBehavior?.frequency == .seconds(30))
+        var sized = try PostgresClient.Configuration.fromURL(url["DATABASE_URL"]!)
+        try sized.applyPoolSettings(ConfigReader(url.merging(["DATABASE_POOL_MAX": "6"]) { $1 }))
+        #expect(sized.options.minimumConnections == 6 && sized.options.maximumConnections == 6)
         for bad in [
-            ["DATABASE_POOL_MIN": "6", "DATABASE_POOL_MAX": "5"], ["DATABASE_POOL_MAX": "0"],
+            ["DATABASE_POOL_MIN": "6", "DATABASE_POOL_MAX": "5"], ["DATABASE_POOL_MIN": "11"], ["DATABASE_POOL_MAX": "0"],
             ["DATABASE_POOL_MIN": "-1"], ["DATABASE_KEEPALIVE": "often"],
         ] {
             var configuration = try PostgresClient.Configuration.fromURL(url["DATABASE_URL"]!)

@@ -74,7 +74,7 @@ public struct DatabaseTarget: Sendable {
             database: database.isEmpty ? nil : database,
             tls: try PostgresClient.Configuration.tls(mode: sslMode, rootCertificate: query["sslrootcert"]))
         configuration.options.minimumConnections = 0
-        configuration.options.maximumConnections = 20
+        configuration.options.maximumConnections = 10
         return DatabaseTarget(
             client: configuration, endpoints: endpoints, sslMode: sslMode, rootCertificate: query["sslrootcert"])
     }
@@ -150,12 +150,15 @@ extension PostgresClient.Configuration {
     /// The pool settings of docs/configuration.md (`DATABASE_POOL_MIN`, `DATABASE_POOL_MAX`,
     /// `DATABASE_KEEPALIVE`). PostgresNIO's pool starts a timer task whenever it parks a connection:
     /// a keep-alive timer for every connection while keep-alive is on, and an idle-timeout timer for
-    /// every connection above the minimum. At one park per query that was about a tenth of the
-    /// directory's CPU under refresh and lookup load, so by default the service's pool keeps 4
-    /// connections open and sends no keep-alive queries.
+    /// every connection above the minimum. The next lease cancels it, but a cancelled sleep keeps its
+    /// task and a dispatch timer until it would have fired, 60 s later: under lookups at 64
+    /// connections that grew the directory's heap by about 12 MB a run, to 58 MB, and cost about a
+    /// fifth of its lookups a second (docs/scaling.md, "The database pool"). So by default the pool
+    /// has a fixed size: it opens `DATABASE_POOL_MAX` connections at start, keeps them, and sends no
+    /// keep-alive queries.
     public mutating func applyPoolSettings(_ env: ConfigReader) throws {
-        options.minimumConnections = try env.int("DATABASE_POOL_MIN", default: 4)
         options.maximumConnections = try env.int("DATABASE_POOL_MAX", default: options.maximumConnections)
+        options.minimumConnections = try env.int("DATABASE_POOL_MIN", default: options.maximumConnections)
         guard options.minimumConnections >= 0, options.maximumConnections >= 1,
             options.minimumConnections <= options.maximumConnections
         else {
