@@ -26,7 +26,8 @@ struct DirectoryUnitTests {
         try sized.applyPoolSettings(ConfigReader(url.merging(["DATABASE_POOL_MAX": "6"]) { $1 }))
         #expect(sized.options.minimumConnections == 6 && sized.options.maximumConnections == 6)
         for bad in [
-            ["DATABASE_POOL_MIN": "6", "DATABASE_POOL_MAX": "5"], ["DATABASE_POOL_MIN": "11"], ["DATABASE_POOL_MAX": "0"],
+            ["DATABASE_POOL_MIN": "6", "DATABASE_POOL_MAX": "5"], ["DATABASE_POOL_MIN": "11"],
+            ["DATABASE_POOL_MAX": "0"],
             ["DATABASE_POOL_MIN": "-1"], ["DATABASE_KEEPALIVE": "often"],
         ] {
             var configuration = try PostgresClient.Configuration.fromURL(url["DATABASE_URL"]!)
