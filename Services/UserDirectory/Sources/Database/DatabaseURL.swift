@@ -152,10 +152,9 @@ extension PostgresClient.Configuration {
     /// a keep-alive timer for every connection while keep-alive is on, and an idle-timeout timer for
     /// every connection above the minimum. The next lease cancels it, but a cancelled sleep keeps its
     /// task and a dispatch timer until it would have fired, 60 s later: under lookups at 64
-    /// connections that grew the directory's heap by about 12 MB a run, to 58 MB, and cost about a
-    /// fifth of its lookups a second (docs/scaling.md, "The database pool"). So by default the pool
-    /// has a fixed size: it opens `DATABASE_POOL_MAX` connections at start, keeps them, and sends no
-    /// keep-alive queries.
+    /// connections that grew the directory's heap by about 12 MB a run, to 58 MB (docs/scaling.md,
+    /// "The database pool"). So by default the pool has a fixed size: it opens `DATABASE_POOL_MAX`
+    /// connections at start, keeps them, and sends no keep-alive queries.
     public mutating func applyPoolSettings(_ env: ConfigReader) throws {
         options.maximumConnections = try env.int("DATABASE_POOL_MAX", default: options.maximumConnections)
         options.minimumConnections = try env.int("DATABASE_POOL_MIN", default: options.maximumConnections)
