@@ -206,6 +206,37 @@ struct PasswordPostgresTests {
         }
     }
 
+    @Test("an anonymous user an admin links a provider to is permanent: the cleanup keeps it")
+    func adminLinkEndsAnonymity() async throws {
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
+            let (tenants, accounts) = repositories(client)
+            try await makeTenant(tenants) { $0.autodeleteAnonymousUsers = true }
+            let (anonymous, _) = try await accounts.sessions.signUpAnonymous(
+                scope: Scope(key: "t1"), refreshTokenHash: "anon-\(UUID())",
+                sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600, logger: logger)
+            var change = AdminUserChange()
+            change.linkProvider = FederatedIdentity(providerId: "google.com", rawId: "g-\(UUID())")
+            _ = try await accounts.admin.update(
+                scope: Scope(key: "t1"), localId: anonymous.localId, change: change, logger: logger)
+            let state = try await client.query(
+                "SELECT is_anonymous, anonymous_due_at IS NULL FROM users WHERE local_id = \(anonymous.localId)",
+                logger: logger
+            ).decode((Bool, Bool).self).first { _ in true }
+            #expect(state.map { !$0.0 && $0.1 } == true, "\(String(describing: state))")
+            // Due or not, the sweep's own condition no longer selects it.
+            try await client.query(
+                "UPDATE users SET anonymous_due_at = now() - interval '1 day' WHERE local_id = \(anonymous.localId)",
+                logger: logger)
+            let due = try await client.query(
+                """
+                SELECT count(*) FROM users
+                WHERE tenant_id = 't1' AND is_anonymous AND anonymous_due_at <= now()
+                """, logger: logger
+            ).decode(Int64.self).first { _ in true }
+            #expect(due == 0)
+        }
+    }
+
     @Test("an anonymous user upgraded to email/password keeps its id; older sessions end")
     func anonymousUpgrade() async throws {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in

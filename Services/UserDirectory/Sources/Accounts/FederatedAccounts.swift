@@ -232,8 +232,10 @@ extension AccountRows {
         return nil
     }
 
-    /// Links the identity to the user, replacing a link of the same provider (at most one per
-    /// provider, B.6); true when a different account of that provider was replaced.
+    /// Links the identity to the user, replacing a link of the same provider (at most one per provider,
+    /// B.6), and ends the user's anonymity in the same statement: a user with a linked provider is
+    /// permanent, whoever linked it (an admin's `linkProviderUserInfo` too), so the cleanup never deletes
+    /// it (A.6). True when a different account of that provider was replaced.
     static func link(
         _ connection: PostgresConnection, scope: Scope, localId: String, identity: FederatedIdentity, logger: Logger
     ) async throws -> Bool {
@@ -247,10 +249,15 @@ extension AccountRows {
         for try await rawId in removed.decode(String.self) where rawId != identity.rawId { recycled = true }
         try await connection.query(
             """
-            INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email, display_name,
-                photo_url, screen_name)
-            VALUES (\(scope), \(identity.providerId), \(identity.rawId), \(localId), \(identity.rawId), \(identity.email),
-                \(identity.displayName), \(identity.photoUrl), \(identity.screenName))
+            WITH linked AS (
+                INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
+                    display_name, photo_url, screen_name)
+                VALUES (\(scope), \(identity.providerId), \(identity.rawId), \(localId), \(identity.rawId),
+                    \(identity.email), \(identity.displayName), \(identity.photoUrl), \(identity.screenName))
+                RETURNING local_id
+            )
+            UPDATE users SET is_anonymous = false, anonymous_due_at = NULL
+            WHERE tenant_id = \(scope) AND local_id IN (SELECT local_id FROM linked) AND is_anonymous
             """, logger: logger)
         return recycled
     }
