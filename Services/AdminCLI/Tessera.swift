@@ -15,7 +15,7 @@ struct Tessera: AsyncParsableCommand {
         commandName: "tessera",
         abstract: "Administer a Tessera deployment from the command line.",
         discussion: """
-            Talks to the admin plane (API.md A.12) of one deployment: users, tenants, identity providers, \
+            Talks to the admin plane of one deployment: users, tenants, identity providers, \
             admin credentials, the anonymous cleanup and the audit log; moves a tenant with its users, \
             providers and mail templates to another deployment or tenant (export, import), imports a \
             Firebase CLI export; and manages the token service's signing-key directory (keys).

@@ -55,10 +55,10 @@ public struct ConfigReader: Sendable {
 }
 
 extension ConfigReader {
-    /// A secret setting (API.md A.12): `NAME`, or the contents of the file `NAME_FILE` names (a Docker
-    /// or Kubernetes secret; one trailing line break is dropped), never both; refused when empty, a
-    /// placeholder, or weaker than 256 bits by its length and alphabet. The message names the setting,
-    /// never the value.
+    /// A secret setting (docs/protocol/admin.md#the-admin-plane): `NAME`, or the contents of the file
+    /// `NAME_FILE` names (a Docker or Kubernetes secret; one trailing line break is dropped), never both;
+    /// refused when empty, a placeholder, or weaker than 256 bits by its length and alphabet. The message
+    /// names the setting, never the value.
     public func secret(_ key: String) throws -> String {
         let value: String
         switch (string(key), string(key + "_FILE")) {

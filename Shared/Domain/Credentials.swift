@@ -2,11 +2,11 @@ import Foundation
 
 /// Wire-level checks of emails and passwords, shared by every service that accepts them.
 public enum Credentials {
-    /// The canonical form of a plausible email address, or nil: Unicode NFC, then lower case, so the
-    /// same address typed precomposed (`é`) or decomposed (`e` + U+0301) is one account, and
-    /// addresses are case-insensitive for lookup and uniqueness (A.9). A domain label that mixes
-    /// Latin, Greek, Cyrillic or Armenian letters (`pаypal.com` with a Cyrillic `а`) is refused:
-    /// such look-alikes are what mixed-script labels are for (issue #23).
+    /// The canonical form of a plausible email address, or nil: Unicode NFC, then lower case, so the same
+    /// address typed precomposed (`é`) or decomposed (`e` + U+0301) is one account, and addresses are
+    /// case-insensitive for lookup and uniqueness (docs/protocol/accounts.md#passwords). A domain label that
+    /// mixes Latin, Greek, Cyrillic or Armenian letters (`pаypal.com` with a Cyrillic `а`) is refused: such
+    /// look-alikes are what mixed-script labels are for (issue #23).
     public static func normalizedEmail(_ raw: String) -> String? {
         let email = raw.trimmingCharacters(in: .whitespaces).precomposedStringWithCanonicalMapping.lowercased()
         guard email.utf8.count <= 254, !email.contains(where: { $0.isWhitespace || $0.isNewline }) else { return nil }
@@ -55,7 +55,7 @@ public enum Credentials {
         }
     }
 
-    /// Throws `WEAK_PASSWORD` for passwords outside 6…4096 characters (A.9).
+    /// Throws `WEAK_PASSWORD` for passwords outside 6…4096 characters (docs/protocol/accounts.md#passwords).
     public static func checkPassword(_ password: String) throws {
         if password.count < minimumPasswordLength {
             throw FirebaseError.invalid(.weakPassword, "Password should be at least 6 characters")

@@ -1,10 +1,10 @@
 import Foundation
 
-/// Validation of custom claims (`customAttributes`, B.3.1).
+/// Validation of custom claims (`customAttributes`, docs/protocol/tokens.md#id-tokens).
 public enum CustomClaims {
-    /// JWT's own claims, and the ones an ID token takes from the account (B.3.1's reserved list):
-    /// custom claims may add none of them, so `email`, `email_verified` or `phone_number` in a token
-    /// always come from the account, and `provider_id` only from an anonymous sign-in.
+    /// JWT's own claims, and the ones an ID token takes from the account (docs/protocol/tokens.md#id-tokens:
+    /// reserved list): custom claims may add none of them, so `email`, `email_verified` or `phone_number` in
+    /// a token always come from the account, and `provider_id` only from an anonymous sign-in.
     public static let reserved: Set<String> = [
         "iss", "aud", "sub", "iat", "exp", "nbf", "jti", "nonce", "azp", "acr", "amr", "cnf", "auth_time",
         "firebase", "at_hash", "c_hash", "email", "email_verified", "phone_number", "provider_id", "user_id",

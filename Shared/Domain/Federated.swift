@@ -1,6 +1,7 @@
 import Foundation
 
-/// The identity providers Tessera knows (API.md A.8) and which of their emails it trusts (A.4).
+/// The identity providers Tessera knows (docs/protocol/federated.md#federated-providers) and which of their
+/// emails it trusts (docs/protocol/accounts.md#verified-email-and-automatic-linking).
 public enum FederatedProviders {
     /// How a provider's credential is checked.
     public enum Kind: Sendable, Equatable {
@@ -36,7 +37,8 @@ public enum FederatedProviders {
         return isOIDCProviderID(providerId) ? .oidc : nil
     }
 
-    /// Domains whose addresses a built-in provider owns (A.4).
+    /// Domains whose addresses a built-in provider owns
+    /// (docs/protocol/accounts.md#verified-email-and-automatic-linking).
     public static let trustedDomains: [String: Set<String>] = [
         "google.com": ["gmail.com"],
         "yahoo.com": ["yahoo.com"],
@@ -45,16 +47,18 @@ public enum FederatedProviders {
     /// Providers that verify every address they hand out.
     public static let alwaysVerifying: Set<String> = ["apple.com"]
 
-    /// The addresses a built-in provider is trusted for (A.4), in words.
+    /// The addresses a built-in provider is trusted for
+    /// (docs/protocol/accounts.md#verified-email-and-automatic-linking), in words.
     public static func trustedFor(_ providerId: String) -> String {
         if alwaysVerifying.contains(providerId) { return "every address it verifies" }
         guard let domains = trustedDomains[providerId] else { return "no address (it never takes over an account)" }
         return domains.sorted().map { "@" + $0 }.joined(separator: ", ")
     }
 
-    /// Whether `providerId` vouches for `email` (A.4): the built-in table, plus the domains a
-    /// scope's OIDC provider is configured to verify (`"*"` = all). A provider that says the
-    /// address is not verified is never trusted for it.
+    /// Whether `providerId` vouches for `email`
+    /// (docs/protocol/accounts.md#verified-email-and-automatic-linking): the built-in table, plus the domains
+    /// a scope's OIDC provider is configured to verify (`"*"` = all). A provider that says the address is not
+    /// verified is never trusted for it.
     public static func isTrusted(
         providerId: String, email: String, providerSaysVerified: Bool?, configuredDomains: [String] = []
     ) -> Bool {

@@ -9,7 +9,8 @@ public struct UserRecord: Codable, Sendable, Equatable {
     public var emailVerified: Bool
     public var displayName: String?
     public var photoUrl: String?
-    /// E.164 (`+15555550100`); an attribute admins set (phone sign-in is out of scope, A.1).
+    /// E.164 (`+15555550100`); an attribute admins set (phone sign-in is out of scope,
+    /// docs/protocol/README.md#the-surface).
     public var phoneNumber: String?
     public var disabled: Bool
     /// A JSON object as text (`{"admin":true}`), nil when the user has no custom claims.
@@ -20,15 +21,18 @@ public struct UserRecord: Codable, Sendable, Equatable {
     public var lastRefreshAt: Int64?
     /// When the password was last set (ms); nil when the user has no password.
     public var passwordUpdatedAt: Int64?
-    /// Every sign-in method linked: the `password` entry (derived from email + password, B.6) and
-    /// federated providers.
+    /// Every sign-in method linked: the `password` entry (derived from email + password,
+    /// docs/protocol/accounts.md#the-user-record) and federated providers.
     public var providerUserInfo: [ProviderUserInfo]
-    /// The user has signed in with a custom token (B.6 `customAuth`); nil means no.
+    /// The user has signed in with a custom token (docs/protocol/accounts.md#the-user-record `customAuth`);
+    /// nil means no.
     public var customAuth: Bool?
-    /// The user has signed in with an email link (B.6 `emailLinkSignin`, A.3); nil means no. With an
-    /// email it makes the `password` provider entry, with or without a password.
+    /// The user has signed in with an email link (docs/protocol/accounts.md#the-user-record
+    /// `emailLinkSignin`, docs/protocol/accounts.md#accounts-and-providers); nil means no. With an email it
+    /// makes the `password` provider entry, with or without a password.
     public var emailLinkSignin: Bool?
-    /// The address the user had before its first email change (B.6 `initialEmail`); nil: never changed.
+    /// The address the user had before its first email change (docs/protocol/accounts.md#the-user-record
+    /// `initialEmail`); nil: never changed.
     public var initialEmail: String?
 
     public init(
@@ -54,8 +58,9 @@ public struct UserRecord: Codable, Sendable, Equatable {
         self.providerUserInfo = providerUserInfo
     }
 
-    /// Anonymous = no sign-in method (API.md A.3): no provider linked and never signed in with a
-    /// custom token. An anonymous user that was given an email without a password stays anonymous.
+    /// Anonymous = no sign-in method (docs/protocol/accounts.md#accounts-and-providers): no provider linked
+    /// and never signed in with a custom token. An anonymous user that was given an email without a password
+    /// stays anonymous.
     public var isAnonymous: Bool { providerUserInfo.isEmpty && customAuth != true }
 
     public var hasPassword: Bool { passwordUpdatedAt != nil }
@@ -84,8 +89,8 @@ public struct ProviderUserInfo: Codable, Sendable, Equatable {
     }
 }
 
-/// The user record on the Firebase wire (API.md B.6): int64 fields as strings, `lastRefreshAt` as
-/// RFC 3339, absent fields omitted.
+/// The user record on the Firebase wire (docs/protocol/accounts.md#the-user-record): int64 fields as strings,
+/// `lastRefreshAt` as RFC 3339, absent fields omitted.
 public struct UserInfoWire: Codable, Sendable {
     public var localId: String
     public var email: String?
@@ -98,9 +103,10 @@ public struct UserInfoWire: Codable, Sendable {
     public var createdAt: String
     public var lastLoginAt: String?
     public var lastRefreshAt: String?
-    /// Clients never see a hash: `UkVEQUNURUQ=` ("REDACTED") as production answers (B.6).
+    /// Clients never see a hash: `UkVEQUNURUQ=` ("REDACTED") as production answers
+    /// (docs/protocol/accounts.md#the-user-record).
     public var passwordHash: String?
-    /// Milliseconds, a JSON number (B.6).
+    /// Milliseconds, a JSON number (docs/protocol/accounts.md#the-user-record).
     public var passwordUpdatedAt: Int64?
     public var customAttributes: String?
     public var tenantId: String?
@@ -225,7 +231,7 @@ public enum RFC3339 {
     }
 }
 
-/// Response `kind` strings (API.md B.0).
+/// Response `kind` strings (docs/protocol/README.md#transport-conventions).
 public enum Kind {
     public static let signUp = "identitytoolkit#SignupNewUserResponse"
     public static let lookup = "identitytoolkit#GetAccountInfoResponse"
@@ -245,8 +251,8 @@ public struct LookupResponse: Codable, Sendable {
     }
 }
 
-/// The `accounts:update` answer (B.2.1): the user as it is now, and fresh tokens when credentials
-/// changed. Used by the client and the admin endpoints alike.
+/// The `accounts:update` answer (docs/protocol/accounts.md#end-user-endpoints): the user as it is now, and
+/// fresh tokens when credentials changed. Used by the client and the admin endpoints alike.
 public struct SetAccountInfoResponse: Encodable, Sendable {
     public var kind = Kind.update
     public var localId: String

@@ -1,4 +1,4 @@
-/// Every business error code Tessera answers (API.md B.1: HTTP 400, `message` the code, optionally
+/// Every business error code Tessera answers (docs/protocol/README.md#errors: HTTP 400, `message` the code, optionally
 /// `CODE : detail`, no `status`) — one list, so a code cannot be misspelt where it is thrown and a
 /// test can walk them all (issue #24). `FirebaseError.invalid(_:_:)` is the one place a code becomes
 /// the wire's error; `DirectoryClient` reads it back into the same code.

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 
 /// The one error type that crosses the HTTP boundary. It renders exactly the Google/Firebase error
-/// shape (API.md B.1): `{"error":{"code":400,"message":"CODE","errors":[{...}]}}`, with `status`
+/// shape (docs/protocol/README.md#errors): `{"error":{"code":400,"message":"CODE","errors":[{...}]}}`, with `status`
 /// present for every class except plain business 400s.
 public struct FirebaseError: Error, Sendable, Equatable {
     public var status: HTTPResponse.Status

@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
 
-/// A cookie of the console or a hosted page (docs/architecture.md, "Cookies"). Over HTTPS it is
+/// A cookie of the console or a hosted page (docs/design-notes.md, "Cookies"). Over HTTPS it is
 /// named with the `__Host-` prefix, which browsers accept only with `Secure`, `Path=/` and no
 /// `Domain`: a page on a sibling subdomain or on plain HTTP cannot set or overwrite it (cookie
 /// tossing). Over plain HTTP (the local stack) the prefix would make browsers drop the cookie, so

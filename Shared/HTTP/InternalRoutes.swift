@@ -48,9 +48,9 @@ public struct InternalAuthMiddleware<Context: InternalCallerContext>: RouterMidd
     }
 }
 
-/// A service's route table: every method and path template it serves. The whole-stack test reads it
-/// to walk each route through both planes of the ingress (API.md A.12), so a route added to a
-/// service is checked without anyone listing it by hand.
+/// A service's route table: every method and path template it serves. The whole-stack test reads it to walk
+/// each route through both planes of the ingress (docs/protocol/admin.md#the-admin-plane), so a route added
+/// to a service is checked without anyone listing it by hand.
 public struct RouteTable: Codable, Sendable {
     public struct Route: Codable, Sendable, Equatable {
         public var method: String

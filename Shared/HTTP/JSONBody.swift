@@ -5,7 +5,7 @@ import NIOCore
 
 extension Request {
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive). Other schemes count
-    /// as no credential at all (API.md B.0).
+    /// as no credential at all (docs/protocol/README.md#transport-conventions).
     public var bearerToken: String? { headers[.authorization].flatMap(Self.bearerToken(in:)) }
 
     /// The token of an `Authorization: Bearer <token>` value (the scheme in any case); nil for any

@@ -1,3 +1,3 @@
-/// Both path forms of every Identity Toolkit route (API.md A.1): bare, and with the Google host
-/// prefix, as the SDKs send them. Both services register their routes under each.
+/// Both path forms of every Identity Toolkit route (docs/protocol/README.md#the-surface): bare, and with the
+/// Google host prefix, as the SDKs send them. Both services register their routes under each.
 public let identityToolkitPrefixes = ["", "/identitytoolkit.googleapis.com"]

@@ -27,8 +27,8 @@ public enum InternalPath {
     public static let cleanupFinish = "/internal/v1/cleanup:finish"
 }
 
-/// The sweep lease a worker holds (A.6): one sweep at a time across every replica. `token` fences a
-/// worker that lost it and is the sweep's id.
+/// The sweep lease a worker holds (docs/protocol/admin.md#anonymous-cleanup): one sweep at a time across
+/// every replica. `token` fences a worker that lost it and is the sweep's id.
 public struct CleanupLease: Codable, Sendable, Equatable {
     public var holder: String
     public var token: Int64
@@ -199,8 +199,10 @@ public struct AppleCodeFlow: Codable, Sendable, Equatable {
     }
 }
 
-/// A federated sign-in, or (with `linkTo`) the link of a provider to a signed-in user (B.5.3, B.5.4,
-/// A.4). The directory decides, in one transaction, which user it is.
+/// A federated sign-in, or (with `linkTo`) the link of a provider to a signed-in user
+/// (docs/protocol/federated.md#linking-a-federated-credential, #federated-sign-in,
+/// docs/protocol/accounts.md#verified-email-and-automatic-linking). The directory decides, in one
+/// transaction, which user it is.
 public struct SignInWithIdpRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
@@ -226,7 +228,8 @@ public struct SignInWithIdpRequest: Codable, Sendable {
 public struct SignInWithIdpResponse: Codable, Sendable {
     public enum Outcome: String, Codable, Sendable {
         case signedIn
-        /// The email belongs to an account the provider may not take over (A.4): nothing changed.
+        /// The email belongs to an account the provider may not take over
+        /// (docs/protocol/accounts.md#verified-email-and-automatic-linking): nothing changed.
         case needConfirmation
     }
 
@@ -253,7 +256,7 @@ public struct SignInWithIdpResponse: Codable, Sendable {
 }
 
 /// `signInWithCustomToken`: the directory holds the service accounts' public keys, so it verifies
-/// the token and creates the user on first use (A.2, B.4).
+/// the token and creates the user on first use (docs/protocol/tokens.md#token-rules, #custom-tokens).
 public struct SignInWithCustomTokenRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
@@ -287,9 +290,10 @@ public struct SignedInResponse: Codable, Sendable {
 
 public typealias SignInWithCustomTokenResponse = SignedInResponse
 
-/// `signInWithEmailLink` (A.3, B.5.5): consumes an EMAIL_SIGNIN code and signs in the address's user,
-/// creating it when none has the address, or (with `linkTo`) gives the address to a signed-in user.
-/// Either way the address is proven: verified, and a trusted method for A.4.
+/// `signInWithEmailLink` (docs/protocol/accounts.md#accounts-and-providers, #email-link-sign-in): consumes an
+/// EMAIL_SIGNIN code and signs in the address's user, creating it when none has the address, or (with
+/// `linkTo`) gives the address to a signed-in user. Either way the address is proven: verified, and a trusted
+/// method for docs/protocol/accounts.md#verified-email-and-automatic-linking.
 public struct SignInWithEmailLinkRequest: Codable, Sendable {
     /// The end user's IP address (behind trusted proxies), for the rate limits.
     public var clientIP: String?
@@ -336,18 +340,19 @@ public struct CheckAdminRequest: Codable, Sendable {
     }
 }
 
-/// Out-of-band request types (B.2.1 sendOobCode).
+/// Out-of-band request types (docs/protocol/accounts.md#end-user-endpoints sendOobCode).
 public enum OobRequestType: String, Codable, Sendable {
     case passwordReset = "PASSWORD_RESET"
     case verifyEmail = "VERIFY_EMAIL"
     case verifyAndChangeEmail = "VERIFY_AND_CHANGE_EMAIL"
-    /// Email-link (passwordless) sign-in (A.3).
+    /// Email-link (passwordless) sign-in (docs/protocol/accounts.md#accounts-and-providers).
     case emailSignIn = "EMAIL_SIGNIN"
     /// The notice mailed to the old address when a user's email changes; its code restores that
     /// address. Tessera sends it itself: `sendOobCode` refuses it.
     case recoverEmail = "RECOVER_EMAIL"
 
-    /// The request's `requestType`: a name, or the proto enum number Android sends (B.0).
+    /// The request's `requestType`: a name, or the proto enum number Android sends
+    /// (docs/protocol/README.md#transport-conventions).
     public static func parse(_ value: JSONValue?) throws -> OobRequestType {
         let name: String
         switch value {

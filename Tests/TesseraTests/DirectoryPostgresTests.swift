@@ -462,7 +462,8 @@ struct DirectoryPostgresTests {
         }
     }
 
-    @Test("a session ends when idle too long or past its absolute lifetime (A.2)")
+    /// docs/protocol/tokens.md#token-rules
+    @Test("a session ends when idle too long or past its absolute lifetime")
     func sessionLifetimes() async throws {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let accounts = Accounts(

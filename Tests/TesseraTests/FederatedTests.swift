@@ -11,7 +11,8 @@ import _CryptoExtras
 
 @Suite("federated providers: trust, OAuth 1.0a, key sets")
 struct FederatedUnitTests {
-    @Test("the trusted (provider, domain) table of A.4")
+    /// docs/protocol/accounts.md#verified-email-and-automatic-linking
+    @Test("the trusted (provider, domain) table of automatic linking")
     func trustTable() {
         func trusted(_ provider: String, _ email: String, _ verified: Bool? = true, _ domains: [String] = []) -> Bool {
             FederatedProviders.isTrusted(

@@ -6,7 +6,8 @@ import Testing
 
 @Suite("password hashing")
 struct PasswordHashTests {
-    @Test("Firebase modified scrypt reproduces the published test vector (B.7.1)")
+    /// docs/protocol/accounts.md#firebase-scrypt
+    @Test("Firebase modified scrypt reproduces the published test vector")
     func firebaseScryptTestVector() throws {
         let scrypt = FirebaseScrypt(
             signerKey: Array(

@@ -87,7 +87,8 @@ struct PasswordPostgresTests {
             _ = try await tenants.updateProjectConfig(logger: logger) { _, p in p.enableImprovedEmailPrivacy = false }
             await expectSignInFails("INVALID_PASSWORD", accounts, email: "ada@example.com", password: "wrong horse")
             await expectSignInFails("EMAIL_NOT_FOUND", accounts, email: "nobody@example.com", password: "whatever1")
-            // A disabled user is told so before the password is even checked (B.5.13).
+            // A disabled user is told so before the password is even checked
+            // (docs/protocol/accounts.md#disabled-users).
             try await client.query("UPDATE users SET disabled = true WHERE local_id = \(user.localId)", logger: logger)
             await expectSignInFails("USER_DISABLED", accounts, email: "ada@example.com", password: "wrong horse")
         }

@@ -30,7 +30,8 @@ struct TokenTests {
         return (user, session)
     }
 
-    @Test("a minted ID token carries the B.3.1 claims and verifies")
+    /// docs/protocol/tokens.md#id-tokens
+    @Test("a minted ID token carries the ID token claims and verifies")
     func mintAndVerify() throws {
         let keys = try TempKeys()
         defer { keys.remove() }

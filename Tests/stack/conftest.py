@@ -91,7 +91,7 @@ class Stack:
     env_file: Path
     env: dict[str, str]
     url: str
-    # The admin plane (API.md A.12): the admin API is served there and nowhere else.
+    # The admin plane (docs/protocol/admin.md#the-admin-plane): the admin API is served there and nowhere else.
     admin_url: str
     project_id: str
     api_key: str
@@ -233,7 +233,7 @@ def expect_ok(resp: requests.Response) -> dict:
 
 
 def assert_error_shape(resp: requests.Response, http_status: int) -> dict:
-    """Checks the Google error envelope of B.1 and returns the ``error`` object."""
+    """Checks the Google error envelope (docs/protocol/README.md#errors) and returns the ``error`` object."""
     assert resp.status_code == http_status, f"expected HTTP {http_status}: {describe(resp)}"
     data = body_json(resp)
     assert isinstance(data, dict) and isinstance(data.get("error"), dict), describe(resp)

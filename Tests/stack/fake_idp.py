@@ -1,4 +1,4 @@
-"""A local fake identity provider for the federated sign-in tests (API.md A.8; issue-5 wire spec).
+"""A local fake identity provider for the federated sign-in tests (docs/protocol/federated.md#federated-providers; issue-5 wire spec).
 
 The test stack points every built-in provider at one base URL ``B`` (``IDP_FAKE_URL`` in the stack's
 env file, ``http://127.0.0.1:<TEST_PORT+26>``)::

@@ -1,5 +1,5 @@
 """The real Firebase Admin SDK for Python (7.x) against the stack in emulator mode
-(FIREBASE_AUTH_EMULATOR_HOST, admin token `owner`): API.md A.1, B.2.3, B.8."""
+(FIREBASE_AUTH_EMULATOR_HOST, admin token `owner`): docs/protocol/README.md#the-surface, docs/protocol/admin.md#admin-endpoints, #the-admin-sdks."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from firebase_admin import auth, tenant_mgt  # noqa: E402
 def app(stack, tmp_path_factory):
     assert stack.env.get("TESSERA_OWNER_TOKEN_SCOPE") == "project", \
         "the test stack must accept the Admin SDKs' `Bearer owner` (TESSERA_OWNER_TOKEN_SCOPE=project)"
-    # The Admin SDKs talk to the admin plane (API.md A.12).
+    # The Admin SDKs talk to the admin plane (docs/protocol/admin.md#the-admin-plane).
     os.environ["FIREBASE_AUTH_EMULATOR_HOST"] = stack.admin_url.removeprefix("http://")
     # auth_for_tenant insists on a credential even in emulator mode; a throw-away service account
     # satisfies it and is never used for a call (nothing here reaches Google).
@@ -134,7 +134,8 @@ def test_tenant_scoped_client_lists_pages_and_deletes_in_batch(app, make_tenant)
     assert list(tenant_auth.list_users().iterate_all()) == []
 
 
-# --- import and export (B.2.3 batchCreate / batchGet, B.7.1) ------------------------------------
+# --- import and export (docs/protocol/admin.md#admin-endpoints batchCreate / batchGet,
+# docs/protocol/accounts.md#firebase-scrypt) ------------------------------------
 
 import base64  # noqa: E402
 import hashlib  # noqa: E402
@@ -190,7 +191,7 @@ def test_import_with_firebase_scrypt_hashes_then_sign_in(app, client, make_tenan
     for user in users:
         expect_ok(sign_in(client, tenant_id, user.email, passwords[user.email]))
         assert sign_in(client, tenant_id, user.email, "wrong").status_code == 400
-    # Re-hashed with the tenant's key at sign-in (A.9): now exportable.
+    # Re-hashed with the tenant's key at sign-in (docs/protocol/accounts.md#passwords): now exportable.
     exported = {u.uid: u for u in tenant_auth.list_users().iterate_all()}
     assert exported[users[0].uid].password_hash and exported[users[0].uid].password_salt
 
@@ -284,9 +285,9 @@ def test_import_verifies_each_declared_algorithm(app, admin, client, make_tenant
     assert sign_in(client, tenant_id, email, "not it").status_code == 400
     assert exported().password_hash is None, "a failed sign-in re-hashes nothing"
     expect_ok(sign_in(client, tenant_id, email, password))
-    # A.9: re-hashed on the successful sign-in, to Firebase scrypt with the tenant's own hash config
-    # (issue 23: never the project's key), so it is exported now and is that function of the password
-    # and the new salt.
+    # docs/protocol/accounts.md#passwords: re-hashed on the successful sign-in, to Firebase scrypt with the
+    # tenant's own hash config (issue 23: never the project's key), so it is exported now and is that function
+    # of the password and the new salt.
     user = exported()
     assert user.password_hash and user.password_salt, "the successful sign-in re-hashed the password"
     config = hash_config(admin, tenant_id)
@@ -349,7 +350,7 @@ def test_import_refuses_hash_settings_whose_verification_would_trap_or_stall(adm
     found = expect_ok(admin.lookup_raw(tenant_id, [u["localId"] for u in users])).get("users", [])
     assert [u["localId"] for u in found] == [users[4]["localId"]]
     expect_ok(sign_in(client, tenant_id, users[4]["email"], "imported password"))
-    # Plain passwords obey A.9's 6-4096 characters too.
+    # Plain passwords obey the 6-4096 characters too (docs/protocol/accounts.md#passwords).
     plain = [user(rawPassword="x"), user(rawPassword="y" * 4097), user(rawPassword="six ch")]
     resp = admin.request("POST", path, json={"users": plain})
     assert resp.status_code == 200, describe(resp)
@@ -447,7 +448,8 @@ def test_email_action_links(app, client, stack, make_tenant, mail_sink):
         tenant_auth.generate_password_reset_link(address())
 
 
-# --- session cookies (A.2, B.3.4) ---------------------------------------------------------------
+# --- session cookies (docs/protocol/tokens.md#token-rules, #session-cookies)
+# ---------------------------------------------------------------
 
 import datetime  # noqa: E402
 
@@ -478,7 +480,8 @@ def test_session_cookies(app, client, stack, admin):
                                                           "validDuration": 14 * 86400}))["sessionCookie"]
     claims = jwt.decode(longest, options={"verify_signature": False})
     assert claims["exp"] - claims["iat"] == 14 * 86400
-    # Not on the public plane at all; on the admin plane, not without a credential (A.12).
+    # Not on the public plane at all; on the admin plane, not without a credential
+    # (docs/protocol/admin.md#the-admin-plane).
     resp = client.post(path, {"idToken": signed_in["idToken"]})
     assert resp.status_code == 404 and resp.headers.get("X-Tessera-Plane") == "public"
     resp = requests.post(stack.admin_url + path, json={"idToken": signed_in["idToken"]}, timeout=HTTP_TIMEOUT)

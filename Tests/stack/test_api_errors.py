@@ -1,4 +1,4 @@
-"""Caller identification (API key, admin bearer) and the Google error envelope (B.0, B.1)."""
+"""Caller identification (API key, admin bearer) and the Google error envelope (docs/protocol/README.md#transport-conventions, #errors)."""
 
 from __future__ import annotations
 

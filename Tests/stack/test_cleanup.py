@@ -1,4 +1,4 @@
-"""Anonymous-account auto-cleanup and housekeeping (API.md A.6, A.10; issue #6).
+"""Anonymous-account auto-cleanup and housekeeping (docs/protocol/admin.md#anonymous-cleanup, #tesseras-own-admin-resources; issue #6).
 
 The test stack runs with CLEANUP_ANONYMOUS_RETENTION=3s and a worker loop that sweeps only at start
 (CLEANUP_INTERVAL=1h), so these tests run sweeps themselves with `cleanup-worker run-once` — the

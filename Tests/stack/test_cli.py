@@ -41,7 +41,7 @@ CLI_TIMEOUT = 120
 
 EXIT_OK, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_AUTH, EXIT_PARTIAL, EXIT_UNAVAILABLE, EXIT_USAGE = 0, 1, 2, 3, 4, 5, 64
 
-# The published Firebase scrypt test vector (API.md B.7.1).
+# The published Firebase scrypt test vector (docs/protocol/accounts.md#firebase-scrypt).
 VECTOR_SIGNER = "jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA=="
 VECTOR_SALT = "42xEC+ixf3L2lw=="
 VECTOR_PASSWORD = "user1password"

@@ -65,7 +65,8 @@ OIDC_PROVIDER = "oidc.transfer"
 CONTINUE = "http://localhost:3000/finish"
 EXIT_OK, EXIT_PARTIAL = 0, 4
 
-# The published firebase/scrypt test vector (API.md B.7.1): checks this file's Firebase scrypt.
+# The published firebase/scrypt test vector (docs/protocol/accounts.md#firebase-scrypt): checks this file's
+# Firebase scrypt.
 VECTOR = {
     "signer": "jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==",
     "separator": "Bw==", "rounds": 8, "mem_cost": 14, "salt": "42xEC+ixf3L2lw==", "password": "user1password",
@@ -90,7 +91,7 @@ def unb64(text: str) -> bytes:
 
 
 def firebase_scrypt(password: str, salt: bytes, key: bytes, separator: bytes, rounds: int, mem_cost: int) -> bytes:
-    """Firebase scrypt (B.7.1): AES-256-CTR (zero counter) of the signer key under
+    """Firebase scrypt (docs/protocol/accounts.md#firebase-scrypt): AES-256-CTR (zero counter) of the signer key under
     scrypt(password, salt + separator, N = 2^mem_cost, r = rounds, p = 1)."""
     derived = hashlib.scrypt(password.encode(), salt=salt + separator, n=2 ** mem_cost, r=rounds, p=1, dklen=32,
                              maxmem=64 * 1024 * 1024)
@@ -102,7 +103,7 @@ CUSTOM_TOKEN_AUDIENCE = "https://identitytoolkit.googleapis.com/google.identity.
 
 
 def register_service_account(admin: Admin, tenant_id: str, key: rsa.RSAPrivateKey) -> dict:
-    """Registers the public half of ``key`` as a service account of the tenant (A.10)."""
+    """Registers the public half of ``key`` as a service account of the tenant (docs/protocol/admin.md#tesseras-own-admin-resources)."""
     pem = key.public_key().public_bytes(serialization.Encoding.PEM,
                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     path = f"/v2/projects/{admin.stack.project_id}/tenants/{tenant_id}/serviceAccounts"
@@ -111,7 +112,7 @@ def register_service_account(admin: Admin, tenant_id: str, key: rsa.RSAPrivateKe
 
 def custom_token_sign_in(client: Client, tenant_id: str, account: dict, key: rsa.RSAPrivateKey,
                          uid: str) -> requests.Response:
-    """accounts:signInWithCustomToken with a token the backend signs with its service-account key (B.4)."""
+    """accounts:signInWithCustomToken with a token the backend signs with its service-account key (docs/protocol/tokens.md#custom-tokens)."""
     now = int(time.time())
     payload = {"iss": account["client_email"], "sub": account["client_email"], "aud": CUSTOM_TOKEN_AUDIENCE,
                "iat": now, "exp": now + 3600, "uid": uid, "tenant_id": tenant_id}
@@ -797,16 +798,16 @@ def test_profiles_survive(admin, source, imported):
 
 
 def anonymous_users(admin: Admin, tenant_id: str) -> int:
-    """How many accounts the anonymous cleanup counts as anonymous in a tenant (A.10 preview)."""
+    """How many accounts the anonymous cleanup counts as anonymous in a tenant (docs/protocol/admin.md#tesseras-own-admin-resources preview)."""
     path = f"/v2/projects/{admin.stack.project_id}/tenants/{tenant_id}/anonymousCleanup:preview"
     return expect_ok(admin.request("GET", path))["anonymousUsers"]
 
 
 def test_no_user_becomes_anonymous_in_the_import(admin, source, imported):
-    """The anonymous account is still anonymous, and no other became one: the cleanup (A.6) deletes
+    """The anonymous account is still anonymous, and no other became one: the cleanup (docs/protocol/admin.md#anonymous-cleanup) deletes
     anonymous accounts once enabled, so a phone-number or custom-token user (no email, no provider, no
     password) counted as anonymous after the move would be deleted. The custom-token user keeps its
-    `customAuth` mark (B.6)."""
+    `customAuth` mark (docs/protocol/accounts.md#the-user-record)."""
     assert anonymous_users(admin, source.tenant_id) == 1
     custom = source.users["custom"].local_id
     [before] = admin.lookup_users(source.tenant_id, [custom])
@@ -822,7 +823,7 @@ def test_no_user_becomes_anonymous_in_the_import(admin, source, imported):
 
 
 def test_the_email_link_user_keeps_its_sign_in_method(admin, source, imported):
-    """Before it signs in on the new deployment, the passwordless user is still one (B.5.5, B.6): its
+    """Before it signs in on the new deployment, the passwordless user is still one (docs/protocol/accounts.md#email-link-sign-in, #the-user-record): its
     `emailLinkSignin` mark and the `password` provider entry that stands for it came across."""
     user = source.users["emaillink"]
     [old] = admin.lookup_users(source.tenant_id, [user.local_id])

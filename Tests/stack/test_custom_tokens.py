@@ -1,4 +1,4 @@
-"""Service accounts and custom tokens (issue #5; API.md A.2, A.10, B.4).
+"""Service accounts and custom tokens (issue #5; docs/protocol/tokens.md#token-rules, docs/protocol/admin.md#tesseras-own-admin-resources, docs/protocol/tokens.md#custom-tokens).
 
 Tessera generates Google-format service-account key files (or registers an existing public key);
 the real Firebase Admin SDK, *not* in emulator mode, mints RS256 custom tokens with them, and
@@ -372,7 +372,7 @@ def test_custom_attributes_and_token_claims_merge(client, admin, verifier, app, 
 
 
 def test_a_users_phone_number_is_in_its_id_tokens(client, admin, verifier, app, default_users):
-    """B.3.1: `phone_number` and `firebase.identities.phone` for a user with a phone number (set by an
+    """docs/protocol/tokens.md#id-tokens: `phone_number` and `firebase.identities.phone` for a user with a phone number (set by an
     admin: phone sign-in itself is out of scope)."""
     uid = new_uid()
     default_users.append(uid)
@@ -599,8 +599,9 @@ def test_request_and_claims_errors(client, admin, project_account, project_key):
                  "MISSING_IDENTIFIER")
 
     uid = new_uid("claims")
-    # B.3.1's reserved names: a custom claim may not add the account's email, its verification, a phone
-    # number or `provider_id` to a token (the outside review injected them for a user without an email).
+    # The reserved names of docs/protocol/tokens.md#id-tokens: a custom claim may not add the account's email, its
+    # verification, a phone number or `provider_id` to a token (the outside review injected them for a user
+    # without an email).
     for name, value in (("firebase", {"sign_in_provider": "password"}), ("iss", "https://evil.example"),
                         ("email", "victim@example.com"), ("email_verified", True),
                         ("phone_number", "+15555550100"), ("provider_id", "anonymous")):

@@ -1,4 +1,4 @@
-"""Email-link (passwordless) sign-in through the stack (A.3, A.4, B.2.1, B.5.5): the EMAIL_SIGNIN code
+"""Email-link (passwordless) sign-in through the stack (docs/protocol/accounts.md#accounts-and-providers, #verified-email-and-automatic-linking, #end-user-endpoints, #email-link-sign-in): the EMAIL_SIGNIN code
 mailed over SMTP, `accounts:signInWithEmailLink` creating or signing in a user with a verified email,
 linking the address to a signed-in user, single use, the scope's switch, sign-up restrictions, the
 takeover of an account whose email nobody proved, tenant isolation and the mailed link's language."""
@@ -65,7 +65,8 @@ def test_a_mailed_link_signs_up_a_new_address_verified(client, mail_sink, tenant
 
     [user] = expect_ok(client.lookup(data["idToken"], tenant))["users"]
     assert user["email"] == email and user["emailVerified"] is True and user["emailLinkSignin"] is True
-    # The `password` provider entry stands for the email link (B.6); there is no password hash.
+    # The `password` provider entry stands for the email link (docs/protocol/accounts.md#the-user-record);
+    # there is no password hash.
     assert user["providerUserInfo"] == [{"providerId": "password", "rawId": email, "federatedId": email,
                                          "email": email}]
     assert "passwordHash" not in user
@@ -85,7 +86,7 @@ def test_an_existing_user_signs_in_and_keeps_its_id(client, mail_sink, tenant):
 
 def test_the_link_proves_the_address_so_an_unverified_password_set_by_someone_else_goes(
         client, mail_sink, tenant):
-    """A.4's takeover row for a trusted method: whoever signed up with the victim's address keeps no
+    """The takeover row for a trusted method (docs/protocol/accounts.md#verified-email-and-automatic-linking): whoever signed up with the victim's address keeps no
     way in once its owner signs in with a link."""
     email = address()
     squatter = expect_ok(client.post("/v1/accounts:signUp",

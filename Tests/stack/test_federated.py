@@ -1,8 +1,8 @@
 """Federated sign-in through the stack against a local fake identity provider (fake_idp.py):
 accounts:signInWithIdp for OIDC providers (google, apple, microsoft, yahoo, generic oidc.*) and the
 OAuth user-info providers (facebook, github, twitter); verification of provider tokens; the trust
-rules and automatic linking of A.4; linking and unlinking (B.5.3); "one account per email" (B.5.4,
-B.5.6); provider configuration through the admin API and the Python Admin SDK (A.8, B.2.3).
+rules and automatic linking of docs/protocol/accounts.md#verified-email-and-automatic-linking; linking and unlinking (docs/protocol/federated.md#linking-a-federated-credential); "one account per email" (docs/protocol/federated.md#federated-sign-in,
+docs/protocol/accounts.md#one-account-per-email); provider configuration through the admin API and the Python Admin SDK (docs/protocol/federated.md#federated-providers, docs/protocol/admin.md#admin-endpoints).
 
 Every test but the allowDuplicateEmails one works in fresh tenants; that one uses the default scope
 (the setting is project-level) and puts everything back."""
@@ -292,7 +292,7 @@ def test_google_sign_in_fills_empty_profile_fields_but_never_overwrites_them(cli
 
 
 # --------------------------------------------------------------------------------------
-# A.4: an existing user with the same email
+# docs/protocol/accounts.md#verified-email-and-automatic-linking: an existing user with the same email
 # --------------------------------------------------------------------------------------
 
 def test_untrusted_account_then_untrusted_provider_needs_confirmation(client, admin, make_tenant, fake_idp):
@@ -878,7 +878,7 @@ def test_anonymous_user_linked_to_google_keeps_its_id_and_stops_being_anonymous(
 @pytest.mark.parametrize("return_idp_credential", [False, True])
 def test_link_conflicts(client, admin, make_tenant, fake_idp, return_idp_credential):
     """FEDERATED_USER_ID_ALREADY_LINKED / EMAIL_EXISTS: a 400 without returnIdpCredential, an
-    HTTP 200 errorMessage with it (B.5.3)."""
+    HTTP 200 errorMessage with it (docs/protocol/federated.md#linking-a-federated-credential)."""
     tenant_id = idp_tenant(make_tenant, admin, fake_idp, "google.com", "facebook.com")
     flag = True if return_idp_credential else None  # None: the field is left out
     owner_sub, owner_email = new_sub(), address("gmail.com")

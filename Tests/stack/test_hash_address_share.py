@@ -9,7 +9,7 @@ address B has a hash in the pool, address A sends 20 sign-ins at once. Past thre
 16 places), A, which holds more than three quarters of the hashes, is refused with `Retry-After: 1`, and
 B's next sign-in still finds a place. Without the share A would take all 16 places and B would be refused.
 
-Every sign-in names an unknown email, so each costs one hash (A.9's burn) and answers EMAIL_NOT_FOUND or
+Every sign-in names an unknown email, so each costs one hash (the burn of docs/protocol/accounts.md#passwords) and answers EMAIL_NOT_FOUND or
 INVALID_LOGIN_CREDENTIALS."""
 
 from __future__ import annotations

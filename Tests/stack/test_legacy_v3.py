@@ -1,4 +1,4 @@
-"""The legacy Gitkit v3 API (A.1, B.2.5): every rpc of the table is served by its v1 operation with and
+"""The legacy Gitkit v3 API (docs/protocol/README.md#the-surface, docs/protocol/accounts.md#legacy-v3-paths): every rpc of the table is served by its v1 operation with and
 without the Google host prefix; the admin export and import with `targetProjectId`; the project config
 and the session-cookie keys; what the v2 reCAPTCHA, password-policy and token-revocation calls answer;
 re-authentication (`autoCreate: false`) never creating a user. The SDKs' call sequences over these
@@ -110,10 +110,11 @@ def test_download_and_upload_account_need_an_admin_and_name_the_project(stack, a
                                                    "maxResults": 10, "nextPageToken": page["nextPageToken"]},
                         headers=owner, key=False, plane="admin"))
     assert [u["localId"] for u in rest["users"]] == ["v3-user-2"]
-    # On the public plane the admin rpcs do not exist (A.12).
+    # On the public plane the admin rpcs do not exist (docs/protocol/admin.md#the-admin-plane).
     resp = v3(stack, "downloadAccount", {"targetProjectId": stack.project_id}, headers=owner)
     assert resp.status_code == 404 and resp.headers.get("X-Tessera-Plane") == "public", describe(resp)
-    # Without an admin credential, or without a project, it is refused (B.0, B.2.5).
+    # Without an admin credential, or without a project, it is refused
+    # (docs/protocol/README.md#transport-conventions, docs/protocol/accounts.md#legacy-v3-paths).
     for body in [{"targetProjectId": stack.project_id, "tenantId": tenant}, {"tenantId": tenant}]:
         expect_error(v3(stack, "downloadAccount", body, plane="admin"), "INSUFFICIENT_PERMISSION")
     expect_error(v3(stack, "uploadAccount", {"tenantId": tenant}, headers=owner, key=False, plane="admin"),
@@ -174,7 +175,7 @@ def test_reauthentication_never_creates_a_user(stack, client, admin, make_tenant
 
 
 def test_every_provider_entry_has_a_federated_id(stack, admin, make_tenant):
-    """A.11: the Apple SDK reads `federatedId` as a provider entry's uid; an imported link that came
+    """docs/protocol/sdks.md#what-the-sdks-depend-on: the Apple SDK reads `federatedId` as a provider entry's uid; an imported link that came
     without one answers its raw id there."""
     tenant = make_tenant()["tenantId"]
     expect_ok(admin.request("POST", f"/v1/projects/{stack.project_id}/tenants/{tenant}/accounts:batchCreate",

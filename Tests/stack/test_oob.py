@@ -1,6 +1,6 @@
 """Out-of-band flows through the stack and a real SMTP exchange: verification, password reset,
 email change, single use and expiry of codes, continue URLs, enumeration protection, and an SMTP
-server that is down when the mail is queued (A.7, B.2.1, B.5.9, B.5.10)."""
+server that is down when the mail is queued (docs/protocol/accounts.md#email-delivery, #end-user-endpoints, #email-enumeration-protection, #emailverified)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_password_reset_through_the_mailed_code(client, mail_sink, tenant):
     signed_in = expect_ok(client.post("/v1/accounts:signInWithPassword",
                                       {"tenantId": tenant, "email": email, "password": "a new password"}))
     user = expect_ok(client.lookup(signed_in["idToken"], tenant))["users"][0]
-    assert user["emailVerified"] is True, "a reset through the mailbox proves the address (B.5.10)"
+    assert user["emailVerified"] is True, "a reset through the mailbox proves the address (docs/protocol/accounts.md#emailverified)"
     expect_error(client.post("/v1/accounts:resetPassword",
                              {"tenantId": tenant, "oobCode": code, "newPassword": "third password"}), "INVALID_OOB_CODE")
 
@@ -195,7 +195,7 @@ def test_request_errors(client, tenant):
     expect_error(client.post("/v1/accounts:resetPassword", {"tenantId": tenant, "oobCode": "garbage"}),
                  "INVALID_OOB_CODE")
     expect_error(client.post("/v1/accounts:update", {"tenantId": tenant, "oobCode": "garbage"}), "INVALID_OOB_CODE")
-    # Android sends the proto enum number (B.0).
+    # Android sends the proto enum number (docs/protocol/README.md#transport-conventions).
     expect_ok(send(client, tenant, requestType=1, email=address()))
 
 

@@ -1,4 +1,4 @@
-"""Email enumeration protection through the stack (API.md B.5.9), and the password helpers other stack
+"""Email enumeration protection through the stack (docs/protocol/accounts.md#email-enumeration-protection), and the password helpers other stack
 tests share. Sign-up, sign-in, updates, re-authentication and revocation are in the in-process Swift
 tests (Tests/TesseraTests/InProcess/InProcessPasswordTests.swift, InProcessAccountUpdateTests.swift)."""
 

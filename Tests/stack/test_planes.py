@@ -1,4 +1,4 @@
-"""The two planes of the ingress (API.md A.12), walked from the services' own route tables: every route
+"""The two planes of the ingress (docs/protocol/admin.md#the-admin-plane), walked from the services' own route tables: every route
 of the token service and the directory is served on exactly one plane and answers 404 on the other;
 the internal API and /metrics are on neither. A route that demands an admin credential is on the
 admin plane whatever its path, so a new admin route cannot land on the public plane by accident. A
@@ -13,16 +13,17 @@ import requests
 
 from conftest import HTTP_TIMEOUT, describe, expect_ok
 
-# The admin API (API.md A.12; A.10's resources are under it too), the v3 admin rpcs and the admin
-# console (issue #25).
+# The admin API (docs/protocol/admin.md#the-admin-plane, #tesseras-own-admin-resources: Tessera's own
+# resources are under it too), the v3 admin rpcs and the admin console (issue #25).
 ADMIN = re.compile(r"^/(identitytoolkit\.googleapis\.com/)?(v[12]/projects/|v2/defaultSupportedIdps$)"
                    r"|^/(www\.googleapis\.com/)?identitytoolkit/v3/relyingparty/(downloadAccount|uploadAccount)$"
                    r"|^/console(/|$)")
 # For the services themselves and the operator's scraper, on the service ports only.
 NEITHER = re.compile(r"^/(internal/|metrics$)")
-# End-user operations that also have a privileged form (B.0: an admin bearer instead of the API key):
-# the end-user form on the public plane, the privileged one (with a bearer) on the admin plane; on v1
-# and as their v3 rpcs (the emulator's rest:53: an admin's getOobConfirmationCode).
+# End-user operations that also have a privileged form (docs/protocol/README.md#transport-conventions: an
+# admin bearer instead of the API key): the end-user form on the public plane, the privileged one (with a
+# bearer) on the admin plane; on v1 and as their v3 rpcs (the emulator's rest:53: an admin's
+# getOobConfirmationCode).
 PRIVILEGED_FORM = re.compile(
     r"^/((identitytoolkit\.googleapis\.com/)?v1/accounts:(lookup|update|delete|sendOobCode)"
     r"|(www\.googleapis\.com/)?identitytoolkit/v3/relyingparty/"

@@ -1,4 +1,4 @@
-"""The README's recipes for verifying Tessera's ID tokens in a backend (API.md A.12), run as written: the
+"""The README's recipes for verifying Tessera's ID tokens in a backend (docs/protocol/admin.md#the-admin-plane), run as written: the
 Python code blocks of its "Verifying Tessera's ID tokens" section are executed, and each function accepts
 a real token and refuses forged ones: signed by another key, an edited payload, alg none, and, signed
 with the stack's own key, another audience or issuer, expired, issued in the future, no subject, and a

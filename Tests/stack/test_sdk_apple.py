@@ -4,7 +4,7 @@ Every test drives sdk_traffic.AppleSDK, which sends exactly what the SDK sends (
 v2 for reCAPTCHA config and token revocation, securetoken with a camelCase JSON body; the SDK's headers;
 DEBUG-build pretty-printed JSON with escaped slashes) and checks each answer with the decoder of the SDK's
 response class. Errors are checked for the envelope and for the AuthErrorCode the SDK makes of them
-(Backend/AuthBackend.swift). Each test works in its own tenant (CLIENT-SDKS.md; API.md A.1, A.3, A.11)."""
+(Backend/AuthBackend.swift). Each test works in its own tenant (docs/protocol/README.md#the-surface, docs/protocol/accounts.md#accounts-and-providers, docs/protocol/sdks.md#what-the-sdks-depend-on)."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_anonymous_sign_in_then_link_email_password_keeps_the_uid(stack, make_te
     assert refresh.request.headers["Content-Type"] == "application/json"
     assert sent_body(refresh) == {"grantType": "refresh_token", "refreshToken": old_refresh}
     assert id_token_claims(token, uid=uid)["firebase"]["sign_in_provider"] == "password"
-    assert user.refresh_token != old_refresh, "refresh tokens rotate on every use (A.2)"
+    assert user.refresh_token != old_refresh, "refresh tokens rotate on every use (docs/protocol/tokens.md#token-rules)"
     assert apple.reload().uid == uid
 
     # A second device signs in with the password: the same user.
@@ -162,7 +162,8 @@ def test_password_sign_in_profile_password_and_email_changes(stack, make_tenant)
     assert sent_body(apple.log[-1]).keys() == {"idToken", "displayName", "returnSecureToken", "tenantId"}
     assert apple.reload().display_name == "Ada" and apple.user.photo_url == "https://img.example/ada.png"
 
-    # updatePassword: new tokens in the answer (the old ones are revoked, A.3).
+    # updatePassword: new tokens in the answer (the old ones are revoked,
+    # docs/protocol/accounts.md#accounts-and-providers).
     apple.clear_log()
     apple.update_password("sdk password 2")
     assert apple.calls == ["getAccountInfo", "setAccountInfo"]
@@ -237,7 +238,7 @@ def test_password_reset_by_mail(stack, make_tenant, mail_sink):
         apple.confirm_password_reset(code, "123")
     caught.value.expect("WEAK_PASSWORD", sdk="weakPassword")
 
-    wait_for_next_second(signed_up_at)  # the device's tokens predate the reset (validSince, B.3.2)
+    wait_for_next_second(signed_up_at)  # the device's tokens predate the reset (validSince, docs/protocol/tokens.md#checking-an-id-token)
     apple.confirm_password_reset(code, "sdk password reset")
     with pytest.raises(SdkError) as caught:
         apple.confirm_password_reset(code, "sdk password third")
@@ -247,7 +248,7 @@ def test_password_reset_by_mail(stack, make_tenant, mail_sink):
         apple.sign_in(email, PASSWORD)
     caught.value.expect("INVALID_LOGIN_CREDENTIALS", "INVALID_PASSWORD", sdk=("invalidCredential", "wrongPassword"))
     apple.sign_in(email, "sdk password reset")
-    assert apple.user.email_verified is True, "a reset through the mailbox proves the address (B.5.10)"
+    assert apple.user.email_verified is True, "a reset through the mailbox proves the address (docs/protocol/accounts.md#emailverified)"
 
     # The device that was signed in before the reset: its refresh is refused and the SDK signs it out.
     with pytest.raises(SdkError) as caught:
@@ -316,8 +317,9 @@ def test_federated_sign_in_link_and_unlink(stack, admin, make_tenant, fake_idp):
         AppleSDK(stack, tenant_id).sign_in_with_credential("google.com", id_token="not.a.jwt")
     caught.value.expect("INVALID_IDP_RESPONSE", sdk="invalidCredential")
 
-    # An unverified password account and Google vouching for an address outside gmail.com (untrusted, A.4):
-    # needConfirmation, which the SDK turns into accountExistsWithDifferentCredential (Auth/Auth.swift:2101).
+    # An unverified password account and Google vouching for an address outside gmail.com (untrusted,
+    # docs/protocol/accounts.md#verified-email-and-automatic-linking): needConfirmation, which the SDK turns
+    # into accountExistsWithDifferentCredential (Auth/Auth.swift:2101).
     taken = new_email("apple-fed-confirm")
     AppleSDK(stack, tenant_id).create_user(taken, PASSWORD)
     with pytest.raises(SdkError) as caught:
@@ -645,7 +647,7 @@ def test_unknown_v3_rpc_is_not_found(stack):
     apple = AppleSDK(stack)
     resp = apple.http.post(apple.v3_url("noSuchRpc"), data=apple.encode({}), headers=apple.headers())
     assert resp.status_code == 404, describe(resp)
-    # Google's own 404 body ("Not Found", status NOT_FOUND), as the emulator answers (CLIENT-SDKS.md §6): JSON,
-    # so the SDK reports an error rather than failing to decode.
+    # Google's own 404 body ("Not Found", status NOT_FOUND), as the emulator answers
+    # (docs/protocol/README.md#errors): JSON, so the SDK reports an error rather than failing to decode.
     error = resp.json()["error"]
     assert error["code"] == 404 and error.get("status") == "NOT_FOUND", describe(resp)

@@ -6,7 +6,7 @@ paths, v2 for reCAPTCHA config / password policy / token revocation, a form-enco
 bodies that keep nulls; the SDK's headers plus the browser's Origin) and checks each answer with the decoder of
 the SDK's response type, CORS included: a browser hands an answer (error or not) to the SDK only with an
 Access-Control-Allow-Origin for the page. Errors are checked for the envelope and for the auth/... code the
-SDK makes of them (api/index.ts). Each test works in its own tenant (CLIENT-SDKS.md; API.md A.1, A.3, A.11)."""
+SDK makes of them (api/index.ts). Each test works in its own tenant (docs/protocol/README.md#the-surface, docs/protocol/accounts.md#accounts-and-providers, docs/protocol/sdks.md#what-the-sdks-depend-on)."""
 
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ def test_anonymous_sign_in_then_link_email_password_keeps_the_uid(stack, make_te
 
 
 def test_update_profile_keeps_what_null_leaves_alone(stack, make_tenant):
-    """updateProfile sends JSON nulls (core/user/account_info.ts:33-57): null means no change (A.11), and
+    """updateProfile sends JSON nulls (core/user/account_info.ts:33-57): null means no change (docs/protocol/sdks.md#what-the-sdks-depend-on), and
     the answer echoes the stored values, which JS copies to the user (account_info.ts:64-65)."""
     tenant_id = user_tenant(make_tenant)
     js = JsSDK(stack, tenant_id)
@@ -348,8 +348,9 @@ def test_federated_sign_in_link_and_unlink(stack, admin, make_tenant, fake_idp):
         owner.link_credential("google.com", id_token=fake_idp.id_token("google.com", sub, email=gmail))
     caught.value.expect("FEDERATED_USER_ID_ALREADY_LINKED", sdk="auth/credential-already-in-use")
 
-    # Google for an address outside gmail.com is untrusted (A.4): needConfirmation, which JS reads by the key's
-    # mere presence (api/index.ts:215-217).
+    # Google for an address outside gmail.com is untrusted
+    # (docs/protocol/accounts.md#verified-email-and-automatic-linking): needConfirmation, which JS reads by
+    # the key's mere presence (api/index.ts:215-217).
     taken = new_email("js-fed-confirm")
     JsSDK(stack, tenant_id).create_user(taken, PASSWORD)
     with pytest.raises(SdkError) as caught:
@@ -383,7 +384,7 @@ def test_email_link_sign_in_and_linking(stack, make_tenant, mail_sink):
     js = JsSDK(stack, tenant_id)
     email = new_email("js-link")
     # With the mobile settings JS sends androidMinimumVersionCode, a field the v1 schema does not name
-    # (core/strategies/action_code_settings.ts:62-69): tolerated (CLIENT-SDKS.md §1.3).
+    # (core/strategies/action_code_settings.ts:62-69): tolerated (docs/protocol/sdks.md#what-the-sdks-depend-on).
     settings = ActionCodeSettings(url=CONTINUE_URL, handle_code_in_app=True, ios_bundle_id="dev.tessera.ios",
                                   android_package_name="dev.tessera.android", android_install_app=True,
                                   android_minimum_version="12")

@@ -1,4 +1,4 @@
-"""Secret settings and the version (API.md A.12, issue 22), with the stack's own binaries started beside
+"""Secret settings and the version (docs/protocol/admin.md#the-admin-plane, issue 22), with the stack's own binaries started beside
 the stack on ports of their own: a placeholder, short or doubly given secret stops a service at start
 with a message that names the setting (never the value); a secret from `<NAME>_FILE` works; without
 TESSERA_OWNER_TOKEN_SCOPE the Admin SDKs' `Bearer owner` is refused like any unknown credential; every
@@ -137,8 +137,8 @@ def test_every_binary_and_healthz_answer_the_changelogs_version(stack):
     assert "hummingbird-project/hummingbird" in notice and "vapor/postgres-nio" in notice
 
 
-# --------------------------------------------------------------------------------------
-# PostgreSQL over TLS (API.md A.12): the stack's PostgreSQL offers TLS with a certificate from a CA of
+# -------------------------------------------------------------------------------------- PostgreSQL over TLS
+# (docs/protocol/admin.md#the-admin-plane): the stack's PostgreSQL offers TLS with a certificate from a CA of
 # the stack's own (TESSERA_PG_CA_FILE); the directory's DATABASE_URL chooses with sslmode.
 # --------------------------------------------------------------------------------------
 
@@ -201,7 +201,7 @@ def test_a_server_certificate_that_does_not_verify_stops_the_directory(stack, tm
 
 
 def test_the_directory_warns_at_start_when_owner_is_switched_on(stack):
-    """A.12: the service says so in its log at start."""
+    """docs/protocol/admin.md#the-admin-plane: the service says so in its log at start."""
     with running(stack, "user-directory", TESSERA_ADMIN_TOKEN=STRONG, LOG_LEVEL="info",
                  TESSERA_OWNER_TOKEN_SCOPE="tenants/some-tenant") as service:
         pass

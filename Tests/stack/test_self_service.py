@@ -1,4 +1,4 @@
-"""Self-service switches (A.5, B.5.7, B.5.8) per tenant and for the default scope; changes
+"""Self-service switches (docs/protocol/admin.md#self-service-settings, docs/protocol/accounts.md#user-actions, #project-and-tenant-switches) per tenant and for the default scope; changes
 made over the admin API take effect on the very next client call."""
 
 from __future__ import annotations
@@ -159,7 +159,8 @@ def test_project_config_switches_for_default_scope(stack, admin):
         refreshed = client.refresh(data["refreshToken"])
         assert "tenant" not in unverified_claims(refreshed["id_token"])["firebase"]
 
-        # disableAuth, as for tenants (A.5): PROJECT_DISABLED at once; and back.
+        # disableAuth, as for tenants (docs/protocol/admin.md#self-service-settings): PROJECT_DISABLED at
+        # once; and back.
         assert _flag(config, "disableAuth") is False, describe(resp)
         expect_ok(admin.patch_config({"disableAuth": True}, "disableAuth"))
         expect_error(client.sign_up_raw(None), "PROJECT_DISABLED")

@@ -34,7 +34,8 @@ FUZZ_TIMEOUT = 600  # seconds, per run
 
 def fuzz_command(stack, schemathesis: Path, config: Path, tag: str) -> list[str]:
     header = f"x-goog-api-key: {stack.api_key}" if tag == "client" else f"Authorization: Bearer {stack.admin_token}"
-    # The admin API is on the admin plane (A.12): on the public one every admin call is a 404.
+    # The admin API is on the admin plane (docs/protocol/admin.md#the-admin-plane): on the public one every
+    # admin call is a 404.
     url = stack.url if tag == "client" else stack.admin_url
     return [str(schemathesis), "--config-file", str(config), "run", str(DOCUMENT), "--url", url,
             "--include-tag", tag, "--header", header, "--max-examples", "25",
@@ -105,7 +106,7 @@ def test_nul_characters_are_refused_cleanly(stack, admin, client, tenant_id):
 
 def test_an_unknown_hash_algorithm_is_bad_input_not_a_missing_feature(stack, admin, tenant_id):
     """Found by the fuzz run: an import naming no algorithm Firebase knows answered 501; it is a 400
-    INVALID_HASH_ALGORITHM. A Firebase algorithm Tessera cannot verify yet stays 501 (API.md A.1)."""
+    INVALID_HASH_ALGORITHM. A Firebase algorithm Tessera cannot verify yet stays 501 (docs/protocol/README.md#the-surface)."""
     path = f"/v1/projects/{stack.project_id}/tenants/{tenant_id}/accounts:batchCreate"
     user = {"localId": "imp-unknown-algo", "email": "imp-unknown-algo@example.com", "passwordHash": "aGFzaA"}
     resp = admin.request("POST", path, json={"users": [user], "hashAlgorithm": ""})

@@ -1,4 +1,4 @@
-"""A.9 through the running stack: password hashing has bounded concurrency, and when its queue is full
+"""docs/protocol/accounts.md#passwords through the running stack: password hashing has bounded concurrency, and when its queue is full
 the client gets `503 UNAVAILABLE` with `Retry-After` at once, not a pile-up and never a 500.
 
 The directory is restarted with one hashing thread, a queue of one and Firebase-scrypt's production

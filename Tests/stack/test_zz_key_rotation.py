@@ -1,4 +1,4 @@
-"""Signing-key rotation through the running stack (API.md A.2): a new key is published before it
+"""Signing-key rotation through the running stack (docs/protocol/tokens.md#token-rules): a new key is published before it
 signs; once it signs, tokens of the retired key keep working while its key stays published. The
 test stack re-reads its key directory every second (TESSERA_KEY_RELOAD_INTERVAL=1s)."""
 

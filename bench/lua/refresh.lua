@@ -1,5 +1,5 @@
 -- Token refresh: POST /v1/token. Refresh tokens rotate on every use and a reuse after the grace window
--- revokes the family (API.md A.2), so each thread keeps a queue: a request takes the oldest token,
+-- revokes the family (docs/protocol/tokens.md#token-rules), so each thread keeps a queue: a request takes the oldest token,
 -- its answer's new token goes to the back. The pool file holds fresh sessions (4 per connection per
 -- thread); each thread takes every nthreads-th line.
 -- args: <refresh token file> <threads> <api key> [<pause ms, read by refresh_paced.lua>]

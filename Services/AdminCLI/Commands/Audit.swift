@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import TesseraShared
 
-/// `tessera audit`: the audit log of a scope (A.10), newest first.
+/// `tessera audit`: the audit log of a scope (docs/protocol/admin.md#tesseras-own-admin-resources), newest first.
 struct Audit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the audit log: admin writes and cleanup sweeps, newest first.",

@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import TesseraShared
 
-/// `tessera cleanup …`: the anonymous-account cleanup of a scope (A.6, A.10).
+/// `tessera cleanup …`: the anonymous-account cleanup of a scope (docs/protocol/admin.md#anonymous-cleanup,
+/// #tesseras-own-admin-resources).
 struct Cleanup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Preview and inspect the anonymous-account cleanup.",

@@ -8,7 +8,8 @@ import TesseraShared
     import Darwin
 #endif
 
-/// `tessera credentials …`: scoped admin credentials (A.10). Project admins only.
+/// `tessera credentials …`: scoped admin credentials (docs/protocol/admin.md#tesseras-own-admin-resources).
+/// Project admins only.
 struct Credentials: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, create and revoke admin credentials.",

@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import TesseraShared
 
-/// `tessera providers …`: identity-provider configurations of a scope (A.8, B.2.3):
+/// `tessera providers …`: identity-provider configurations of a scope
+/// (docs/protocol/federated.md#federated-providers, docs/protocol/admin.md#admin-endpoints):
 /// `defaultSupportedIdpConfigs` for the built-in providers, `oauthIdpConfigs` for `oidc.*` ones.
 struct Providers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

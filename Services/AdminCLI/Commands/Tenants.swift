@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import TesseraShared
 
-/// `tessera tenants …`: the v2 tenants API (B.2.3, A.5). Project admins only.
+/// `tessera tenants …`: the v2 tenants API (docs/protocol/admin.md#admin-endpoints, #self-service-settings).
+/// Project admins only.
 struct Tenants: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, show, create, update and delete tenants and their sign-in settings.",

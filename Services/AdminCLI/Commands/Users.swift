@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import TesseraShared
 
-/// `tessera users …`: the admin accounts API (B.2.3) of one scope.
+/// `tessera users …`: the admin accounts API (docs/protocol/admin.md#admin-endpoints) of one scope.
 struct Users: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, inspect, create, disable, enable, delete users and revoke their sessions.",

@@ -13,8 +13,8 @@ struct Scope: Sendable, Equatable {
     var label: String { tenantID.map { "tenant \($0)" } ?? "the default scope" }
 }
 
-/// The admin plane over HTTP (API.md A.12): one client per command, the credential in every call's
-/// `Authorization` header and nowhere else (never printed, never logged).
+/// The admin plane over HTTP (docs/protocol/admin.md#the-admin-plane): one client per command, the credential
+/// in every call's `Authorization` header and nowhere else (never printed, never logged).
 final class AdminClient: Sendable {
     let http: HTTPClient
     let baseURL: String
@@ -143,7 +143,8 @@ final class AdminClient: Sendable {
 
     // MARK: paging
 
-    /// Every item of a `pageSize`/`pageToken` list (A.10, B.2.3), page after page, at most `limit`.
+    /// Every item of a `pageSize`/`pageToken` list (docs/protocol/admin.md#tesseras-own-admin-resources,
+    /// #admin-endpoints), page after page, at most `limit`.
     func list(
         _ path: String, items: String, pageSize: Int = 1000, limit: Int? = nil, query: [(String, String)] = []
     ) async throws -> [JSONValue] {

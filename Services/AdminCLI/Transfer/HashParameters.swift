@@ -1,8 +1,8 @@
 import Foundation
 import TesseraShared
 
-/// The hash settings of one `accounts:batchCreate` request (B.7.1): the algorithm and its
-/// parameters under batchCreate's field names (`signerKey`, `saltSeparator`, `rounds`,
+/// The hash settings of one `accounts:batchCreate` request (docs/protocol/accounts.md#firebase-scrypt): the
+/// algorithm and its parameters under batchCreate's field names (`signerKey`, `saltSeparator`, `rounds`,
 /// `memoryCost`, `cpuMemCost`, `parallelization`, `blockSize`, `dkLen`, `passwordHashOrder`).
 struct HashParameters: Equatable, Sendable {
     var algorithm: String

@@ -12,14 +12,14 @@ import TesseraShared
 ///              "users": [{"localId", "tesseraPasswordHash"?, "providerUserInfo"?}, …]}}
 /// ```
 ///
-/// `users` holds only what `firebase auth:import` accepts: its importer refuses a user with any
-/// other member, or a provider other than google.com, facebook.com, twitter.com and github.com
-/// (firebase-tools src/accountImporter.ts, `validateUserJson`). What Firebase's format cannot carry
-/// — a password hash the scope's hash config does not describe (`tesseraPasswordHash`, the
-/// batchCreate settings it needs with the hash and salt), the other providers (apple.com,
-/// microsoft.com, yahoo.com, oidc.*), `emailLinkSignin` and `customAuth` — goes to `tessera.users`, by localId; `tessera import` puts
-/// the two back together, and also reads those members inside a user. `tesseraPasswordHashWithheld`
-/// marks a user of a tenant whose hash the server does not export (it needs the project's key).
+/// `users` holds only what `firebase auth:import` accepts: its importer refuses a user with any other member,
+/// or a provider other than google.com, facebook.com, twitter.com and github.com (firebase-tools
+/// src/accountImporter.ts, `validateUserJson`). What Firebase's format cannot carry — a password hash the
+/// scope's hash config does not describe (`tesseraPasswordHash`, the batchCreate settings it needs with the
+/// hash and salt), the other providers (apple.com, microsoft.com, yahoo.com, oidc.*), `emailLinkSignin` and
+/// `customAuth` — goes to `tessera.users`, by localId; `tessera import` puts the two back together, and also
+/// reads those members inside a user. `tesseraPasswordHashWithheld` marks a user of a tenant whose hash the
+/// server does not export (it needs the project's key).
 enum TransferFormat {
     static let version: Int64 = 1
 
@@ -31,7 +31,8 @@ enum TransferFormat {
     ]
     static let firebaseProviders: Set<String> = ["google.com", "facebook.com", "twitter.com", "github.com"]
     static let firebaseProviderKeys = ["providerId", "rawId", "email", "displayName", "photoUrl"]
-    /// Provider entries derived from the user's own fields (B.6): never exported, never imported.
+    /// Provider entries derived from the user's own fields (docs/protocol/accounts.md#the-user-record): never
+    /// exported, never imported.
     static let derivedProviders: Set<String> = ["password", "phone"]
 
     /// A `batchGet` user → (the user in Firebase's export format, what only Tessera can carry or nil).
@@ -67,9 +68,9 @@ enum TransferFormat {
             // (docs/architecture.md, "Hash keys across scopes"); the user is exported without one.
             extra[withheldKey] = .bool(true)
         }
-        // Marks Firebase's format has no member for (B.6): email-link sign-in (a `password` provider
-        // without a password) and a user made by a custom token (no email, provider or password, and
-        // still not anonymous).
+        // Marks Firebase's format has no member for (docs/protocol/accounts.md#the-user-record): email-link
+        // sign-in (a `password` provider without a password) and a user made by a custom token (no email,
+        // provider or password, and still not anonymous).
         for mark in markKeys where user[mark]?.boolValue == true { extra[mark] = .bool(true) }
         if !otherProviders.isEmpty { extra["providerUserInfo"] = .array(otherProviders) }
         guard !extra.isEmpty, let localId = user["localId"] else { return (.object(out), nil) }
@@ -77,7 +78,8 @@ enum TransferFormat {
         return (.object(out), .object(extra))
     }
 
-    /// The members of a user that `accounts:batchCreate` takes (B.2.3, B.6).
+    /// The members of a user that `accounts:batchCreate` takes (docs/protocol/admin.md#admin-endpoints,
+    /// docs/protocol/accounts.md#the-user-record).
     static let batchCreateKeys = [
         "localId", "email", "emailVerified", "displayName", "photoUrl", "phoneNumber", "disabled", "customAttributes",
         "createdAt", "lastLoginAt", "passwordHash", "salt",

@@ -133,10 +133,10 @@ public struct WorkerMetrics: Sendable {
     }
 }
 
-/// One sweep (API.md A.6): take the lease, walk the scopes with due anonymous accounts and delete
-/// them batch by batch (each one call, one statement: what is due and still anonymous goes), prune,
-/// finish. Every batch is its own transaction, so a worker killed mid-sweep loses nothing: the next
-/// sweep finds what is left.
+/// One sweep (docs/protocol/admin.md#anonymous-cleanup): take the lease, walk the scopes with due anonymous
+/// accounts and delete them batch by batch (each one call, one statement: what is due and still anonymous
+/// goes), prune, finish. Every batch is its own transaction, so a worker killed mid-sweep loses nothing: the
+/// next sweep finds what is left.
 public struct Sweeper: Sendable {
     let directory: DirectoryClient
     let configuration: CleanupWorkerConfiguration

@@ -109,9 +109,9 @@ public func buildTokenApplication(
             cookieKeys.reload(logger: logger)
         },
     ]
-    // The admin plane's listener (API.md A.12): where an ingress that cannot drop a header sends the
-    // admin plane's token-service paths (createSessionCookie, the v3 admin rpcs, the privileged form of
-    // lookup/update/delete/sendOobCode). The public listener then never believes a bearer.
+    // The admin plane's listener (docs/protocol/admin.md#the-admin-plane): where an ingress that cannot drop
+    // a header sends the admin plane's token-service paths (createSessionCookie, the v3 admin rpcs, the
+    // privileged form of lookup/update/delete/sendOobCode). The public listener then never believes a bearer.
     if let adminPort = configuration.adminPort {
         services.append(
             Application(
@@ -127,7 +127,7 @@ public func buildTokenApplication(
         logger: logger)
 }
 
-/// Features out of scope for now (API.md A.1) answer 501 with a clear message rather than 404.
+/// Features out of scope for now (docs/protocol/README.md#the-surface) answer 501 with a clear message rather than 404.
 enum OutOfScope {
     static let clientVerbs = [
         "v1/accounts:sendVerificationCode": "Phone authentication",

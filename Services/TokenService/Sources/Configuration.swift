@@ -35,7 +35,8 @@ public struct TokenServiceConfiguration: Sendable {
     public var actionURL: String?
     /// Hosts a `continueUrl` may point to.
     public var authorizedDomains: [String] = ActionLinks.defaultAuthorizedDomains
-    /// Built-in identity providers' endpoints (A.8; `IDP_<NAME>_ISSUER`, `_JWKS_URL`, `_USERINFO_URL`).
+    /// Built-in identity providers' endpoints (docs/protocol/federated.md#federated-providers;
+    /// `IDP_<NAME>_ISSUER`, `_JWKS_URL`, `_USERINFO_URL`).
     public var providerEndpoints = ProviderEndpoints.defaults
     /// A provider token with an unknown key id refetches the provider's JWKS at most this often.
     public var idpJWKSRefetchInterval: Duration = .seconds(30)

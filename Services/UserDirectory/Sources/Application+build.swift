@@ -13,7 +13,8 @@ public struct DirectoryConfiguration: Sendable {
     public var libraryRequestMetrics = false
     public var projectID: String
     public var adminToken: String
-    /// Where `Bearer owner` (the Admin SDKs' emulator-mode token) acts; nil: refused (API.md A.12).
+    /// Where `Bearer owner` (the Admin SDKs' emulator-mode token) acts; nil: refused
+    /// (docs/protocol/admin.md#the-admin-plane).
     public var ownerTokenScope: OwnerTokenScope?
     public var internalSecret: String
     public var database: DatabaseTarget
@@ -45,7 +46,7 @@ public struct DirectoryConfiguration: Sendable {
     public var adminAuthFailuresPerHour = 20
     /// How long the start may wait for PostgreSQL before the service gives up (the schema check).
     public var databaseStartTimeout: Duration = .seconds(30)
-    /// Out-of-band codes expire after this long (A.7: 1 hour).
+    /// Out-of-band codes expire after this long (docs/protocol/accounts.md#email-delivery: 1 hour).
     public var oobCodeTTL: Duration = .seconds(3600)
     public var mail = MailDispatcher.Settings(smtp: nil)
     /// For links admins ask for (`returnOobLink`): the API key they carry (public), and where they point.

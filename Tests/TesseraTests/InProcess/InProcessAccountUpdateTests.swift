@@ -6,7 +6,9 @@ import TokenService
 @testable import TesseraShared
 
 /// `accounts:update` by end users and admins: upgrade, password and email changes, re-authentication,
-/// revocation and disabled users (API.md A.2, A.3, B.5.11–B.5.13; Tests/stack/test_passwords.py).
+/// revocation and disabled users (docs/protocol/tokens.md#token-rules,
+/// docs/protocol/accounts.md#accounts-and-providers, #password-change-and-revocation, #recent-sign-in,
+/// #disabled-users; Tests/stack/test_passwords.py).
 @Suite("in-process: account updates, re-authentication and revocation", .enabled(if: PostgresSupport.available))
 struct InProcessAccountUpdateTests {
     static let password = InProcessPasswordTests.password
@@ -107,7 +109,7 @@ struct InProcessAccountUpdateTests {
                     try await Self.update(service, tenant, token, fields), "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
             }
             try expectError(try await service.delete(token, tenant: tenant), "CREDENTIAL_TOO_OLD_LOGIN_AGAIN")
-            // An email change by mailed code is sensitive too (A.3).
+            // An email change by mailed code is sensitive too (docs/protocol/accounts.md#accounts-and-providers).
             try expectError(
                 try await service.client.post(
                     "/v1/accounts:sendOobCode",
@@ -119,9 +121,11 @@ struct InProcessAccountUpdateTests {
             let fresh = try expectOK(try await InProcessPasswordTests.signIn(service, tenant, email))
             let changed = try expectOK(
                 try await Self.update(service, tenant, fresh["idToken"]?.stringValue, #""password":"another one""#))
-            // The change revoked the token it was made with, even within the same second (B.5.11).
+            // The change revoked the token it was made with, even within the same second
+            // (docs/protocol/accounts.md#password-change-and-revocation).
             try expectError(try await service.lookup(fresh["idToken"]?.stringValue, tenant: tenant), "TOKEN_EXPIRED")
-            // A 4096-character password is still a password (A.9's upper bound is inclusive).
+            // A 4096-character password is still a password (docs/protocol/accounts.md#passwords: the upper
+            // bound is inclusive).
             try expectOK(
                 try await Self.update(
                     service, tenant, changed["idToken"]?.stringValue,

@@ -4,7 +4,8 @@ import Testing
 
 @testable import TesseraShared
 
-/// Admin user management and import through the directory's router (API.md B.2.3, B.6).
+/// Admin user management and import through the directory's router (docs/protocol/admin.md#admin-endpoints,
+/// docs/protocol/accounts.md#the-user-record).
 @Suite("in-process: admin accounts and import", .enabled(if: PostgresSupport.available))
 struct InProcessAdminAccountsTests {
     @Test("an admin creates, looks up, updates and deletes a user, and each step's errors are business errors")

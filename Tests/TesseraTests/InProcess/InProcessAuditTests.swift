@@ -4,7 +4,7 @@ import Testing
 
 @testable import TesseraShared
 
-/// The admin audit log and the paged credential lists (issue #4; API.md A.10;
+/// The admin audit log and the paged credential lists (issue #4; docs/protocol/admin.md#tesseras-own-admin-resources;
 /// Tests/stack/test_admin_credentials.py).
 @Suite("in-process: admin audit log and credential lists", .enabled(if: PostgresSupport.available))
 struct InProcessAuditTests {

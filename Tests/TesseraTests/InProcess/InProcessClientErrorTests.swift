@@ -4,8 +4,8 @@ import Testing
 
 @testable import TesseraShared
 
-/// Caller identification and the Google error envelope on the token service (API.md B.0, B.1;
-/// Tests/stack/test_api_errors.py).
+/// Caller identification and the Google error envelope on the token service
+/// (docs/protocol/README.md#transport-conventions, #errors; Tests/stack/test_api_errors.py).
 @Suite("in-process: API keys and error shapes of the client API", .enabled(if: PostgresSupport.available))
 struct InProcessClientErrorTests {
     static let badKeyMessage = "API key not valid. Please pass a valid API key."

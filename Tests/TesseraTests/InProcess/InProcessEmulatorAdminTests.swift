@@ -6,7 +6,7 @@ import Testing
 
 /// Issue #36's tenant selection, account and HTTP themes, ported from the Firebase emulator's specs
 /// (each test names the `*.spec.ts:line` it ports); docs/design-notes.md, "Admin API" and "Where
-/// Tessera differs from the emulator".
+/// Tessera differs from the emulator, on purpose".
 @Suite("in-process: the emulator's specs on tenants, accounts and HTTP", .enabled(if: PostgresSupport.available))
 struct InProcessEmulatorAdminTests {
     static let project = "/v1/projects/\(InProcess.projectID)"

@@ -4,8 +4,8 @@ import Testing
 
 @testable import TesseraShared
 
-/// Email/password sign-up and sign-in, and email enumeration protection (API.md A.9, B.5.2, B.5.9;
-/// Tests/stack/test_passwords.py).
+/// Email/password sign-up and sign-in, and email enumeration protection (docs/protocol/accounts.md#passwords,
+/// #adding-email-and-password, #email-enumeration-protection; Tests/stack/test_passwords.py).
 @Suite("in-process: email/password accounts", .enabled(if: PostgresSupport.available))
 struct InProcessPasswordTests {
     static let password = "correct horse 1"

@@ -398,7 +398,8 @@ func expectOK(_ answer: Answer, sourceLocation: SourceLocation = #_sourceLocatio
     return json
 }
 
-/// The Google error envelope (API.md B.1, conftest's `assert_error_shape`); returns the `error` object.
+/// The Google error envelope (docs/protocol/README.md#errors, conftest's `assert_error_shape`); returns the
+/// `error` object.
 @discardableResult
 func expectErrorShape(
     _ answer: Answer, _ status: HTTPResponse.Status, sourceLocation: SourceLocation = #_sourceLocation

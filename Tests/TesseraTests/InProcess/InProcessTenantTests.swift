@@ -86,7 +86,8 @@ struct InProcessTenantTests {
 
             let fetched = try expectOK(try await directory.admin.get("\(directory.tenantsPath)/\(id)"))
             try Self.checkShape(fetched)
-            // Both carry the read-only hash config for admins (B.7.1); a GET answers what the create did.
+            // Both carry the read-only hash config for admins (docs/protocol/accounts.md#firebase-scrypt); a
+            // GET answers what the create did.
             #expect(fetched["hashConfig"]?["algorithm"]?.stringValue == "SCRYPT")
             #expect(fetched == created)
 

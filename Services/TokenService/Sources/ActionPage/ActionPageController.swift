@@ -4,11 +4,12 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// The hosted action page, `/__/auth/action` (A.11): where every mailed link points unless a scope
-/// sets its own. Server-rendered, no JavaScript, no third-party assets. A GET never uses the code: it
-/// checks it and shows a form (a mail scanner that follows links changes nothing); the form's POST,
-/// with a CSRF token bound to a cookie, completes the action through the same operations as the
-/// public API (`accounts:update{oobCode}`, `accounts:resetPassword`, `accounts:signInWithEmailLink`).
+/// The hosted action page, `/__/auth/action` (docs/protocol/sdks.md#what-the-sdks-depend-on): where every
+/// mailed link points unless the deployment sets `TESSERA_ACTION_URL`. Server-rendered, no JavaScript, no
+/// third-party assets. A GET never uses the code: it checks it and shows a form (a mail scanner that follows
+/// links changes nothing); the form's POST, with a CSRF token bound to a cookie, completes the action through
+/// the same operations as the public API (`accounts:update{oobCode}`, `accounts:resetPassword`,
+/// `accounts:signInWithEmailLink`).
 struct ActionPageController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration

@@ -1,7 +1,8 @@
 import Foundation
 
-/// The hosted action page's words, per language (A.11): English and the seed documents' Italian,
-/// Russian, Thai and Persian (right to left). A language the page does not know falls back to English.
+/// The hosted action page's words, per language (docs/protocol/sdks.md#what-the-sdks-depend-on): English and
+/// the seed documents' Italian, Russian, Thai and Persian (right to left). A language the page does not know
+/// falls back to English.
 struct ActionPageStrings: Sendable {
     var rightToLeft = false
     var pageTitle: String

@@ -4,7 +4,7 @@ import Logging
 import TesseraShared
 import _CryptoExtras
 
-/// A provider credential as `signInWithIdp` carries it in `postBody` (B.2.1).
+/// A provider credential as `signInWithIdp` carries it in `postBody` (docs/protocol/accounts.md#end-user-endpoints).
 struct ProviderCredential: Sendable {
     var providerId: String
     var idToken: String?
@@ -55,8 +55,8 @@ struct ProviderProfile: Sendable {
     var rawUserInfo: String
 }
 
-/// Verifies provider credentials (API.md A.8): OIDC ID tokens against the provider's keys, OAuth
-/// access tokens against its user-info API.
+/// Verifies provider credentials (docs/protocol/federated.md#federated-providers): OIDC ID tokens against the
+/// provider's keys, OAuth access tokens against its user-info API.
 struct IdentityProviders: Sendable {
     let endpoints: [String: ProviderEndpoints]
     let keys: JWKSCache
@@ -68,10 +68,10 @@ struct IdentityProviders: Sendable {
     /// hotmail.com addresses.
     static let microsoftConsumerTenant = "9188040d-6c67-4c5b-b112-36a304b66dad"
 
-    /// Whether a Microsoft ID token's `email` is the user's own: Microsoft sends no
-    /// `email_verified`, and any Entra tenant may write any address into a user's mail attribute
-    /// ("nOAuth"). So only the consumer tenant's tokens, or a token whose `xms_edov` says the
-    /// domain is verified by its tenant, vouch for the address (A.4's microsoft.com row).
+    /// Whether a Microsoft ID token's `email` is the user's own: Microsoft sends no `email_verified`, and any
+    /// Entra tenant may write any address into a user's mail attribute ("nOAuth"). So only the consumer
+    /// tenant's tokens, or a token whose `xms_edov` says the domain is verified by its tenant, vouch for the
+    /// address (the microsoft.com row of docs/protocol/accounts.md#verified-email-and-automatic-linking).
     static func microsoftVouchesForEmail(_ claims: Claims) -> Bool {
         claims.string("tid") == microsoftConsumerTenant || claims.bool("xms_edov") == true
     }

@@ -4,8 +4,8 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// End-user `accounts:*` endpoints (API.md B.2.1). Privileged calls on these paths are forwarded
-/// to the directory's admin API, which authenticates them.
+/// End-user `accounts:*` endpoints (docs/protocol/accounts.md#end-user-endpoints). Privileged calls on these
+/// paths are forwarded to the directory's admin API, which authenticates them.
 struct AccountsController {
     let tokens: SessionTokens
     let flows: AuthorizationFlows
@@ -41,8 +41,9 @@ struct AccountsController {
         var expiresIn = String(IDTokenIssuer.lifetime)
     }
 
-    /// Anonymous sign-up without credentials (B.5.1); email/password sign-up, or with `idToken` the
-    /// link of email/password to that user, which keeps its id (B.5.2).
+    /// Anonymous sign-up without credentials (docs/protocol/accounts.md#anonymous-sign-up); email/password
+    /// sign-up, or with `idToken` the link of email/password to that user, which keeps its id
+    /// (docs/protocol/accounts.md#adding-email-and-password).
     @Sendable func signUp(_ request: Request, context: ClientOrAdminContext) async throws -> JSONResponse<
         SignUpResponse
     > {
@@ -59,7 +60,8 @@ struct AccountsController {
                 scope: requested, clientIP: tokens.clientIP(request, context), requestID: context.requestID,
                 logger: context.logger)
         } else {
-            // `{"email":"","password":""}` is not anonymous: INVALID_EMAIL (B.5.1).
+            // `{"email":"","password":""}` is not anonymous: INVALID_EMAIL
+            // (docs/protocol/accounts.md#anonymous-sign-up).
             guard let rawEmail = body.email else { throw FirebaseError.invalid(.missingEmail) }
             guard let email = Credentials.normalizedEmail(rawEmail) else {
                 throw FirebaseError.invalid(.invalidEmail)
@@ -124,7 +126,7 @@ struct AccountsController {
         let body = try await request.decodeJSON(PasswordSignInRequest.self, context: context)
         return try await tokens.switchesFirst(Scope(wire: body.tenantId), .password, context: context) {
             // reCAPTCHA is never enforced (recaptchaConfig says OFF), so a `captchaResponse` an SDK sends is
-            // ignored like any other field it may send (A.11).
+            // ignored like any other field it may send (docs/protocol/sdks.md#what-the-sdks-depend-on).
             if body.idToken != nil || body.pendingIdToken != nil {
                 throw FirebaseError.notImplemented("signInWithPassword with idToken or pendingIdToken")
             }
@@ -204,7 +206,8 @@ struct AccountsController {
         let answer = try await tokens.directory.call(
             InternalPath.authMethods, AuthMethodsRequest(scope: Scope(wire: body.tenantId), email: email),
             as: AuthMethodsResponse.self, requestID: context.requestID, logger: context.logger)
-        // The app's own session id comes back as it was sent (B.2.1), else a new one.
+        // The app's own session id comes back as it was sent (docs/protocol/accounts.md#end-user-endpoints),
+        // else a new one.
         let sessionId = try Self.sessionId(body.sessionId) ?? Secrets.randomAlphanumeric(27)
         guard !answer.protected else { return JSONResponse(CreateAuthUriResponse(sessionId: sessionId)) }
         return JSONResponse(
@@ -290,7 +293,7 @@ struct AccountsController {
         var deleteAttribute: [String]?
         var deleteProvider: [String]?
         var returnSecureToken: Bool?
-        // Privileged-only fields: a client sending them is refused (B.2.1).
+        // Privileged-only fields: a client sending them is refused (docs/protocol/accounts.md#end-user-endpoints).
         var localId: String?
         var customAttributes: String?
         var disableUser: Bool?
@@ -303,7 +306,8 @@ struct AccountsController {
 
     static let deletableAttributes: Set<String> = ["DISPLAY_NAME", "PHOTO_URL", "EMAIL", "PASSWORD"]
 
-    /// An end user's `accounts:update` with its ID token (B.2.1, B.5.2, B.5.11, B.5.12).
+    /// An end user's `accounts:update` with its ID token (docs/protocol/accounts.md#end-user-endpoints,
+    /// #adding-email-and-password, #password-change-and-revocation, #recent-sign-in).
     @Sendable func update(_ request: Request, context: ClientOrAdminContext) async throws -> Response {
         if case .privileged(let authorization) = context.caller {
             return try await tokens.forwardPrivileged(
@@ -353,7 +357,8 @@ struct AccountsController {
                 logger: context.logger)
             // Linking an identity without its provider's proof needs an admin (production: an OAuth
             // credential); from an end user it would let anyone claim someone's Google account
-            // before they first sign in (docs/design-notes.md, "Where Tessera differs from the emulator").
+            // before they first sign in (docs/design-notes.md, "Where Tessera differs from the
+            // emulator, on purpose").
             if body.linkProviderUserInfo != nil {
                 throw FirebaseError.invalid(
                     .insufficientPermission, "Only authenticated requests can specify linkProviderUserInfo.")
@@ -418,7 +423,8 @@ struct AccountsController {
             let (verified, user) = try await tokens.verify(
                 idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
                 logger: context.logger)
-            // Self-deletion needs a recent sign-in (A.3); anonymous users are exempt.
+            // Self-deletion needs a recent sign-in (docs/protocol/accounts.md#accounts-and-providers);
+            // anonymous users are exempt.
             try tokens.requireRecentSignIn(verified, user: user)
             _ = try await tokens.directory.call(
                 InternalPath.deleteAccount, AccountRequest(scope: verified.scope, localId: user.localId),
@@ -428,7 +434,7 @@ struct AccountsController {
     }
 
     /// `accounts:update{oobCode}`: applies a VERIFY_EMAIL, VERIFY_AND_CHANGE_EMAIL or RECOVER_EMAIL
-    /// code (B.5.10).
+    /// code (docs/protocol/accounts.md#emailverified).
     func applyOobCode(
         _ code: String, scope: Scope, recoverLinkPrefix: String?, context: some TokenRequestContext
     ) async throws -> JSONResponse<SetAccountInfoResponse> {

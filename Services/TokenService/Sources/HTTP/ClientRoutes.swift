@@ -3,9 +3,10 @@ import HTTPTypes
 import Hummingbird
 import TesseraShared
 
-/// The legacy Gitkit v3 API that the Apple and Android SDKs call for nearly everything (API.md A.1,
-/// B.2.5; CLIENT-SDKS.md §6). Each rpc stands for one operation and is served by that operation's own
-/// handler, with its behaviour, errors, rate limits and audit: this is the one table of them.
+/// The legacy Gitkit v3 API that the Apple and Android SDKs call for nearly everything
+/// (docs/protocol/README.md#the-surface, docs/protocol/accounts.md#legacy-v3-paths). Each
+/// rpc stands for one operation and is served by that operation's own handler, with its behaviour, errors,
+/// rate limits and audit: this is the one table of them.
 enum LegacyV3 {
     /// With the Google host prefix (what the SDKs build in emulator mode) and bare.
     static let prefixes = ["/www.googleapis.com/identitytoolkit/v3/relyingparty", "/identitytoolkit/v3/relyingparty"]
@@ -25,14 +26,14 @@ enum LegacyV3 {
         "createAuthUri": "v1/accounts:createAuthUri",
         "emailLinkSignin": "v1/accounts:signInWithEmailLink",
         "getProjectConfig": "v1/projects",
-        // The session-cookie keys as a kid → certificate map (B.2.4).
+        // The session-cookie keys as a kid → certificate map (docs/protocol/tokens.md#public-keys).
         "publicKeys": "v3:publicKeys",
-        // Admin export and import with the project in the body (B.2.5).
+        // Admin export and import with the project in the body (docs/protocol/accounts.md#legacy-v3-paths).
         "downloadAccount": "v3:downloadAccount",
         "uploadAccount": "v3:uploadAccount",
     ]
 
-    /// rpcs of features out of scope (A.1): 501 with their name, whatever the method.
+    /// rpcs of features out of scope (docs/protocol/README.md#the-surface): 501 with their name, whatever the method.
     static let outOfScope = [
         "signOutUser", "sendVerificationCode", "verifyPhoneNumber", "verifyClient", "signInWithGameCenter",
         "getRecaptchaParam", "setProjectConfig",
@@ -64,9 +65,10 @@ extension RouterGroup<TokenContext> {
 }
 
 extension RouterMethods {
-    /// Registers a client operation (`v1/accounts:signUp`, `v2/passwordPolicy`, …) under every path
-    /// that stands for it: bare and with the identitytoolkit host prefix (A.1), and the v3 rpcs the
-    /// legacy table maps to it, with and without their host prefix. One handler for all of them.
+    /// Registers a client operation (`v1/accounts:signUp`, `v2/passwordPolicy`, …) under every path that
+    /// stands for it: bare and with the identitytoolkit host prefix (docs/protocol/README.md#the-surface),
+    /// and the v3 rpcs the legacy table maps to it, with and without their host prefix. One handler for all
+    /// of them.
     func register<Output: ResponseGenerator>(
         _ method: HTTPRequest.Method, _ operation: String,
         use handler: @escaping @Sendable (Request, Context) async throws -> Output
@@ -97,9 +99,10 @@ extension RouterMethods {
     }
 }
 
-/// v3 `downloadAccount` / `uploadAccount` (B.2.5): the Admin export and import with the project named
-/// by the body's `targetProjectId`, which only an authenticated admin may give. Forwarded to the
-/// directory's `accounts:batchGet` / `accounts:batchCreate`, which authenticate and audit them.
+/// v3 `downloadAccount` / `uploadAccount` (docs/protocol/accounts.md#legacy-v3-paths): the Admin export and
+/// import with the project named by the body's `targetProjectId`, which only an authenticated admin may give.
+/// Forwarded to the directory's `accounts:batchGet` / `accounts:batchCreate`, which authenticate and audit
+/// them.
 struct LegacyAdminController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration

@@ -3,9 +3,10 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// `accounts:signInWithEmailLink` / v3 `emailLinkSignin` (A.3, B.2.1, B.5.5): completes an email-link
-/// sign-in with the code from the mailed link, or with `idToken` links the proven address to that
-/// user. The code is asked for with `sendOobCode` `EMAIL_SIGNIN` (`OobController`).
+/// `accounts:signInWithEmailLink` / v3 `emailLinkSignin` (docs/protocol/accounts.md#accounts-and-providers,
+/// #end-user-endpoints, #email-link-sign-in): completes an email-link sign-in with the code from the mailed
+/// link, or with `idToken` links the proven address to that user. The code is asked for with `sendOobCode`
+/// `EMAIL_SIGNIN` (`OobController`).
 struct EmailLinkController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration

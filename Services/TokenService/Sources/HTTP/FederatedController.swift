@@ -3,8 +3,11 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// `accounts:signInWithIdp` (B.2.1, B.5.3, B.5.4, A.4, A.8) and `accounts:signInWithCustomToken`
-/// (B.4, A.2).
+/// `accounts:signInWithIdp` (docs/protocol/accounts.md#end-user-endpoints,
+/// docs/protocol/federated.md#linking-a-federated-credential, #federated-sign-in,
+/// docs/protocol/accounts.md#verified-email-and-automatic-linking,
+/// docs/protocol/federated.md#federated-providers) and `accounts:signInWithCustomToken`
+/// (docs/protocol/tokens.md#custom-tokens, #token-rules).
 struct FederatedController {
     let tokens: SessionTokens
     let providers: IdentityProviders
@@ -74,10 +77,10 @@ struct FederatedController {
         )
     }
 
-    /// A credential's parameters: `requestUri`'s query, then its fragment, then `postBody`, each
-    /// winning over the one before (B.2.1: a redirect's answer may arrive in any of them). A
-    /// `requestUri` whose query or fragment is not form-encoded carries none; a `postBody` that is not
-    /// is an error.
+    /// A credential's parameters: `requestUri`'s query, then its fragment, then `postBody`, each winning over
+    /// the one before (docs/protocol/accounts.md#end-user-endpoints: a redirect's answer may arrive in any of
+    /// them). A `requestUri` whose query or fragment is not form-encoded carries none; a `postBody` that is
+    /// not is an error.
     static func credentialFields(requestUri: String, postBody: String?) throws -> [String: String] {
         var fields: [String: String] = [:]
         if let url = WebURL(requestUri) {
@@ -163,7 +166,8 @@ struct FederatedController {
                 where body.returnIdpCredential == true
                 && ["FEDERATED_USER_ID_ALREADY_LINKED", "EMAIL_EXISTS"].contains(error.code)
             {
-                // With returnIdpCredential the SDK builds credential-already-in-use from a 200 (B.5.3).
+                // With returnIdpCredential the SDK builds credential-already-in-use from a 200
+                // (docs/protocol/federated.md#linking-a-federated-credential).
                 response.errorMessage = error.code
                 return JSONResponse(response)
             }

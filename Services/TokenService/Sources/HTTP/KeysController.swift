@@ -3,8 +3,8 @@ import HTTPTypes
 import Hummingbird
 import TesseraShared
 
-/// The public-key endpoints (API.md A.2, B.2.4): JWKS, the X.509 PEM map and OpenID discovery.
-/// Bodies come pre-rendered from the key set; nothing here touches the directory.
+/// The public-key endpoints (docs/protocol/tokens.md#token-rules, #public-keys): JWKS, the X.509 PEM map and
+/// OpenID discovery. Bodies come pre-rendered from the key set; nothing here touches the directory.
 struct KeysController {
     let keys: KeyStore
     /// Session cookies' own keys (issue #23).
@@ -27,7 +27,8 @@ struct KeysController {
             router.get("\(prefix)/service_accounts/v1/jwk/\(Self.serviceAccount)", use: jwks)
             router.get("\(prefix)/robot/v1/metadata/x509/\(Self.serviceAccount)", use: x509)
         }
-        // Session-cookie keys (B.2.4), a set of their own: as a JWKS and as the kid→certificate map.
+        // Session-cookie keys (docs/protocol/tokens.md#public-keys), a set of their own: as a JWKS and as the
+        // kid→certificate map.
         for prefix in identityToolkitPrefixes {
             router.get("\(prefix)/v1/sessionCookiePublicKeys", use: cookieJWKS)
         }

@@ -4,8 +4,8 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// Out-of-band flows (B.2.1): `sendOobCode` (verification, reset, email change and email-link
-/// sign-in codes), `resetPassword`; `accounts:update{oobCode}` comes through
+/// Out-of-band flows (docs/protocol/accounts.md#end-user-endpoints): `sendOobCode` (verification, reset,
+/// email change and email-link sign-in codes), `resetPassword`; `accounts:update{oobCode}` comes through
 /// `AccountsController.update`, `signInWithEmailLink` through `EmailLinkController`.
 struct OobController {
     let tokens: SessionTokens
@@ -68,7 +68,7 @@ struct OobController {
                 if type == .verifyEmail, body.idToken?.isEmpty ?? true { throw FirebaseError.invalid(.invalidIdToken) }
                 let (verified, user) = try await tokens.verify(
                     idToken: body.idToken, requested: scope, requestID: context.requestID, logger: context.logger)
-                // Changing the sign-in email is sensitive (A.3).
+                // Changing the sign-in email is sensitive (docs/protocol/accounts.md#accounts-and-providers).
                 if type == .verifyAndChangeEmail { try tokens.requireRecentSignIn(verified, user: user) }
                 localId = user.localId
                 scope = verified.scope

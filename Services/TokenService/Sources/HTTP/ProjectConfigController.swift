@@ -2,9 +2,9 @@ import Foundation
 import Hummingbird
 import TesseraShared
 
-/// What the client SDKs ask of the project besides accounts (CLIENT-SDKS.md §2.1, §3.1): the public
-/// project config (v1 `projects`, v3 `getProjectConfig`), and the v2 reCAPTCHA config, password
-/// policy and token revocation, answered as a project without reCAPTCHA or a password policy
+/// What the client SDKs ask of the project besides accounts (docs/protocol/sdks.md#the-apple-sdk,
+/// #the-js-sdk): the public project config (v1 `projects`, v3 `getProjectConfig`), and the v2 reCAPTCHA
+/// config, password policy and token revocation, answered as a project without reCAPTCHA or a password policy
 /// answers them so the SDKs carry on.
 struct ProjectConfigController {
     let tokens: SessionTokens
@@ -49,8 +49,8 @@ struct ProjectConfigController {
         var useSmsTollFraudProtection = false
     }
 
-    /// reCAPTCHA is not enforced for any provider (A.1: reCAPTCHA is out of scope), so the SDKs send
-    /// their requests without a reCAPTCHA token.
+    /// reCAPTCHA is not enforced for any provider (docs/protocol/README.md#the-surface: reCAPTCHA is out of
+    /// scope), so the SDKs send their requests without a reCAPTCHA token.
     @Sendable func recaptchaConfig(_ request: Request, context: ClientContext) async throws -> JSONResponse<
         RecaptchaConfig
     > {
@@ -72,8 +72,8 @@ struct ProjectConfigController {
         var schemaVersion = 1
     }
 
-    /// No custom policy is enforced; the lengths are Tessera's own rule (A.9: 6–4096 characters), so a
-    /// client-side `validatePassword()` agrees with the server.
+    /// No custom policy is enforced; the lengths are Tessera's own rule (docs/protocol/accounts.md#passwords:
+    /// 6–4096 characters), so a client-side `validatePassword()` agrees with the server.
     @Sendable func passwordPolicy(_ request: Request, context: ClientContext) async throws -> JSONResponse<
         PasswordPolicy
     > {

@@ -4,10 +4,11 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// `POST /v1/projects/{p}[/tenants/{t}]:createSessionCookie` (A.2, B.2.3, B.3.4): an admin exchanges
-/// a user's ID token for a session cookie, an RS256 JWT with the ID token's claims, the session
-/// issuer, and a lifetime of 5 minutes to 14 days. Signed with session cookies' own key set
-/// (issue #23), as Firebase does: a session cookie never passes for an ID token, nor the reverse.
+/// `POST /v1/projects/{p}[/tenants/{t}]:createSessionCookie` (docs/protocol/tokens.md#token-rules,
+/// docs/protocol/admin.md#admin-endpoints, docs/protocol/tokens.md#session-cookies): an admin exchanges a
+/// user's ID token for a session cookie, an RS256 JWT with the ID token's claims, the session issuer, and a
+/// lifetime of 5 minutes to 14 days. Signed with session cookies' own key set (issue #23), as Firebase does:
+/// a session cookie never passes for an ID token, nor the reverse.
 struct SessionCookieController {
     let tokens: SessionTokens
     let cookieKeys: KeyStore

@@ -72,11 +72,12 @@ struct SessionTokens: Sendable {
         }
     }
 
-    /// A credential change sets `validSince` to the current second and revokes older tokens (B.5.11),
-    /// which can only be told apart from the caller's token by a later second: when the caller's ID token
-    /// is from this very second, the change waits for the next one. Otherwise the old ID token would
-    /// stay valid, and the fresh one would be byte-identical to it (same claims, deterministic RS256),
-    /// which the JS SDK takes for "no new tokens" and keeps the revoked refresh token.
+    /// A credential change sets `validSince` to the current second and revokes older tokens
+    /// (docs/protocol/accounts.md#password-change-and-revocation), which can only be told apart from the
+    /// caller's token by a later second: when the caller's ID token is from this very second, the change
+    /// waits for the next one. Otherwise the old ID token would stay valid, and the fresh one would be
+    /// byte-identical to it (same claims, deterministic RS256), which the JS SDK takes for "no new tokens"
+    /// and keeps the revoked refresh token.
     func waitPastIssueSecond(of verified: IDTokenIssuer.Verified) async throws {
         let nextSecond = Double(verified.issuedAt + 1)
         let wait = nextSecond - Date().timeIntervalSince1970
@@ -84,7 +85,8 @@ struct SessionTokens: Sendable {
         try await Task.sleep(for: .milliseconds(Int64((min(wait, 1) * 1000).rounded(.up)) + 5))
     }
 
-    /// A sensitive change by a non-anonymous user needs a sign-in within the window (A.3, B.5.12).
+    /// A sensitive change by a non-anonymous user needs a sign-in within the window
+    /// (docs/protocol/accounts.md#accounts-and-providers, #recent-sign-in).
     func requireRecentSignIn(_ verified: IDTokenIssuer.Verified, user: UserRecord) throws {
         let age = Int64(Date().timeIntervalSince1970) - verified.authTime
         if !user.isAnonymous, age > configuration.reauthWindow.wholeSeconds {
@@ -92,8 +94,9 @@ struct SessionTokens: Sendable {
         }
     }
 
-    /// Rotates a refresh token (API.md A.2): a current token is exchanged for a new pair; a retry of
-    /// the just-rotated token inside the grace window gets the same new pair; anything else fails.
+    /// Rotates a refresh token (docs/protocol/tokens.md#token-rules): a current token is exchanged for a new
+    /// pair; a retry of the just-rotated token inside the grace window gets the same new pair; anything else
+    /// fails.
     func refresh(_ token: String, requestID: String, logger: Logger) async throws -> Issued {
         guard RefreshTokens.isWellFormed(token) else { throw FirebaseError.invalid(.invalidRefreshToken) }
         let successor = RefreshTokens.generate()
@@ -118,8 +121,8 @@ struct SessionTokens: Sendable {
         return Issued(user: answer.user, idToken: idToken, refreshToken: newToken)
     }
 
-    /// Every check of A.2 on an ID token: signature and claims, then the tenant asked for, the user's
-    /// existence, `disabled` and `validSince`.
+    /// Every check on an ID token (docs/protocol/tokens.md#checking-an-id-token): signature and claims, then the
+    /// tenant asked for, the user's existence, `disabled` and `validSince`.
     func verify(idToken: String?, requested: Scope, requestID: String, logger: Logger) async throws
         -> (IDTokenIssuer.Verified, UserRecord)
     {

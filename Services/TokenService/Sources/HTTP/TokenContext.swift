@@ -45,8 +45,8 @@ struct CallerMiddleware: RouterMiddleware {
     }
 }
 
-/// An end-user operation's context (API.md B.0): only built when the API key was valid, so a handler
-/// that takes one never checks it.
+/// An end-user operation's context (docs/protocol/README.md#transport-conventions): only built when the API
+/// key was valid, so a handler that takes one never checks it.
 struct ClientContext: ChildRequestContext, TokenRequestContext {
     var coreContext: CoreRequestContextStorage
     var requestID: String
@@ -61,7 +61,7 @@ struct ClientContext: ChildRequestContext, TokenRequestContext {
 }
 
 /// The context of an operation that an end user (API key) or an admin (a bearer, which the
-/// directory authenticates) may call (B.0): `caller` says which.
+/// directory authenticates) may call (docs/protocol/README.md#transport-conventions): `caller` says which.
 struct ClientOrAdminContext: ChildRequestContext, TokenRequestContext {
     var coreContext: CoreRequestContextStorage
     var requestID: String
@@ -81,8 +81,8 @@ struct ClientOrAdminContext: ChildRequestContext, TokenRequestContext {
     }
 }
 
-/// Who is calling a client endpoint: an end user's app (API key) or an admin (`Authorization:
-/// Bearer`), whose call the directory authenticates (API.md B.0: either is accepted).
+/// Who is calling a client endpoint: an end user's app (API key) or an admin (`Authorization: Bearer`), whose
+/// call the directory authenticates (docs/protocol/README.md#transport-conventions: either is accepted).
 enum Caller: Sendable {
     case client
     case privileged(authorization: String)
@@ -94,14 +94,15 @@ enum Caller: Sendable {
     }
 }
 
-/// Both path forms of the token and key routes (API.md A.1); `identityToolkitPrefixes` is Shared's.
+/// Both path forms of the token and key routes (docs/protocol/README.md#the-surface);
+/// `identityToolkitPrefixes` is Shared's.
 let secureTokenPrefixes = ["", "/securetoken.googleapis.com"]
 let googleAPIsPrefixes = ["", "/www.googleapis.com"]
 
 extension Request {
-    /// An end user's JSON body: `targetProjectId` names a project for the call, which only an admin
-    /// may do (B.0); with an API key alone it is refused, as Google refuses it. (These overloads are
-    /// chosen over Shared's generic one for the client contexts.)
+    /// An end user's JSON body: `targetProjectId` names a project for the call, which only an admin may do
+    /// (docs/protocol/README.md#transport-conventions); with an API key alone it is refused, as Google
+    /// refuses it. (These overloads are chosen over Shared's generic one for the client contexts.)
     func decodeJSON<T: Decodable>(_ type: T.Type, context: ClientContext, limit: Int = 1 << 20) async throws -> T {
         let data = try await jsonData(limit: limit)
         try Self.refuseTargetProject(in: data)

@@ -4,7 +4,8 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// `POST /v1/token` (securetoken, API.md B.2.2): the refresh grant, with form or JSON bodies.
+/// `POST /v1/token` (securetoken, docs/protocol/tokens.md#the-secure-token-api): the refresh grant, with form
+/// or JSON bodies.
 struct TokenController {
     let tokens: SessionTokens
     let configuration: TokenServiceConfiguration

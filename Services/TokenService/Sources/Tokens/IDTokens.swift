@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import TesseraShared
 
-/// Mints and verifies Tessera's ID tokens (API.md A.2, B.3.1).
+/// Mints and verifies Tessera's ID tokens (docs/protocol/tokens.md#token-rules, #id-tokens).
 public struct IDTokenIssuer: Sendable {
     public static let lifetime: Int64 = 3600
     let keys: KeyStore
@@ -24,9 +24,9 @@ public struct IDTokenIssuer: Sendable {
 
     public var issuer: String { "https://securetoken.google.com/\(projectID)" }
 
-    /// The claims of B.3.1, in construction order: profile, then custom claims, then the reserved
-    /// claims nothing may override. Keys are sorted when encoded, so the same inputs give the same
-    /// token (RS256 signatures are deterministic): a grace-window retry re-mints an identical token.
+    /// The claims of docs/protocol/tokens.md#id-tokens, in construction order: profile, then custom claims,
+    /// then the reserved claims nothing may override. Keys are sorted when encoded, so the same inputs give
+    /// the same token (RS256 signatures are deterministic): a grace-window retry re-mints an identical token.
     public func claims(user: UserRecord, session: SessionInfo) -> [String: JSONValue] {
         var claims: [String: JSONValue] = [:]
         if let name = user.displayName { claims["name"] = .string(name) }
@@ -36,7 +36,7 @@ public struct IDTokenIssuer: Sendable {
         {
             claims.merge(object) { _, new in new }
         }
-        // A custom token's claims win over the user's custom claims (B.3.1 step 2).
+        // A custom token's claims win over the user's custom claims (docs/protocol/tokens.md#id-tokens step 2).
         if let extra = session.extraClaims, let data = extra.data(using: .utf8),
             case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data)
         {
@@ -84,7 +84,7 @@ public struct IDTokenIssuer: Sendable {
         return claims
     }
 
-    /// The issuer of session cookies (B.3.4).
+    /// The issuer of session cookies (docs/protocol/tokens.md#session-cookies).
     public var sessionIssuer: String { "https://session.firebase.google.com/\(projectID)" }
 
     public func mint(user: UserRecord, session: SessionInfo) throws -> String {

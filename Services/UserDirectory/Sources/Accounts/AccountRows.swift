@@ -130,7 +130,7 @@ struct UserRows {
             user.emailLinkSignin = emailLinkSignin ? true : nil
             user.initialEmail = initialEmail
             // The password provider entry is derived, never stored: present iff an email and a password
-            // or an email-link sign-in (B.6).
+            // or an email-link sign-in (docs/protocol/accounts.md#the-user-record).
             if let email = user.email, user.hasPassword || emailLinkSignin {
                 user.providerUserInfo.append(
                     ProviderUserInfo(
@@ -140,8 +140,9 @@ struct UserRows {
             byId[localId] = user
         }
         if let linkProviderId, let linkRawId {
-            // Every entry has a federatedId (A.11: the Apple SDK reads it as the entry's uid); an
-            // imported link may have come without one, and then it is the raw id, as Firebase answers.
+            // Every entry has a federatedId (docs/protocol/sdks.md#what-the-sdks-depend-on: the Apple SDK
+            // reads it as the entry's uid); an imported link may have come without one, and then it is the
+            // raw id, as Firebase answers.
             byId[localId]?.providerUserInfo.append(
                 ProviderUserInfo(
                     providerId: linkProviderId, rawId: linkRawId, federatedId: linkFederatedId ?? linkRawId,

@@ -38,8 +38,8 @@ public struct Accounts: Sendable {
     }
 }
 
-/// What an admin may change with `accounts:update` (B.2.3). Admin calls ignore the self-service
-/// switches and work on disabled users.
+/// What an admin may change with `accounts:update` (docs/protocol/admin.md#admin-endpoints). Admin calls
+/// ignore the self-service switches and work on disabled users.
 public struct AdminUserChange: Sendable {
     public var disabled: Bool?
     public var emailVerified: Bool?

@@ -3,7 +3,8 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// Admin user management under `/v1/projects/{p}[/tenants/{t}]/…` (API.md B.2.3, B.6).
+/// Admin user management under `/v1/projects/{p}[/tenants/{t}]/…` (docs/protocol/admin.md#admin-endpoints,
+/// docs/protocol/accounts.md#the-user-record).
 struct AdminAccountsController<Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants
@@ -19,8 +20,9 @@ struct AdminAccountsController<Tenants: TenantStore> {
         }
     }
 
-    /// What create and update check alike (B.2.3): the email (normalized), the password (A.9's
-    /// bounds), the phone number (E.164) and the profile fields (2,048 characters).
+    /// What create and update check alike (docs/protocol/admin.md#admin-endpoints): the email (normalized),
+    /// the password (its bounds: docs/protocol/accounts.md#passwords), the phone number (E.164) and the profile
+    /// fields (2,048 characters).
     static func checked(
         email: String?, password: String?, phoneNumber: String?, displayName: String?, photoUrl: String?
     ) throws -> (email: String?, phoneNumber: String?) {
@@ -58,7 +60,7 @@ struct AdminAccountsController<Tenants: TenantStore> {
     }
 
     /// `POST …/accounts`: a privileged sign-up (Admin `create_user`); the self-service switches do
-    /// not apply (B.2.3).
+    /// not apply (docs/protocol/admin.md#admin-endpoints).
     @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<CreateResponse> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let scope = try await tenants.usersScope(of: context, bodyTenant: body.tenantId)
@@ -244,13 +246,13 @@ struct AdminAccountsController<Tenants: TenantStore> {
         var nextPageToken: String?
     }
 
-    /// `GET …/accounts:batchGet?maxResults=&nextPageToken=` (B.2.3): ordered by localId, default 20,
-    /// at most 1000; a full page always carries a token (the last localId). Password hashes and salts
-    /// are exported in the B.7.1 form, so the project's hash config re-imports them anywhere.
-    /// `tesseraForeignHashes=true` (Tessera's own, for `tessera export`) adds the hashes the hash
-    /// config does not describe, each in a `tesseraPasswordHash` object with its batchCreate settings,
-    /// except a tenant's hashes that need the project's key, which are marked withheld instead
-    /// (docs/architecture.md, "Hash keys across scopes").
+    /// `GET …/accounts:batchGet?maxResults=&nextPageToken=` (docs/protocol/admin.md#admin-endpoints): ordered
+    /// by localId, default 20, at most 1000; a full page always carries a token (the last localId). Password
+    /// hashes and salts are exported in Firebase's scrypt form (docs/protocol/accounts.md#firebase-scrypt),
+    /// so the project's hash config re-imports them anywhere. `tesseraForeignHashes=true` (Tessera's own, for
+    /// `tessera export`) adds the hashes the hash config does not describe, each in a `tesseraPasswordHash`
+    /// object with its batchCreate settings, except a tenant's hashes that need the project's key, which are
+    /// marked withheld instead (docs/architecture.md, "Hash keys across scopes").
     @Sendable func batchGet(_ request: Request, context: AdminContext) async throws -> JSONResponse<
         BatchGetResponse
     > {

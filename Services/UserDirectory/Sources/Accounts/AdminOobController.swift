@@ -3,9 +3,9 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// Admin `accounts:sendOobCode` (B.2.3): for a user named by email (or by `localId`: the token
-/// service's form of an admin call that named its user by ID token), either the mail is queued as for
-/// a client, or with `returnOobLink` the code and link are returned and nothing is mailed.
+/// Admin `accounts:sendOobCode` (docs/protocol/admin.md#admin-endpoints): for a user named by email (or by
+/// `localId`: the token service's form of an admin call that named its user by ID token), either the mail is
+/// queued as for a client, or with `returnOobLink` the code and link are returned and nothing is mailed.
 struct AdminOobController<Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants

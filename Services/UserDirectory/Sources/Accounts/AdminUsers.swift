@@ -3,7 +3,8 @@ import Logging
 import PostgresNIO
 import TesseraShared
 
-/// A user an admin creates (`POST …/accounts`, B.2.3): fields as given, password hashed.
+/// A user an admin creates (`POST …/accounts`, docs/protocol/admin.md#admin-endpoints): fields as given,
+/// password hashed.
 public struct AdminNewUser: Sendable {
     public var localId: String?
     public var email: String?
@@ -17,7 +18,8 @@ public struct AdminNewUser: Sendable {
     public init() {}
 }
 
-/// What an export carries per user (B.7.1): the stored hash and salt of a Firebase-scrypt password.
+/// What an export carries per user (docs/protocol/accounts.md#firebase-scrypt): the stored hash and salt of a
+/// Firebase-scrypt password.
 public struct ExportedUser: Sendable {
     public var user: UserRecord
     public var passwordHash: String?
@@ -30,8 +32,9 @@ public struct ExportedUser: Sendable {
     public var passwordHashWithheld = false
 }
 
-/// A password hash with the hash settings of `accounts:batchCreate` (B.7.1) that verify it: an
-/// imported hash not yet re-made at a sign-in, or a Firebase-scrypt hash of other parameters.
+/// A password hash with the hash settings of `accounts:batchCreate`
+/// (docs/protocol/accounts.md#firebase-scrypt) that verify it: an imported hash not yet re-made at a sign-in,
+/// or a Firebase-scrypt hash of other parameters.
 public struct ForeignPasswordHash: Encodable, Sendable, Equatable {
     public var hashAlgorithm: String
     public var rounds: Int?
@@ -47,7 +50,8 @@ public struct ForeignPasswordHash: Encodable, Sendable, Equatable {
     public var salt: String?
 }
 
-/// What admins do to users (B.2.3): create, change, look up, export, delete, search, import.
+/// What admins do to users (docs/protocol/admin.md#admin-endpoints): create, change, look up, export, delete,
+/// search, import.
 public struct AdminUsers: Sendable {
     let client: Database
     let hasher: PasswordHasher
@@ -55,8 +59,9 @@ public struct AdminUsers: Sendable {
 }
 
 extension AdminUsers {
-    /// A scope's hash config (B.7.1 `signIn.hashConfig`, a tenant's `hashConfig`): what its exports'
-    /// hashes need. Each tenant has its own key (issue #23); the default scope's is the project's.
+    /// A scope's hash config (docs/protocol/accounts.md#firebase-scrypt `signIn.hashConfig`, a tenant's
+    /// `hashConfig`): what its exports' hashes need. Each tenant has its own key (issue #23); the default
+    /// scope's is the project's.
     public func hashConfig(scope: Scope, logger: Logger) async throws -> (
         signerKey: String, saltSeparator: String, rounds: Int, memCost: Int
     ) {
@@ -137,7 +142,8 @@ extension AdminUsers {
         }
     }
 
-    /// Users matching any of the identifiers, each once (B.2.3 lookup; never USER_NOT_FOUND).
+    /// Users matching any of the identifiers, each once (docs/protocol/admin.md#admin-endpoints lookup; never
+    /// USER_NOT_FOUND).
     public func lookup(
         scope: Scope, localIds: [String], emails: [String], phoneNumbers: [String],
         federated: [(providerId: String, rawId: String)], logger: Logger
@@ -163,7 +169,8 @@ extension AdminUsers {
         }
     }
 
-    /// A page of users ordered by id, after `after` (B.2.3 batchGet), with their password hashes.
+    /// A page of users ordered by id, after `after` (docs/protocol/admin.md#admin-endpoints batchGet), with
+    /// their password hashes.
     public func batchGet(
         scope: Scope, after: String?, limit: Int, foreignHashes: Bool = false, logger: Logger
     ) async throws -> [ExportedUser] {
@@ -179,8 +186,9 @@ extension AdminUsers {
             let users = try await AccountRows.fetchUsers(
                 connection, scope: scope, localIds: page.map(\.0), logger: logger)
             return zip(users, page).map { user, row in
-                // Only hashes the published hash config describes are exported (B.7.1); others are
-                // stripped, as production strips hashes it cannot describe.
+                // Only hashes the published hash config describes are exported
+                // (docs/protocol/accounts.md#firebase-scrypt); others are stripped, as production strips
+                // hashes it cannot describe.
                 let exportable =
                     row.1.map { self.isDescribedByHashConfig(algorithm: $0, params: row.2 ?? "", keys: keys) } ?? false
                 var exported = ExportedUser(
@@ -200,8 +208,8 @@ extension AdminUsers {
         }
     }
 
-    /// Deletes many users (B.2.3 batchDelete). Without `force` only disabled users are deleted; the
-    /// others are reported. Unknown ids succeed silently.
+    /// Deletes many users (docs/protocol/admin.md#admin-endpoints batchDelete). Without `force` only disabled
+    /// users are deleted; the others are reported. Unknown ids succeed silently.
     public func batchDelete(scope: Scope, localIds: [String], force: Bool, logger: Logger) async throws
         -> [(index: Int, localId: String)]
     {
@@ -272,10 +280,11 @@ extension AdminUsers {
                 let phone = change.deletePhoneNumber ? nil : (change.phoneNumber ?? before.phoneNumber)
                 let claims: String? = change.customAttributes ?? before.customAttributes
                 let credentialsChanged = stored != nil || emailChanged
-                // A disable ends every session and ID token issued before it, for good (A.2): enabling the
-                // user again does not bring them back. `validSince` and the sessions revoked below do it
-                // (docs/design-notes.md, "Revocation is exact"); a refresh while disabled still answers
-                // USER_DISABLED (B.2.2), TOKEN_EXPIRED after (migration 17).
+                // A disable ends every session and ID token issued before it, for good
+                // (docs/protocol/tokens.md#token-rules): enabling the user again does not bring them back.
+                // `validSince` and the sessions revoked below do it (docs/design-notes.md, "Revocation is
+                // exact"); a refresh while disabled still answers USER_DISABLED
+                // (docs/protocol/tokens.md#the-secure-token-api), TOKEN_EXPIRED after (migration 17).
                 let disabling = change.disabled == true && !before.disabled
                 try await connection.query(
                     """

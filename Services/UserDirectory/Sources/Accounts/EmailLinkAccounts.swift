@@ -3,10 +3,11 @@ import Logging
 import PostgresNIO
 import TesseraShared
 
-/// Email-link (passwordless) sign-in (A.3, B.5.5): the EMAIL_SIGNIN code mailed by `sendOobCode`
-/// proves the address, so completing it signs in (or signs up) the address's user with a verified
-/// email, or gives the address to a signed-in user; it is a trusted method for A.4.
-/// Email-link sign-in and linking (A.3, B.5.5).
+/// Email-link (passwordless) sign-in (docs/protocol/accounts.md#accounts-and-providers, #email-link-sign-in):
+/// the EMAIL_SIGNIN code mailed by `sendOobCode` proves the address, so completing it signs in (or signs up)
+/// the address's user with a verified email, or gives the address to a signed-in user; it is a trusted method
+/// for docs/protocol/accounts.md#verified-email-and-automatic-linking. Email-link sign-in and linking
+/// (docs/protocol/accounts.md#accounts-and-providers, #email-link-sign-in).
 struct EmailLinkAccounts: Sendable {
     let client: Database
     /// How long the RECOVER_EMAIL code of an address change's notice lives (`TESSERA_OOB_CODE_TTL`).
@@ -44,7 +45,8 @@ extension EmailLinkAccounts {
                         ).first
                     else { throw FirebaseError.invalid(.userNotFound) }
                     if let previous = user.email, previous != request.email {
-                        // A changed sign-in email ends the older sessions, as every email change does (A.2).
+                        // A changed sign-in email ends the older sessions, as every email change does
+                        // (docs/protocol/tokens.md#token-rules).
                         try await connection.query(
                             "UPDATE users SET valid_since = \(now / 1000) WHERE tenant_id = \(scope) AND local_id = \(linkTo)",
                             logger: logger)
@@ -63,8 +65,9 @@ extension EmailLinkAccounts {
                         ).first
                     else { throw FirebaseError.invalid(.userNotFound) }
                     if user.disabled { throw FirebaseError.invalid(.userDisabled) }
-                    // The mailbox's owner proves an address nobody had proved: whoever set the
-                    // password or linked untrusted providers may not own it (A.4's takeover row).
+                    // The mailbox's owner proves an address nobody had proved: whoever set the password or
+                    // linked untrusted providers may not own it
+                    // (the takeover row of docs/protocol/accounts.md#verified-email-and-automatic-linking).
                     if !user.emailVerified {
                         try await AccountRows.takeOver(
                             connection, scope: scope, localId: owner, nowMillis: now, by: "emailLink", logger: logger)
@@ -81,8 +84,9 @@ extension EmailLinkAccounts {
                         """, logger: logger)
                     isNewUser = true
                 }
-                // The address is proven: verified, and the `password` provider entry appears (B.6). An
-                // anonymous user becomes permanent, and the cleanup no longer counts it.
+                // The address is proven: verified, and the `password` provider entry appears
+                // (docs/protocol/accounts.md#the-user-record). An anonymous user becomes permanent, and the
+                // cleanup no longer counts it.
                 try await connection.query(
                     """
                     UPDATE users SET email = \(request.email), email_verified = true, email_link_signin = true,

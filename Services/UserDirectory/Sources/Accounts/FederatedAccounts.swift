@@ -3,10 +3,10 @@ import Logging
 import PostgresNIO
 import TesseraShared
 
-/// Federated sign-in and linking (API.md A.3, A.4, B.5.3, B.5.4). The token service has verified
-/// the provider's credential; this decides, in one transaction, which account it opens.
-/// Federated sign-in and linking (B.5.3, B.5.4, A.4): which user a provider's identity is, in one
-/// transaction.
+/// Federated sign-in and linking (docs/protocol/accounts.md#accounts-and-providers,
+/// #verified-email-and-automatic-linking, docs/protocol/federated.md#linking-a-federated-credential,
+/// #federated-sign-in). The token service has verified the provider's credential; this decides, in one
+/// transaction, which account it opens.
 struct FederatedAccounts: Sendable {
     let client: Database
 }
@@ -89,7 +89,7 @@ extension AccountRows {
                 outcome: .signedIn, user: user, session: session, isNewUser: isNewUser, emailRecycled: recycled)
         }
 
-        // The user links a provider to its own account (B.5.3).
+        // The user links a provider to its own account (docs/protocol/federated.md#linking-a-federated-credential).
         if let localId = request.linkTo {
             if linkedTo != nil { throw FirebaseError.invalid(.federatedUserIdAlreadyLinked) }
             guard try await lockUser(connection, scope: scope, localId: localId, logger: logger),
@@ -116,7 +116,7 @@ extension AccountRows {
             return try await signedIn(localId, isNewUser: false, recycled: recycled)
         }
 
-        // A returning identity (B.5.4, first case).
+        // A returning identity (docs/protocol/federated.md#federated-sign-in, first case).
         if let localId = linkedTo {
             guard try await lockUser(connection, scope: scope, localId: localId, logger: logger),
                 let user = try await fetchUsers(connection, scope: scope, localIds: [localId], logger: logger).first
@@ -136,7 +136,8 @@ extension AccountRows {
             return try await signedIn(localId, isNewUser: false, recycled: false)
         }
 
-        // The email belongs to an account: the four cases of A.4.
+        // The email belongs to an account: the four cases of
+        // docs/protocol/accounts.md#verified-email-and-automatic-linking.
         if oneAccountPerEmail, let email = identity.email,
             let localId = try await emailOwner(connection, scope: scope, email: email, logger: logger)
         {
@@ -165,9 +166,10 @@ extension AccountRows {
             return try await signedIn(localId, isNewUser: false, recycled: recycled)
         }
 
-        // A new user, its profile from the provider (A.3). With duplicate emails allowed the email
-        // stays on the provider entry only (B.5.4).
-        // A re-authentication proves who a signed-in user is; it never makes a new one.
+        // A new user, its profile from the provider (docs/protocol/accounts.md#accounts-and-providers). With
+        // duplicate emails allowed the email stays on the provider entry only
+        // (docs/protocol/federated.md#federated-sign-in). A re-authentication proves who a signed-in user is;
+        // it never makes a new one.
         if request.autoCreate == false { throw FirebaseError.invalid(.userNotFound) }
         try await flags.admitNewAccount(connection, scope: scope, clientIP: request.clientIP, logger: logger)
         let localId = Secrets.randomAlphanumeric(28)
@@ -233,9 +235,10 @@ extension AccountRows {
     }
 
     /// Links the identity to the user, replacing a link of the same provider (at most one per provider,
-    /// B.6), and ends the user's anonymity in the same statement: a user with a linked provider is
-    /// permanent, whoever linked it (an admin's `linkProviderUserInfo` too), so the cleanup never deletes
-    /// it (A.6). True when a different account of that provider was replaced.
+    /// docs/protocol/accounts.md#the-user-record), and ends the user's anonymity in the same statement: a
+    /// user with a linked provider is permanent, whoever linked it (an admin's `linkProviderUserInfo`
+    /// too), so the cleanup never deletes it (docs/protocol/admin.md#anonymous-cleanup). True when a
+    /// different account of that provider was replaced.
     static func link(
         _ connection: PostgresConnection, scope: Scope, localId: String, identity: FederatedIdentity, logger: Logger
     ) async throws -> Bool {
@@ -262,8 +265,9 @@ extension AccountRows {
         return recycled
     }
 
-    /// Fills the profile fields that are still empty (never overwrites, A.3), records the sign-in,
-    /// and ends anonymity: a user with a linked provider is permanent.
+    /// Fills the profile fields that are still empty (never overwrites,
+    /// docs/protocol/accounts.md#accounts-and-providers), records the sign-in, and ends anonymity: a user
+    /// with a linked provider is permanent.
     static func fillProfile(
         _ connection: PostgresConnection, scope: Scope, localId: String, identity: FederatedIdentity, now: Int64,
         logger: Logger
@@ -285,10 +289,11 @@ extension AccountRows {
             logger: logger)
     }
 
-    /// A trusted method (a trusted provider, A.4, or an email link, A.3) takes over an account whose
-    /// email nobody proved: whoever set the password or linked the untrusted providers may not own
-    /// the address. The password and every provider go, older sessions end, and codes sent before
-    /// (an email change to the other party's address, say) die too.
+    /// A trusted method (a trusted provider, docs/protocol/accounts.md#verified-email-and-automatic-linking,
+    /// or an email link, docs/protocol/accounts.md#accounts-and-providers) takes over an account whose email
+    /// nobody proved: whoever set the password or linked the untrusted providers may not own the address. The
+    /// password and every provider go, older sessions end, and codes sent before (an email change to the
+    /// other party's address, say) die too.
     static func takeOver(
         _ connection: PostgresConnection, scope: Scope, localId: String, nowMillis now: Int64, by method: String,
         logger: Logger

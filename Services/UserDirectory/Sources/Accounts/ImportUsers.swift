@@ -4,7 +4,8 @@ import Logging
 import PostgresNIO
 import TesseraShared
 
-/// One user of an import (`accounts:batchCreate`, B.2.3, B.6), validated.
+/// One user of an import (`accounts:batchCreate`, docs/protocol/admin.md#admin-endpoints,
+/// docs/protocol/accounts.md#the-user-record), validated.
 public struct ImportUser: Sendable {
     public var localId: String
     public var email: String?
@@ -219,10 +220,11 @@ extension AdminUsers {
     }
 }
 
-/// `POST …/accounts:batchCreate` (B.2.3, B.6, B.7.1): import up to 1000 users with their password
-/// hashes, verified later per the declared algorithm (A.9). The console's import and v3
-/// `uploadAccount` come here too. Firebase-scrypt hashes made with a key of Tessera's are stored
-/// without it (docs/architecture.md, "Hash keys across scopes").
+/// `POST …/accounts:batchCreate` (docs/protocol/admin.md#admin-endpoints,
+/// docs/protocol/accounts.md#the-user-record, #firebase-scrypt): import up to 1000 users with their password
+/// hashes, verified later per the declared algorithm (docs/protocol/accounts.md#passwords). The console's
+/// import and v3 `uploadAccount` come here too. Firebase-scrypt hashes made with a key of Tessera's are
+/// stored without it (docs/architecture.md, "Hash keys across scopes").
 struct ImportController<Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants
@@ -439,7 +441,7 @@ struct ImportController<Tenants: TenantStore> {
             user.createdAt = Self.millis(wire.createdAt)
             user.lastLoginAt = Self.millis(wire.lastLoginAt)
             if let raw = wire.rawPassword {
-                // A.9's 6–4096 characters hold for imported plain passwords too.
+                // The 6–4096 characters of docs/protocol/accounts.md#passwords hold for imported plain passwords too.
                 guard (try? Credentials.checkPassword(raw)) != nil else {
                     fail("Password must be 6 to 4096 characters."); continue
                 }
@@ -456,7 +458,8 @@ struct ImportController<Tenants: TenantStore> {
             }
             var providerFailure = false
             for provider in wire.providerUserInfo ?? [] {
-                // `password` and `phone` entries are derived from the user's own fields (B.6).
+                // `password` and `phone` entries are derived from the user's own fields
+                // (docs/protocol/accounts.md#the-user-record).
                 if provider.providerId == "password" || provider.providerId == "phone" { continue }
                 guard let providerId = provider.providerId, let rawId = provider.rawId ?? provider.federatedId else {
                     providerFailure = true

@@ -3,10 +3,12 @@ import Logging
 import PostgresNIO
 import TesseraShared
 
-/// Out-of-band codes (B.2.1 sendOobCode, resetPassword, update{oobCode}; A.7): single use,
-/// expiring, stored as SHA-256; the mail that carries a code is queued in the same transaction.
-/// Out-of-band codes (B.5.8–B.5.10, A.7): sending them (and their mail), password resets and
-/// applying verification and email-change codes.
+/// Out-of-band codes (docs/protocol/accounts.md#end-user-endpoints sendOobCode, resetPassword,
+/// update{oobCode}; docs/protocol/accounts.md#email-delivery): single use, expiring, stored as SHA-256; the
+/// mail that carries a code is queued in the same transaction. Out-of-band codes
+/// (docs/protocol/accounts.md#project-and-tenant-switches, #email-enumeration-protection, #emailverified,
+/// #email-delivery): sending them (and their mail), password resets and applying verification and
+/// email-change codes.
 struct OobAccounts: Sendable {
     let client: Database
     let hasher: PasswordHasher
@@ -84,10 +86,11 @@ extension OobAccounts {
                 } else if signIn {
                     localId = nil
                 } else {
-                    // An admin's verification or email-change code for an unknown address: USER_NOT_FOUND.
-                    // A reset's: EMAIL_NOT_FOUND, or under protection the same answer as for a known
-                    // address, without mail, code or link, to an admin too (B.5.9; the emulator's
-                    // oob.spec "non-existent user with improved email privacy enabled").
+                    // An admin's verification or email-change code for an unknown address: USER_NOT_FOUND. A
+                    // reset's: EMAIL_NOT_FOUND, or under protection the same answer as for a known address,
+                    // without mail, code or link, to an admin too
+                    // (docs/protocol/accounts.md#email-enumeration-protection; the emulator's oob.spec
+                    // "non-existent user with improved email privacy enabled").
                     if request.requestType != .passwordReset { throw FirebaseError.invalid(.userNotFound) }
                     if flags.emailPrivacy { return SendOobCodeResponse(email: request.email) }
                     throw FirebaseError.invalid(.emailNotFound)
@@ -211,9 +214,9 @@ extension OobAccounts {
             // The account is gone or its email changed since the code was sent.
             guard let wasVerified else { throw FirebaseError.invalid(.invalidOobCode) }
             if !wasVerified {
-                // The mailbox's owner proves the address for the first time: providers linked while
-                // nobody had (by whoever created the account, perhaps, to keep a way in) are
-                // unlinked, as a trusted provider's takeover does (A.4).
+                // The mailbox's owner proves the address for the first time: providers linked while nobody
+                // had (by whoever created the account, perhaps, to keep a way in) are unlinked, as a trusted
+                // provider's takeover does (docs/protocol/accounts.md#verified-email-and-automatic-linking).
                 try await connection.query(
                     "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)",
                     logger: logger)
@@ -334,7 +337,8 @@ extension OobAccounts {
                 .unauthorizedDomain,
                 "The request's host is not an authorized domain; set TESSERA_PUBLIC_URL or TESSERA_ACTION_URL")
         }
-        // The first address the account had before any change is kept (B.6 `initialEmail`).
+        // The first address the account had before any change is kept
+        // (docs/protocol/accounts.md#the-user-record `initialEmail`).
         try await connection.query(
             """
             UPDATE users SET initial_email = \(oldEmail)

@@ -117,8 +117,9 @@ extension ScopeFlags {
 }
 
 extension ScopeFlags {
-    /// An end user's call is about to create an account (A.5, issue #7): refused when the scope closed
-    /// sign-up (`ADMIN_ONLY_OPERATION`), and counted against the caller's address.
+    /// An end user's call is about to create an account (docs/protocol/admin.md#self-service-settings, issue
+    /// #7): refused when the scope closed sign-up (`ADMIN_ONLY_OPERATION`), and counted against the caller's
+    /// address.
     func admitNewAccount(_ connection: PostgresConnection, scope: Scope, clientIP: String?, logger: Logger)
         async throws
     {
@@ -129,9 +130,9 @@ extension ScopeFlags {
     }
 }
 
-/// Email/password sign-up and sign-in, the sign-in methods of an address, and an end user's own
-/// account changes (B.5.1, B.5.2, B.5.6, B.5.11): policy (scope switches, rate limits, hashing) over
-/// the user rows.
+/// Email/password sign-up and sign-in, the sign-in methods of an address, and an end user's own account
+/// changes (docs/protocol/accounts.md#anonymous-sign-up, #adding-email-and-password, #one-account-per-email,
+/// #password-change-and-revocation): policy (scope switches, rate limits, hashing) over the user rows.
 struct PasswordAccounts: Sendable {
     let client: Database
     let hasher: PasswordHasher
@@ -141,8 +142,9 @@ struct PasswordAccounts: Sendable {
 }
 
 extension PasswordAccounts {
-    /// Email/password sign-up (B.2.1, B.5.2): a new user, or an existing one (`localId`) that keeps
-    /// its id. Hashing happens before the transaction, so no connection waits on scrypt.
+    /// Email/password sign-up (docs/protocol/accounts.md#end-user-endpoints, #adding-email-and-password): a
+    /// new user, or an existing one (`localId`) that keeps its id. Hashing happens before the transaction, so
+    /// no connection waits on scrypt.
     public func signUpPassword(_ request: SignUpPasswordRequest, logger: Logger) async throws -> (
         UserRecord, SessionInfo
     ) {
@@ -201,9 +203,10 @@ extension PasswordAccounts {
         }
     }
 
-    /// `accounts:signInWithPassword` (B.2.1, B.5.9, B.5.13). Unknown accounts cost a hash too, so
-    /// that answers for known and unknown emails take comparable time. Two statements besides the
-    /// hash: the scope's switches with the account, then the sign-in itself.
+    /// `accounts:signInWithPassword` (docs/protocol/accounts.md#end-user-endpoints,
+    /// #email-enumeration-protection, #disabled-users). Unknown accounts cost a hash too, so that answers for
+    /// known and unknown emails take comparable time. Two statements besides the hash: the scope's switches
+    /// with the account, then the sign-in itself.
     public func signInWithPassword(_ request: SignInWithPasswordRequest, logger: Logger) async throws
         -> (UserRecord, SessionInfo)
     {
@@ -245,7 +248,8 @@ extension PasswordAccounts {
             }
         }
         if request.password.count > Credentials.maximumPasswordLength {
-            // No password that long is ever set (A.9): wrong without hashing it (issue #23).
+            // No password that long is ever set (docs/protocol/accounts.md#passwords): wrong without hashing
+            // it (issue #23).
             throw FirebaseError.invalid(
                 flags.emailPrivacy ? .invalidLoginCredentials : (accountId == nil ? .emailNotFound : .invalidPassword))
         }
@@ -256,7 +260,7 @@ extension PasswordAccounts {
         }
         // Under enumeration protection a disabled account is told apart only after its password was
         // checked: a wrong guess costs the same hashing time and gets the same answer as for any
-        // other account (docs/design-notes.md, "Enumeration protection").
+        // other account (docs/protocol/accounts.md#email-enumeration-protection).
         if disabled, !flags.emailPrivacy { throw FirebaseError.invalid(.userDisabled) }
         guard let algorithm = algorithmColumn, let params = paramsColumn, let salt = saltColumn, let hash = hashColumn
         else {
@@ -278,7 +282,7 @@ extension PasswordAccounts {
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
         if disabled { throw FirebaseError.invalid(.userDisabled) }
-        // Re-hash with the current parameters on a successful sign-in (A.9).
+        // Re-hash with the current parameters on a successful sign-in (docs/protocol/accounts.md#passwords).
         let current =
             hasher.isOutdated(stored)
             ? try await hasher.hash(request.password, key: keys.own, client: request.clientIP) : stored
@@ -301,7 +305,8 @@ extension PasswordAccounts {
         return (user, SessionInfo(newFamily: familyId, provider: "password", authTime: now / 1000, extraClaims: nil))
     }
 
-    /// What `createAuthUri` may tell about an email (B.2.1, B.5.9).
+    /// What `createAuthUri` may tell about an email (docs/protocol/accounts.md#end-user-endpoints,
+    /// #email-enumeration-protection).
     public func authMethods(_ request: AuthMethodsRequest, logger: Logger) async throws -> AuthMethodsResponse {
         let scope = request.scope
         let flags = try await ScopeFlags.read(client, scope: scope, logger: logger)
@@ -320,7 +325,8 @@ extension PasswordAccounts {
         guard let user else {
             return AuthMethodsResponse(protected: false, registered: false, signinMethods: [], allProviders: [])
         }
-        // The `password` provider stands for two sign-in methods: a password and an email link (B.5.5).
+        // The `password` provider stands for two sign-in methods: a password and an email link
+        // (docs/protocol/accounts.md#email-link-sign-in).
         var methods: [String] = user.hasPassword ? ["password"] : []
         if user.emailLinkSignin == true { methods.append("emailLink") }
         guard oneAccountPerEmail else {
@@ -335,8 +341,9 @@ extension PasswordAccounts {
             protected: false, registered: true, signinMethods: methods, allProviders: providers)
     }
 
-    /// An end user's `accounts:update` (B.2.1, B.5.2, B.5.11). The caller has verified the ID token
-    /// and the re-authentication window.
+    /// An end user's `accounts:update` (docs/protocol/accounts.md#end-user-endpoints,
+    /// #adding-email-and-password, #password-change-and-revocation). The caller has verified the ID token and
+    /// the re-authentication window.
     public func updateAccount(_ request: UpdateAccountRequest, logger: Logger) async throws -> UpdateAccountResponse {
         let scope = request.scope
         _ = try await ScopeFlags.read(client, scope: scope, logger: logger)
@@ -576,11 +583,12 @@ extension AccountRows {
         return false
     }
 
-    /// Ends every live session of a user (a credential change, B.5.11, a disable, a revocation), or
-    /// with `startedBefore` (seconds) those started before it, and moves the user's `credential_seq`
-    /// (codes sent before no longer match it). A revocation in the very second `validSince` already
-    /// names leaves `validSince` as it is: the moved sequence is how ID-token checks know to look at
-    /// the token's session (docs/design-notes.md, "Revocation is exact").
+    /// Ends every live session of a user (a credential change,
+    /// docs/protocol/accounts.md#password-change-and-revocation, a disable, a revocation), or with
+    /// `startedBefore` (seconds) those started before it, and moves the user's `credential_seq` (codes sent
+    /// before no longer match it). A revocation in the very second `validSince` already names leaves
+    /// `validSince` as it is: the moved sequence is how ID-token checks know to look at the token's session
+    /// (docs/design-notes.md, "Revocation is exact").
     static func revokeSessions(
         _ connection: PostgresConnection, scope: Scope, localId: String, reason: String,
         startedBefore: Int64? = nil, logger: Logger

@@ -3,8 +3,9 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// `POST …/accounts:query` (also `…:queryAccounts`, B.2.3): count, sort, page and filter users.
-/// Filters (`expression`, OR-ed): `email`, `userId`, `phoneNumber`, and Tessera's `anonymous: true`.
+/// `POST …/accounts:query` (also `…:queryAccounts`, docs/protocol/admin.md#admin-endpoints): count, sort,
+/// page and filter users. Filters (`expression`, OR-ed): `email`, `userId`, `phoneNumber`, and Tessera's
+/// `anonymous: true`.
 struct QueryController<Tenants: TenantStore> {
     let accounts: Accounts
     let tenants: Tenants

@@ -4,7 +4,8 @@ import PostgresNIO
 import Prometheus
 import TesseraShared
 
-/// Anonymous sign-up, the end user's own lookup and deletion, and refresh-token rotation (A.2, A.5).
+/// Anonymous sign-up, the end user's own lookup and deletion, and refresh-token rotation
+/// (docs/protocol/tokens.md#token-rules, docs/protocol/admin.md#self-service-settings).
 struct SessionAccounts: Sendable {
     let client: Database
     let anonymousRetention: Duration
@@ -102,8 +103,9 @@ struct SessionAccounts: Sendable {
         }
     }
 
-    /// Rotates a refresh token: one statement (migration 11's function) makes every check of A.2 and
-    /// the rotation atomically, under the family's row lock, and returns the user with its links.
+    /// Rotates a refresh token: one statement (migration 11's function) makes every check of
+    /// docs/protocol/tokens.md#token-rules and the rotation atomically, under the family's row lock, and
+    /// returns the user with its links.
     public func rotateRefreshToken(_ request: RotateRefreshTokenRequest, logger: Logger) async throws
         -> RotateRefreshTokenResponse
     {

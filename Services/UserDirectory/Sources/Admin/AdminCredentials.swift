@@ -9,7 +9,8 @@ public struct AdminCredentialStore: Sendable {
     let client: Database
     let bootstrapSecret: String
     /// Where the Admin SDKs' emulator-mode token (`Bearer owner`) acts, when the operator turned it on
-    /// (`TESSERA_OWNER_TOKEN_SCOPE`); nil: refused like any unknown credential (API.md A.12).
+    /// (`TESSERA_OWNER_TOKEN_SCOPE`); nil: refused like any unknown credential
+    /// (docs/protocol/admin.md#the-admin-plane).
     var ownerScope: OwnerTokenScope? = nil
 
     public struct Credential: Sendable {
@@ -121,7 +122,7 @@ public struct AdminCredentialStore: Sendable {
     }
 }
 
-/// `…/adminCredentials` and `…/auditLog` (A.10).
+/// `…/adminCredentials` and `…/auditLog` (docs/protocol/admin.md#tesseras-own-admin-resources).
 struct AdminCredentialController<Tenants: TenantStore> {
     let store: AdminCredentialStore
     let tenants: Tenants
@@ -171,7 +172,8 @@ struct AdminCredentialController<Tenants: TenantStore> {
         var nextPageToken: String?
     }
 
-    /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page), A.10.
+    /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page),
+    /// docs/protocol/admin.md#tesseras-own-admin-resources.
     @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<ListResponse> {
         let size = request.adminPageSize
         let page = Page(

@@ -70,9 +70,9 @@ enum Prunable {
     case session, code, mail, counter, authFlow
 }
 
-/// The directory's side of the anonymous cleanup and housekeeping (API.md A.6): the sweep lease,
-/// the conditional delete of due accounts, pruning, and what admins see of it. Every account query
-/// filters by scope; the worker walks the scopes.
+/// The directory's side of the anonymous cleanup and housekeeping (docs/protocol/admin.md#anonymous-cleanup):
+/// the sweep lease, the conditional delete of due accounts, pruning, and what admins see of it. Every account
+/// query filters by scope; the worker walks the scopes.
 struct CleanupStore: Sendable {
     let client: Database
     let anonymousRetention: Duration
@@ -130,11 +130,11 @@ struct CleanupStore: Sendable {
         throw FirebaseError.leaseLost
     }
 
-    /// One batch of the sweep, in one statement (one round trip, its own transaction): renew the
-    /// lease (fenced by holder and token), pick the scope's next `limit` accounts that are anonymous
-    /// and due (and see whether more are due, so the worker needs no empty last call), delete those
-    /// still anonymous and due when their row is locked — an upgrade committed meanwhile makes
-    /// PostgreSQL re-check the row and keep it (A.6) —, end their sessions, grow the scope's counters
+    /// One batch of the sweep, in one statement (one round trip, its own transaction): renew the lease
+    /// (fenced by holder and token), pick the scope's next `limit` accounts that are anonymous and due (and
+    /// see whether more are due, so the worker needs no empty last call), delete those still anonymous and
+    /// due when their row is locked — an upgrade committed meanwhile makes PostgreSQL re-check the row and
+    /// keep it (docs/protocol/admin.md#anonymous-cleanup) —, end their sessions, grow the scope's counters
     /// and write the audit entry. Nothing changes when the lease is lost.
     func deleteDue(_ request: CleanupDeleteDueRequest, requestID: String, logger: Logger) async throws
         -> CleanupDeleteDueResponse
@@ -297,7 +297,7 @@ struct CleanupStore: Sendable {
         }
     }
 
-    // MARK: What admins see (A.10)
+    // MARK: What admins see (docs/protocol/admin.md#tesseras-own-admin-resources)
 
     struct Bucket: Encodable, Sendable {
         var dueBefore: String
@@ -377,7 +377,7 @@ struct CleanupStore: Sendable {
     }
 }
 
-/// `…/anonymousCleanup` and `…/anonymousCleanup:preview` (A.10).
+/// `…/anonymousCleanup` and `…/anonymousCleanup:preview` (docs/protocol/admin.md#tesseras-own-admin-resources).
 struct CleanupController<Tenants: TenantStore> {
     let store: CleanupStore
     let tenants: Tenants

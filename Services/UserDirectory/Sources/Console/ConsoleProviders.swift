@@ -4,9 +4,9 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// The console's identity providers page: the built-in providers and the scope's OIDC providers
-/// with their trusted email domains (A.4), changed through `IdpConfigStore` and checked by the
-/// admin API's own `IdpConfigController.validate`.
+/// The console's identity providers page: the built-in providers and the scope's OIDC providers with their
+/// trusted email domains (docs/protocol/accounts.md#verified-email-and-automatic-linking), changed through
+/// `IdpConfigStore` and checked by the admin API's own `IdpConfigController.validate`.
 extension ConsoleController {
     @Sendable func providers(_ request: Request, context: AdminContext) async throws -> Response {
         try await providersPage(request: request, context: context, scope: try await tenants.scope(of: context))

@@ -41,11 +41,11 @@ public struct DatabaseTarget: Sendable {
     }
 
     /// Reads `postgres://user:password@host[:port][,host[:port]…]/database[?sslmode=…&sslrootcert=…
-    /// &target_session_attrs=…]` (also `postgresql://`). `sslmode` as libpq names it (API.md A.12):
-    /// `disable` (the default here, as the local stack's PostgreSQL is on loopback), `prefer`,
-    /// `require` (encrypted, the server not verified), `verify-ca` (its certificate chains to
-    /// `sslrootcert`, or the system's roots) and `verify-full` (that, and it is for the host named).
-    /// With several hosts, `target_session_attrs` may be `read-write` or `primary` (what the
+    /// &target_session_attrs=…]` (also `postgresql://`). `sslmode` as libpq names it
+    /// (docs/protocol/admin.md#the-admin-plane): `disable` (the default here, as the local stack's PostgreSQL
+    /// is on loopback), `prefer`, `require` (encrypted, the server not verified), `verify-ca` (its
+    /// certificate chains to `sslrootcert`, or the system's roots) and `verify-full` (that, and it is for the
+    /// host named). With several hosts, `target_session_attrs` may be `read-write` or `primary` (what the
     /// directory needs, and what it does when the parameter is absent); anything else is refused.
     public static func fromURL(_ text: String) throws -> DatabaseTarget {
         guard let schemeEnd = text.range(of: "://") else { throw DatabaseURLError.invalid }

@@ -81,10 +81,11 @@ public enum Migrations {
                 )
                 """,
                 "CREATE INDEX provider_links_user_idx ON provider_links (tenant_id, local_id)",
-                // A refresh-token family is one sign-in session. It outlives its user on purpose: a
-                // deleted user's sessions are revoked with reason 'user_deleted' so that a refresh
-                // answers USER_NOT_FOUND (B.2.2) and a later user with the same id inherits nothing.
-                // The cleanup worker prunes revoked and expired families. Deleting a tenant removes them.
+                // A refresh-token family is one sign-in session. It outlives its user on purpose: a deleted
+                // user's sessions are revoked with reason 'user_deleted' so that a refresh answers
+                // USER_NOT_FOUND (docs/protocol/tokens.md#the-secure-token-api) and a later user with the
+                // same id inherits nothing. The cleanup worker prunes revoked and expired families. Deleting
+                // a tenant removes them.
                 """
                 CREATE TABLE refresh_families (
                     tenant_id text NOT NULL,
@@ -132,7 +133,8 @@ public enum Migrations {
                     ADD COLUMN hash_signer_key text,
                     ADD COLUMN hash_salt_separator text NOT NULL DEFAULT 'Bw=='
                 """,
-                // Per user: algorithm, parameters (JSON), salt and hash (base64), as A.9 asks.
+                // Per user: algorithm, parameters (JSON), salt and hash (base64), as
+                // docs/protocol/accounts.md#passwords asks.
                 """
                 ALTER TABLE users
                     ADD COLUMN password_algorithm text,
@@ -160,7 +162,8 @@ public enum Migrations {
                 )
                 """,
                 "CREATE INDEX oob_codes_user_idx ON oob_codes (tenant_id, local_id)",
-                // The durable outbox (A.7). A message's body is cleared once it is delivered.
+                // The durable outbox (docs/protocol/accounts.md#email-delivery). A message's body is cleared
+                // once it is delivered.
                 """
                 CREATE TABLE mail_outbox (
                     id bigserial PRIMARY KEY,
@@ -237,7 +240,8 @@ public enum Migrations {
             statements: [
                 // Identity-provider configurations per scope: the built-in providers
                 // (defaultSupportedIdpConfigs) and the scope's own OIDC providers (oauthIdpConfigs).
-                // `trusted_email_domains` lists domains whose addresses an OIDC provider verifies (A.4).
+                // `trusted_email_domains` lists domains whose addresses an OIDC provider verifies
+                // (docs/protocol/accounts.md#verified-email-and-automatic-linking).
                 """
                 CREATE TABLE idp_configs (
                     tenant_id text NOT NULL REFERENCES tenants (tenant_id) ON DELETE CASCADE,
@@ -298,7 +302,8 @@ public enum Migrations {
                     deleted bigint NOT NULL DEFAULT 0
                 )
                 """,
-                // Per scope: what the sweeps removed (A.10 anonymousCleanup).
+                // Per scope: what the sweeps removed (docs/protocol/admin.md#tesseras-own-admin-resources
+                // anonymousCleanup).
                 """
                 CREATE TABLE cleanup_stats (
                     tenant_id text PRIMARY KEY REFERENCES tenants (tenant_id) ON DELETE CASCADE,
@@ -342,11 +347,11 @@ public enum Migrations {
         Migration(
             version: 9, name: "rotate_refresh_token_function",
             statements: [
-                // A refresh-token rotation (API.md A.2) in one round trip instead of eleven: the same
-                // checks, in the same order, under the same family row lock. Statements in a VOLATILE
-                // function each take a fresh snapshot, so the token is re-read after the lock as before.
-                // o_outcome is 'rotated' or 'replayed' with the session's facts, 'reuse' once the family
-                // has been revoked (committed), or the Firebase error code to answer.
+                // A refresh-token rotation (docs/protocol/tokens.md#token-rules) in one round trip instead of
+                // eleven: the same checks, in the same order, under the same family row lock. Statements in a
+                // VOLATILE function each take a fresh snapshot, so the token is re-read after the lock as
+                // before. o_outcome is 'rotated' or 'replayed' with the session's facts, 'reuse' once the
+                // family has been revoked (committed), or the Firebase error code to answer.
                 """
                 CREATE FUNCTION tessera_rotate_refresh_token(
                     p_token_hash text, p_new_hash text, p_sealed text, p_grace double precision,
@@ -578,8 +583,9 @@ public enum Migrations {
         Migration(
             version: 13, name: "email_link_sign_in",
             statements: [
-                // A user who signed in with an email link (A.3): with an email, the `password`
-                // provider entry, with or without a password (B.6). A constant default: no rewrite.
+                // A user who signed in with an email link (docs/protocol/accounts.md#accounts-and-providers):
+                // with an email, the `password` provider entry, with or without a password
+                // (docs/protocol/accounts.md#the-user-record). A constant default: no rewrite.
                 "ALTER TABLE users ADD COLUMN email_link_signin boolean NOT NULL DEFAULT false",
                 // An EMAIL_SIGNIN code may be sent to an address no account has yet (it signs up).
                 "ALTER TABLE oob_codes ALTER COLUMN local_id DROP NOT NULL",
@@ -806,9 +812,9 @@ public enum Migrations {
         Migration(
             version: 18, name: "initial_email",
             statements: [
-                // The first address a user had before changing it (B.6 `initialEmail`, issue 36): set
-                // with the first email-change notice (docs/design-notes.md, "Out-of-band codes and
-                // mail"), never changed afterwards. NULL: never changed.
+                // The first address a user had before changing it (docs/protocol/accounts.md#the-user-record
+                // `initialEmail`, issue 36): set with the first email-change notice (docs/design-notes.md,
+                // "Out-of-band codes and mail"), never changed afterwards. NULL: never changed.
                 "ALTER TABLE users ADD COLUMN initial_email text"
             ]),
         Migration(

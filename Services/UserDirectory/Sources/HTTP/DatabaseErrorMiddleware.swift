@@ -4,9 +4,9 @@ import PostgresNIO
 import Prometheus
 import TesseraShared
 
-/// A PostgreSQL that is down, restarting or refusing connections is a dependency outage: clients get
-/// `503 UNAVAILABLE` with `Retry-After`, never a 500 (API.md A.1); text it cannot store is a 400.
-/// Inside the error middleware, so the answer has the Firebase shape and the request id.
+/// A PostgreSQL that is down, restarting or refusing connections is a dependency outage: clients get `503
+/// UNAVAILABLE` with `Retry-After`, never a 500 (docs/protocol/README.md#the-surface); text it cannot store
+/// is a 400. Inside the error middleware, so the answer has the Firebase shape and the request id.
 struct DatabaseErrorMiddleware<Context: TesseraContext>: RouterMiddleware {
     /// Requests answered 503 because PostgreSQL was unavailable (`tessera_db_unavailable_total`).
     var unavailable: Counter? = nil

@@ -114,8 +114,9 @@ extension FirebaseError {
 }
 
 /// Authenticates admin calls (`Authorization: Bearer <secret>`; other schemes count as absent,
-/// B.0), keeps a tenant-scoped credential to its own tenant's users and settings, and checks the
-/// path's project id. The handlers behind it get an `AdminContext` built from what it found.
+/// docs/protocol/README.md#transport-conventions), keeps a tenant-scoped credential to its own tenant's users
+/// and settings, and checks the path's project id. The handlers behind it get an `AdminContext` built from
+/// what it found.
 struct AdminAuthMiddleware: RouterMiddleware {
     typealias Context = DirectoryContext
     let credentials: AdminCredentialStore
@@ -144,13 +145,15 @@ struct AdminAuthMiddleware: RouterMiddleware {
     }
 }
 
-/// Appends every successful admin write to the audit log (A.10): who (the principal), what (method
-/// and route template), on what (the user, the batch, or the path) and in which scope.
+/// Appends every successful admin write to the audit log
+/// (docs/protocol/admin.md#tesseras-own-admin-resources): who (the principal), what (method and route
+/// template), on what (the user, the batch, or the path) and in which scope.
 struct AdminAuditMiddleware: RouterMiddleware {
     typealias Context = AdminContext
     let credentials: AdminCredentialStore
 
-    /// The reads the protocol sends as POSTs (B.2.3): looking users up and querying them change nothing.
+    /// The reads the protocol sends as POSTs (docs/protocol/admin.md#admin-endpoints): looking users up and
+    /// querying them change nothing.
     static func isRead(_ template: String) -> Bool {
         template.hasSuffix("accounts:lookup") || template.hasSuffix("accounts:query")
             || template.hasSuffix(":queryAccounts")

@@ -1,7 +1,8 @@
 import Hummingbird
 
-/// A page of a keyset-paged admin list (`pageSize` / `pageToken`, B.2.3 and A.10): the store reads one
-/// row more than the page holds, and that row only says whether another page follows.
+/// A page of a keyset-paged admin list (`pageSize` / `pageToken`, docs/protocol/admin.md#admin-endpoints,
+/// #tesseras-own-admin-resources): the store reads one row more than the page holds, and that row only says
+/// whether another page follows.
 struct Page<Row> {
     let rows: [Row]
     private let hasMore: Bool
@@ -23,7 +24,8 @@ extension Request {
         uri.queryParameters.get("pageToken").flatMap { $0.isEmpty ? nil : String($0) }
     }
 
-    /// `pageSize` as Tessera's own lists (A.10) take it: 1–1000, 100 when absent.
+    /// `pageSize` as Tessera's own lists (docs/protocol/admin.md#tesseras-own-admin-resources) take it:
+    /// 1–1000, 100 when absent.
     var adminPageSize: Int {
         min(max(uri.queryParameters.get("pageSize", as: Int.self) ?? 100, 1), 1000)
     }

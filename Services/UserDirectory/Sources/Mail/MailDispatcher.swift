@@ -5,11 +5,11 @@ import Prometheus
 import ServiceLifecycle
 import TesseraShared
 
-/// Delivers the durable outbox (A.7). Each round claims due messages with a lease (several
-/// directory replicas never send one message at once; a replica that dies mid-send releases its
-/// claim when the lease runs out), sends them, and marks each delivered, or schedules a retry with
-/// exponential backoff. A message is never dropped silently: after `giveUpAfter` it is marked failed
-/// and logged, and stays in the outbox for an operator.
+/// Delivers the durable outbox (docs/protocol/accounts.md#email-delivery). Each round claims due messages
+/// with a lease (several directory replicas never send one message at once; a replica that dies mid-send
+/// releases its claim when the lease runs out), sends them, and marks each delivered, or schedules a retry
+/// with exponential backoff. A message is never dropped silently: after `giveUpAfter` it is marked failed and
+/// logged, and stays in the outbox for an operator.
 public struct MailDispatcher: Service {
     public struct Settings: Sendable {
         public var smtp: SMTPConfiguration?

@@ -2,11 +2,11 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// `GET /v2/projects/{p}[/tenants/{t}]/mailTemplates`, and `PATCH` / `DELETE
-/// …/mailTemplates/{requestType}` (Tessera's own admin resource, A.10 conventions): the subject and
-/// plain-text body of the verification, password-reset, email-change, sign-in and email-recovery mails, with the
-/// placeholders `%APP_NAME%`, `%LINK%`, `%EMAIL%`, `%NEW_EMAIL%`, `%DISPLAY_NAME%`. `DELETE` returns
-/// a template to the built-in default.
+/// `GET /v2/projects/{p}[/tenants/{t}]/mailTemplates`, and `PATCH` / `DELETE …/mailTemplates/{requestType}`
+/// (Tessera's own admin resource, docs/protocol/admin.md#tesseras-own-admin-resources conventions): the
+/// subject and plain-text body of the verification, password-reset, email-change, sign-in and email-recovery
+/// mails, with the placeholders `%APP_NAME%`, `%LINK%`, `%EMAIL%`, `%NEW_EMAIL%`, `%DISPLAY_NAME%`. `DELETE`
+/// returns a template to the built-in default.
 struct MailTemplateController<Tenants: TenantStore> {
     let store: MailTemplateStore
     let tenants: Tenants

@@ -3,9 +3,9 @@ import Foundation
 import TesseraShared
 import _CryptoExtras
 
-/// Firebase's modified scrypt (API.md B.7.1): the scrypt-derived key encrypts the project's signer
-/// key with AES-256-CTR (zero IV); the ciphertext is the stored hash. Portable to and from Firebase
-/// exports given the same signer key and salt separator.
+/// Firebase's modified scrypt (docs/protocol/accounts.md#firebase-scrypt): the scrypt-derived key encrypts
+/// the project's signer key with AES-256-CTR (zero IV); the ciphertext is the stored hash. Portable to and
+/// from Firebase exports given the same signer key and salt separator.
 public struct FirebaseScrypt: Sendable, Equatable {
     public var signerKey: [UInt8]
     public var saltSeparator: [UInt8]

@@ -4,8 +4,9 @@ import HummingbirdBcrypt
 import TesseraShared
 import _CryptoExtras
 
-/// Verification of imported password hashes (A.9, B.7.1 import fields). They are never produced
-/// here: a user signing in with one is re-hashed with Firebase scrypt and the project's key.
+/// Verification of imported password hashes (docs/protocol/accounts.md#passwords, #firebase-scrypt import
+/// fields). They are never produced here: a user signing in with one is re-hashed with Firebase scrypt and
+/// the project's key.
 enum ImportedHash {
     static let algorithms: Set<String> = ["STANDARD_SCRYPT", "BCRYPT", "PBKDF2_SHA256", "HMAC_SHA256"]
 

@@ -8,7 +8,7 @@ import Synchronization
 import TesseraShared
 
 /// Runs password hashing on its own threads, never on the request threads, and admits a hash only
-/// if it can start soon (A.9, issue 26).
+/// if it can start soon (docs/protocol/accounts.md#passwords, issue 26).
 ///
 /// - **Admission by expected wait.** The pool measures how long queued hashes waited per place
 ///   ahead of them; a new hash that would wait longer than `maxWait` for a thread (its place × that
@@ -474,7 +474,7 @@ struct HashingPoolService: Service {
     }
 }
 
-/// A stored password: algorithm, parameters, salt and hash, per user (A.9).
+/// A stored password: algorithm, parameters, salt and hash, per user (docs/protocol/accounts.md#passwords).
 public struct StoredPassword: Sendable, Equatable {
     public var algorithm: String
     public var params: String
@@ -486,7 +486,7 @@ public struct StoredPassword: Sendable, Equatable {
 
 /// The parameters stored with a hash (JSON in `users.password_params`). Native hashes carry
 /// `rounds` and `memCost` and use their scope's signer key; imported ones carry what their algorithm
-/// needs, including their own signer key (A.9).
+/// needs, including their own signer key (docs/protocol/accounts.md#passwords).
 struct ScryptParams: Codable, Equatable {
     var rounds: Int
     var memCost: Int
@@ -672,7 +672,7 @@ public struct PasswordHasher: Sendable {
     public var hashConfig: (rounds: Int, memCost: Int) { (current.rounds, current.memCost) }
 
     /// Costs what a verification costs, for accounts that do not exist: answers for unknown and
-    /// known emails then take comparable time (B.5.9).
+    /// known emails then take comparable time (docs/protocol/accounts.md#email-enumeration-protection).
     public func burn(_ password: String, key: HashKey, client: String? = nil) async throws {
         _ = try await hash(password, key: key, client: client)
     }

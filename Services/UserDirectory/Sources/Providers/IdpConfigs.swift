@@ -5,7 +5,8 @@ import Logging
 import PostgresNIO
 import TesseraShared
 
-/// One identity provider's configuration in one scope (API.md A.8, B.2.3).
+/// One identity provider's configuration in one scope (docs/protocol/federated.md#federated-providers,
+/// docs/protocol/admin.md#admin-endpoints).
 struct IdpConfig: Sendable, Equatable {
     var providerId: String
     var enabled = false
@@ -16,7 +17,8 @@ struct IdpConfig: Sendable, Equatable {
     var displayName: String?
     var responseIdToken = true
     var responseCode = false
-    /// Domains whose addresses this OIDC provider verifies (A.4 per-tenant additions); `*` = all.
+    /// Domains whose addresses this OIDC provider verifies
+    /// (docs/protocol/accounts.md#verified-email-and-automatic-linking per-tenant additions); `*` = all.
     var trustedEmailDomains: [String] = []
     /// apple.com only: what its code flow's client secret is signed with.
     var appleTeamId: String?
@@ -151,8 +153,9 @@ let idpMaskPaths: [Bool: [String]] = [
     ],
 ]
 
-/// `…/defaultSupportedIdpConfigs`, `…/oauthIdpConfigs` and `/v2/defaultSupportedIdps` (B.2.3 shapes,
-/// A.5: per tenant over HTTP). The Firebase Admin SDKs' provider-config calls use these paths.
+/// `…/defaultSupportedIdpConfigs`, `…/oauthIdpConfigs` and `/v2/defaultSupportedIdps`
+/// (docs/protocol/admin.md#admin-endpoints shapes, docs/protocol/admin.md#self-service-settings: per tenant
+/// over HTTP). The Firebase Admin SDKs' provider-config calls use these paths.
 struct IdpConfigController<Tenants: TenantStore> {
     let store: IdpConfigStore
     let tenants: Tenants
@@ -169,7 +172,8 @@ struct IdpConfigController<Tenants: TenantStore> {
                 group.patch("\(scope)/\(collection)/{idp}") { try await update($0, $1, oidc: oidc) }
                 group.delete("\(scope)/\(collection)/{idp}") { try await delete($0, $1, oidc: oidc) }
             }
-            // SAML providers are out of scope for now (A.1): their configs answer 501, not 404.
+            // SAML providers are out of scope for now (docs/protocol/README.md#the-surface): their configs
+            // answer 501, not 404.
             let saml: @Sendable (Request, AdminContext) async throws -> Response = { _, _ in
                 throw FirebaseError.notImplemented("SAML identity providers")
             }
@@ -206,7 +210,8 @@ struct IdpConfigController<Tenants: TenantStore> {
         var issuer: String?
         var displayName: String?
         var responseType: ResponseType?
-        /// Tessera's addition (A.4): domains whose addresses this OIDC provider verifies.
+        /// Tessera's addition (docs/protocol/accounts.md#verified-email-and-automatic-linking): domains whose
+        /// addresses this OIDC provider verifies.
         var trustedEmailDomains: [String]?
         var appleSignInConfig: AppleSignInConfig?
     }

@@ -5,7 +5,8 @@ import PostgresNIO
 import TesseraShared
 import _CryptoExtras
 
-/// A service account that signs custom tokens (A.2, A.10): its public key only.
+/// A service account that signs custom tokens (docs/protocol/tokens.md#token-rules,
+/// docs/protocol/admin.md#tesseras-own-admin-resources): its public key only.
 struct ServiceAccount: Sendable {
     var accountId: String
     /// nil: project-wide (may sign for any scope).
@@ -99,7 +100,7 @@ struct ServiceAccountStore: Sendable {
     }
 }
 
-/// `…/serviceAccounts` (A.10).
+/// `…/serviceAccounts` (docs/protocol/admin.md#tesseras-own-admin-resources).
 struct ServiceAccountController<Tenants: TenantStore> {
     let store: ServiceAccountStore
     let tenants: Tenants
@@ -199,7 +200,8 @@ struct ServiceAccountController<Tenants: TenantStore> {
         var nextPageToken: String?
     }
 
-    /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page), A.10.
+    /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page),
+    /// docs/protocol/admin.md#tesseras-own-admin-resources.
     @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<ListResponse> {
         let size = request.adminPageSize
         let page = Page(
@@ -231,7 +233,8 @@ struct ServiceAccountController<Tenants: TenantStore> {
     }
 }
 
-/// Custom-token verification (A.2, B.4): every rule, with the answers Firebase gives.
+/// Custom-token verification (docs/protocol/tokens.md#token-rules, #custom-tokens): every rule, with the
+/// answers Firebase gives.
 enum CustomTokens {
     static let audience = "https://identitytoolkit.googleapis.com/google.identity.identitytoolkit.v1.IdentityToolkit"
     static let maximumLifetime: Int64 = 3600
@@ -309,14 +312,14 @@ enum CustomTokens {
     }
 }
 
-/// Custom-token sign-in (B.4): the directory holds the service accounts' public keys.
+/// Custom-token sign-in (docs/protocol/tokens.md#custom-tokens): the directory holds the service accounts' public keys.
 struct CustomTokenAccounts: Sendable {
     let client: Database
 }
 
 extension CustomTokenAccounts {
-    /// `signInWithCustomToken` (B.4): verifies the token, creates the user on first use
-    /// (`disabledUserSignup` applies) and starts a session that carries the token's claims.
+    /// `signInWithCustomToken` (docs/protocol/tokens.md#custom-tokens): verifies the token, creates the user
+    /// on first use (`disabledUserSignup` applies) and starts a session that carries the token's claims.
     public func signInWithCustomToken(_ request: SignInWithCustomTokenRequest, logger: Logger) async throws
         -> SignInWithCustomTokenResponse
     {

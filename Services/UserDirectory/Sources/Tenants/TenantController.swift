@@ -3,7 +3,7 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// The v2 admin API: tenants and the project config (API.md B.2.3, A.5).
+/// The v2 admin API: tenants and the project config (docs/protocol/admin.md#admin-endpoints, #self-service-settings).
 struct TenantController<Tenants: TenantStore> {
     let store: Tenants
     let projectID: String
@@ -63,7 +63,7 @@ struct TenantController<Tenants: TenantStore> {
     }
 
     /// One tenant as create, get and update answer it: the same resource each time, with the
-    /// tenant's read-only hash config (B.7.1), so a GET equals the create's answer.
+    /// tenant's read-only hash config (docs/protocol/accounts.md#firebase-scrypt), so a GET equals the create's answer.
     func answer(_ settings: ScopeSettings, logger: Logger) async throws -> TenantWire {
         var tenant = TenantWire(settings, projectID: projectID)
         tenant.hashConfig = try await hashConfig(Scope(key: settings.tenantId), logger)

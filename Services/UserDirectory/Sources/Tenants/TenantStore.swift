@@ -102,9 +102,9 @@ public struct PostgresTenantStore: TenantStore {
         }
     }
 
-    /// Writes a scope's settings. Turning auto-cleanup on records the moment and schedules the
-    /// anonymous accounts that exist now at that moment + retention (API.md A.6); turning it off
-    /// keeps what is already scheduled.
+    /// Writes a scope's settings. Turning auto-cleanup on records the moment and schedules the anonymous
+    /// accounts that exist now at that moment + retention (docs/protocol/admin.md#anonymous-cleanup); turning
+    /// it off keeps what is already scheduled.
     static func write(
         _ s: ScopeSettings, before: ScopeSettings, retentionSeconds: Double, _ connection: PostgresConnection,
         _ logger: Logger

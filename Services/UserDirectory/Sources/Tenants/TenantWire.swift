@@ -51,7 +51,8 @@ struct RateLimitsWire: Codable, Sendable {
     ]
 }
 
-/// The v2 Tenant resource (API.md B.2.3, A.5). Every field is optional on input.
+/// The v2 Tenant resource (docs/protocol/admin.md#admin-endpoints, #self-service-settings). Every field is
+/// optional on input.
 struct TenantWire: Codable, Sendable {
     var name: String?
     var tenantId: String?
@@ -64,7 +65,8 @@ struct TenantWire: Codable, Sendable {
     var client: ClientWire?
     var mfaConfig: MFAConfigWire?
     var rateLimits: RateLimitsWire?
-    /// Read-only, for project admins: what this tenant's exported hashes need (B.7.1).
+    /// Read-only, for project admins: what this tenant's exported hashes need
+    /// (docs/protocol/accounts.md#firebase-scrypt).
     var hashConfig: ProjectConfigWire.HashConfigWire?
 
     init(_ settings: ScopeSettings, projectID: String) {
@@ -135,7 +137,7 @@ struct ProjectConfigWire: Codable, Sendable {
         var email: EmailWire?
         var anonymous: AnonymousWire?
         var allowDuplicateEmails: Bool?
-        /// Read-only: the parameters exported hashes need (B.7.1).
+        /// Read-only: the parameters exported hashes need (docs/protocol/accounts.md#firebase-scrypt).
         var hashConfig: HashConfigWire?
     }
     struct EmailPrivacyWire: Codable, Sendable {
@@ -149,9 +151,10 @@ struct ProjectConfigWire: Codable, Sendable {
     var autodeleteAnonymousUsers: Bool?
     var enableAnonymousUser: Bool?
     var allowPasswordSignup: Bool?
-    /// The tenant name of Google's `signIn.email.passwordRequired: false` (email-link sign-in, A.3).
+    /// The tenant name of Google's `signIn.email.passwordRequired: false` (email-link sign-in,
+    /// docs/protocol/accounts.md#accounts-and-providers).
     var enableEmailLinkSignin: Bool?
-    /// Tessera's: the default scope's switch that tenants have too (A.5).
+    /// Tessera's: the default scope's switch that tenants have too (docs/protocol/admin.md#self-service-settings).
     var disableAuth: Bool?
     var rateLimits: RateLimitsWire?
     /// Identity Platform's `mfa`: the default scope's multi-factor settings, as a tenant's `mfaConfig`.
