@@ -406,7 +406,7 @@ enum ConsoleTemplates {
         {{#builtIn}}
         <form method="post" action="{{base}}/providers/{{id}}" class="card" id="{{field}}">
         <h3>{{label}} <code>{{id}}</code></h3>
-        <p class="hint">Trusted (docs/protocol/accounts.md#verified-email-and-automatic-linking) for {{trustedFor}}: its sign-in takes over an unverified account with that address.</p>
+        <p class="hint">Trusted for {{trustedFor}}: its sign-in takes over an unverified account with that address.</p>
         <input type="hidden" name="csrf" value="{{csrf}}">
         <div class="check"><input type="checkbox" id="{{field}}-enabled" name="enabled" value="on"{{#enabled}} checked{{/enabled}}>
         <label for="{{field}}-enabled">Enabled</label></div>
@@ -438,7 +438,7 @@ enum ConsoleTemplates {
         <input type="hidden" name="csrf" value="{{csrf}}">
         <div class="check"><input type="checkbox" id="{{field}}-enabled" name="enabled" value="on"{{#enabled}} checked{{/enabled}}>
         <label for="{{field}}-enabled">Enabled</label></div>
-        <label for="{{field}}-domains">Trusted email domains (docs/protocol/accounts.md#verified-email-and-automatic-linking: addresses it verifies; * for all)</label>
+        <label for="{{field}}-domains">Trusted email domains (addresses it verifies; * for all)</label>
         <input id="{{field}}-domains" name="trustedEmailDomains" value="{{domains}}"
          {{#error}}aria-invalid="true" aria-describedby="{{field}}-error"{{/error}}>
         {{#error}}<p id="{{field}}-error" class="field-error">{{error}}</p>{{/error}}
