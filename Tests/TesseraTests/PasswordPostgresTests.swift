@@ -470,7 +470,9 @@ struct HashingPoolTests {
         if let error = await Self.refusal(pool, holding: gate) {
             #expect(error.status.code == 503 && error.code == "UNAVAILABLE")
             #expect(error.retryAfterSeconds == 1)
-            #expect(ContinuousClock.now - asked < .milliseconds(50))
+            // At once: well under the 300 ms a queued hash would wait. Not tighter: the suite runs in
+            // parallel on two cores, and a refusal here measured 58 ms once (under 50 ms in the runs before).
+            #expect(ContinuousClock.now - asked < .milliseconds(250))
         }
         gate.signal()
         try await held
