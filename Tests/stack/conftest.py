@@ -49,11 +49,19 @@ RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 # pytest hooks
 # --------------------------------------------------------------------------------------
 
+def run_group(item) -> int:
+    """Where a test runs in the whole run, by its markers (pytest.ini), not by its file's name: 0 calm,
+    1 ``late`` (after every calm test), 2 ``disruptive`` (stops or restarts services), 3
+    ``disruptive(last=True)`` (at the very end)."""
+    disruptive = item.get_closest_marker("disruptive")
+    if disruptive is not None:
+        return 3 if disruptive.kwargs.get("last") else 2
+    return 1 if item.get_closest_marker("late") is not None else 0
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``disruptive`` (restarting/stopping services) always run last."""
-    calm = [i for i in items if i.get_closest_marker("disruptive") is None]
-    disruptive = [i for i in items if i.get_closest_marker("disruptive") is not None]
-    items[:] = calm + disruptive
+    """Runs the groups in order (``run_group``); within a group, in the order pytest collected them."""
+    items.sort(key=run_group)
 
 
 # --------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 service serves is the checked-in one, and schemathesis, driven by it, finds no server error, no
 undocumented status and no answer that breaks the documented schemas — for the end-user API (with
 the API key) and the admin API (with the admin token). Bounded: a few dozen examples per operation.
-Runs after the other calm tests (its random sign-ups count against the default scope's limits)."""
+Marked ``late``: runs after the other calm tests (its random sign-ups count against the default scope's
+limits)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import requests
 from conftest import HTTP_TIMEOUT, REPO_ROOT
 
 DOCUMENT = REPO_ROOT / "Services" / "TokenService" / "Sources" / "Resources" / "openapi.yaml"
+pytestmark = pytest.mark.late
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 
 

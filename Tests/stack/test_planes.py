@@ -181,7 +181,7 @@ def test_the_admin_api_works_on_the_admin_plane_only(stack, admin):
 def test_owner_is_refused_unless_switched_on(stack, admin):
     """`Bearer owner` works on this stack because it sets TESSERA_OWNER_TOKEN_SCOPE=project for the Admin
     SDK tests; every such call is audited as `owner`. (The refusal without the switch is checked by
-    test_zz_secrets.py, which restarts the directory.)"""
+    test_secrets.py, which starts a directory of its own.)"""
     assert stack.env.get("TESSERA_OWNER_TOKEN_SCOPE") == "project"
     owner = requests.Session()
     owner.headers["Authorization"] = "Bearer owner"

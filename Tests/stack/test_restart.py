@@ -14,7 +14,7 @@ import requests
 from conftest import (Client, describe, expect_ok, pid_alive, require_running_service, run_stack,
                       wait_until)
 
-pytestmark = pytest.mark.disruptive
+pytestmark = pytest.mark.disruptive(last=True)
 
 
 def test_sessions_survive_restart_of_both_services(stack, client, admin, tenant_id, verifier):
