@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// Paths and bodies of the directory's internal API (authenticated with the shared internal secret
 /// in the `X-Tessera-Internal` header). Operations are semantic: the directory applies the scope's
@@ -37,6 +38,27 @@ public struct CleanupLease: Codable, Sendable, Equatable {
         self.holder = holder
         self.token = token
     }
+}
+
+/// The sweep lease's two conflicts, typed at both ends of the internal cleanup API: the directory
+/// throws them and the worker matches them, so neither spells the wire's code.
+public enum LeaseConflict: String, CaseIterable, Sendable {
+    /// Another worker holds the lease: this one skips its sweep.
+    case held = "LEASE_HELD"
+    /// The lease expired or was taken over during the sweep: nothing more is deleted under it.
+    case lost = "LEASE_LOST"
+}
+
+extension FirebaseError {
+    /// `409 ABORTED` with the conflict's code and `detail`.
+    public static func lease(_ conflict: LeaseConflict, _ detail: String) -> FirebaseError {
+        FirebaseError(
+            status: .conflict, message: "\(conflict.rawValue) : \(detail)", grpcStatus: "ABORTED",
+            reason: "conflict")
+    }
+
+    /// The lease conflict this error is, read back from the wire; nil for any other error.
+    public var leaseConflict: LeaseConflict? { status == .conflict ? LeaseConflict(rawValue: code) : nil }
 }
 
 public struct CleanupLeaseRequest: Codable, Sendable {

@@ -114,6 +114,19 @@ struct SharedTests {
         #expect(FirebaseError.notFound.errorCode == nil, "other classes are not business codes")
     }
 
+    @Test("a sweep-lease conflict is a 409 ABORTED that reads back as itself through the internal client")
+    func leaseConflicts() throws {
+        for conflict in LeaseConflict.allCases {
+            let error = FirebaseError.lease(conflict, "some detail")
+            #expect(error.status == .conflict && error.grpcStatus == "ABORTED" && error.code == conflict.rawValue)
+            let wire = try JSONEncoder().encode(FirebaseErrorBody(error))
+            let back = try JSONDecoder().decode(FirebaseErrorBody.self, from: wire).firebaseError
+            #expect(back.leaseConflict == conflict, "\(conflict)")
+            #expect(back.errorCode == nil, "not a business code")
+        }
+        #expect(FirebaseError.invalidArgument("LEASE_LOST").leaseConflict == nil, "a 400 is never a lease conflict")
+    }
+
     @Test("JSON bodies accept snake_case keys and report syntax errors as INVALID_ARGUMENT")
     func jsonBodies() throws {
         struct Grant: Decodable { var grantType: String?; var refreshToken: String? }

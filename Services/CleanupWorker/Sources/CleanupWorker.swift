@@ -153,7 +153,7 @@ public struct Sweeper: Sendable {
             let report = try await run(logger: logger)
             metrics.record(report)
             return report
-        } catch let error as FirebaseError where error.code == "LEASE_LOST" {
+        } catch let error as FirebaseError where error.leaseConflict == .lost {
             metrics.leaseLost.increment()
             throw error
         } catch {
@@ -174,7 +174,7 @@ public struct Sweeper: Sendable {
             granted = try await directory.call(
                 InternalPath.cleanupLease, CleanupLeaseRequest(holder: configuration.holder, ttlSeconds: ttl),
                 as: CleanupLeaseResponse.self, requestID: requestID, logger: logger)
-        } catch let error as FirebaseError where error.code == "LEASE_HELD" {
+        } catch let error as FirebaseError where error.leaseConflict == .held {
             logger.info("sweep skipped: another worker holds the lease")
             report.skipped = true
             return report

@@ -5,11 +5,7 @@ import PostgresNIO
 import TesseraShared
 
 extension FirebaseError {
-    static func leaseConflict(_ code: String, _ detail: String) -> FirebaseError {
-        FirebaseError(status: .conflict, message: "\(code) : \(detail)", grpcStatus: "ABORTED", reason: "conflict")
-    }
-
-    static let leaseLost = leaseConflict("LEASE_LOST", "the sweep lease expired or was taken over")
+    static let leaseLost = lease(.lost, "the sweep lease expired or was taken over")
 }
 
 extension PostgresQuery.StringInterpolation {
@@ -99,7 +95,7 @@ struct CleanupStore: Sendable {
             return token
         }
         guard let token else {
-            throw FirebaseError.leaseConflict("LEASE_HELD", "another worker is sweeping")
+            throw FirebaseError.lease(.held, "another worker is sweeping")
         }
         let rows = try await client.query(
             """
