@@ -137,6 +137,36 @@ struct HashKeyScopesTests {
     }
 
     @Test(
+        "an import takes the Firebase-scrypt mem costs Tessera itself hashes with (up to 17), not beyond",
+        .enabled(if: PostgresSupport.available))
+    func importTakesTesserasOwnMemCosts() async throws {
+        try await InProcess.withTokenService { service in
+            let directory = service.directory
+            let tenant = try await directory.createTenantID(#""allowPasswordSignup":true"#)
+            let key = Secrets.randomBytes(32)
+            let salt = Secrets.randomBytes(12)
+            let password = "a password hashed at mem cost 15"
+            let hash = try FirebaseScrypt(signerKey: key, saltSeparator: [], rounds: 8, memCost: 15)
+                .hash(password: password, salt: salt)
+            let email = InProcess.uniqueEmail("memcost")
+            func body(memCost: Int) -> String {
+                let address = memCost == 15 ? email : "x" + email
+                return #"{"hashAlgorithm":"SCRYPT","signerKey":"\#(Data(key).base64EncodedString())","#
+                    + #""saltSeparator":"","rounds":8,"memoryCost":\#(memCost),"users":[{"localId":"memcost-\#(memCost)","#
+                    + #""email":"\#(address)","#
+                    + #""passwordHash":"\#(Data(hash).base64EncodedString())","salt":"\#(Data(salt).base64EncodedString())"}]}"#
+            }
+            try expectError(
+                try await directory.admin.post(directory.accountsPath(tenant, "batchCreate"), body(memCost: 18)),
+                "INVALID_HASH_MEMORY_COST")
+            let imported = try expectOK(
+                try await directory.admin.post(directory.accountsPath(tenant, "batchCreate"), body(memCost: 15)))
+            #expect(imported["error"] == nil, "\(imported)")
+            try expectOK(try await InProcessPasswordTests.signIn(service, tenant, email, password: password))
+        }
+    }
+
+    @Test(
         "a tenant admin never gets the project's key of users moved in with its hashConfig; they sign in and are re-hashed",
         .enabled(if: PostgresSupport.available))
     func movedUsersDoNotLeakTheProjectKey() async throws {
