@@ -961,6 +961,19 @@ def test_a_firebase_import_without_hash_parameters_is_a_usage_error(cli, make_te
     failed(cli("import", str(path), "--tenant", tenant_id), EXIT_USAGE, "INVALID_ARGUMENT")  # not a Tessera export
 
 
+def test_a_scrypt_mem_cost_is_taken_up_to_tesseras_own_17(cli, make_tenant, tmp_path):
+    """1–17: Firebase's 1–14 and the costs Tessera's own hashes may have (TESSERA_PASSWORD_HASH_MEM_COST), which
+    the directory's batchCreate takes too; 18 is a usage error before any call."""
+    tenant_id = make_tenant()["tenantId"]
+    path = firebase_file(tmp_path, [vector_user("m1", "m1@example.com")])
+    args = ["import", "--from-firebase", str(path), "--tenant", tenant_id, "--hash-algo", "SCRYPT",
+            "--hash-key", VECTOR_SIGNER, "--salt-separator", "Bw==", "--rounds", "8"]
+    refused = failed(cli(*args, "--mem-cost", "18"), EXIT_USAGE)
+    assert "1–17" in refused.err, str(refused)
+    summary = ok(cli(*args, "--mem-cost", "15", "--json")).json()
+    assert summary["users"] == {"total": 1, "imported": 1, "alreadyPresent": 0, "failed": 0}, summary
+
+
 def test_refused_users_are_a_partial_failure_with_reasons(cli, make_tenant, admin, tmp_path):
     tenant_id = password_tenant(make_tenant)
     run = uuid.uuid4().hex[:8]

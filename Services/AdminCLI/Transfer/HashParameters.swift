@@ -143,8 +143,9 @@ struct HashParameters: Equatable, Sendable {
             guard let rounds = parameters["rounds"]?.intValue, (1...8).contains(rounds) else {
                 throw CLIError.usage("SCRYPT needs rounds 1–8")
             }
-            guard let cost = parameters["memoryCost"]?.intValue, (1...14).contains(cost) else {
-                throw CLIError.usage("SCRYPT needs a memory cost (mem_cost, --mem-cost) of 1–14")
+            // 1–17: Firebase's 1–14 and the costs Tessera's own hashes may have (the directory takes the same).
+            guard let cost = parameters["memoryCost"]?.intValue, (1...17).contains(cost) else {
+                throw CLIError.usage("SCRYPT needs a memory cost (mem_cost, --mem-cost) of 1–17")
             }
         case "HMAC_SHA512", "HMAC_SHA256", "HMAC_SHA1", "HMAC_MD5":
             guard parameters["signerKey"] != nil else { throw CLIError.usage("\(algorithm) needs --hash-key") }
