@@ -246,6 +246,36 @@ struct DirectoryPostgresTests {
         }
     }
 
+    @Test("migration 21 makes anonymous accounts that have a linked provider permanent, and no other")
+    func migrationTwentyOne() async throws {
+        try await PostgresSupport.withDatabase(migrate: false) { (client: Database) async throws -> Void in
+            let before = Migrations.all.filter { $0.version < 21 }
+            _ = try await MigrationRunner(client: client, migrations: before).migrate(logger: logger)
+            try await client.query("INSERT INTO tenants (tenant_id) VALUES ('t-1')", logger: logger)
+            try await client.query(
+                """
+                INSERT INTO users (tenant_id, local_id, valid_since, created_at, is_anonymous, anonymous_due_at)
+                VALUES ('t-1', 'linked', 0, 0, true, now()), ('t-1', 'anonymous', 0, 0, true, now())
+                """, logger: logger)
+            try await client.query(
+                """
+                INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id)
+                VALUES ('t-1', 'google.com', 'g-1', 'linked', 'g-1')
+                """, logger: logger)
+            #expect(
+                try await MigrationRunner(client: client).migrate(logger: logger)
+                    == Migrations.all.map(\.version).filter { $0 >= 21 })
+            var rows: [String: (Bool, Bool)] = [:]
+            for try await (id, anonymous, due) in try await client.query(
+                "SELECT local_id, is_anonymous, anonymous_due_at IS NOT NULL FROM users", logger: logger
+            ).decode((String, Bool, Bool).self) {
+                rows[id] = (anonymous, due)
+            }
+            #expect(rows["linked"].map { !$0.0 && !$0.1 } == true, "\(rows)")
+            #expect(rows["anonymous"].map { $0.0 && $0.1 } == true, "\(rows)")
+        }
+    }
+
     @Test(
         "migration 14 marks tenants' hashes as the project key's, brings emails to NFC, and moves the credential sequence"
     )
