@@ -187,6 +187,21 @@ def test_an_account_upgraded_before_the_sweep_survives(stack, admin, client, mak
     client.refresh(upgraded["refreshToken"])
 
 
+def test_an_account_an_admin_links_a_provider_to_survives_the_sweep(stack, admin, client, make_tenant):
+    """An admin's linkProviderUserInfo is an upgrade too: the linked account is no longer anonymous."""
+    tenant_id = make_tenant(autodeleteAnonymousUsers=True)["tenantId"]
+    keep, lose = anonymous_users(client, tenant_id, 2)
+    expect_ok(admin.request("POST", admin.accounts_path(tenant_id, "update"), json={
+        "localId": keep.local_id,
+        "linkProviderUserInfo": {"providerId": "google.com", "rawId": f"g-{keep.local_id}"}}))
+
+    assert due_after(stack, tenant_id, [keep.local_id], CREATION) == [], "the link ends the schedule"
+    let_time_pass(stack, tenant_id, retention(stack) + 0.5)
+    report = sweep_until_done(stack)
+    assert report["deletedByTenant"].get(tenant_id) == 1, report
+    assert existing(admin, tenant_id, [keep.local_id, lose.local_id]) == {keep.local_id}
+
+
 def test_enabling_schedules_existing_accounts_at_enable_time_and_the_preview_matches(stack, admin, client,
                                                                                       make_tenant):
     tenant_id = make_tenant(autodeleteAnonymousUsers=False)["tenantId"]
