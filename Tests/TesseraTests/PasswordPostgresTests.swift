@@ -238,6 +238,29 @@ struct PasswordPostgresTests {
         }
     }
 
+    @Test("a revocation whose validSince is the second before the directory's now still ends this second's sessions")
+    func revocationAcrossASecondBoundary() async throws {
+        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
+            let (tenants, accounts) = repositories(client)
+            try await makeTenant(tenants)
+            let hash = "anon-\(UUID())"
+            let (user, _) = try await accounts.sessions.signUpAnonymous(
+                scope: Scope(key: "t1"), refreshTokenHash: hash,
+                sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600, logger: logger)
+            // The caller read its clock a second earlier than the directory handles the request.
+            var change = AdminUserChange()
+            change.validSince = Int64(Date().timeIntervalSince1970) - 1
+            _ = try await accounts.admin.update(
+                scope: Scope(key: "t1"), localId: user.localId, change: change, logger: logger)
+            await expectFirebaseError("TOKEN_EXPIRED") {
+                _ = try await accounts.sessions.rotateRefreshToken(
+                    RotateRefreshTokenRequest(
+                        tokenHash: hash, newTokenHash: "n", sealedSuccessor: "s", graceSeconds: 10, idleSeconds: 3600),
+                    logger: logger)
+            }
+        }
+    }
+
     @Test("an anonymous user upgraded to email/password keeps its id; older sessions end")
     func anonymousUpgrade() async throws {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in

@@ -336,12 +336,15 @@ extension AdminUsers {
                     try await AccountRows.revokeSessions(
                         connection, scope: scope, localId: localId, reason: "admin_change", logger: logger)
                 } else if let validSince = change.validSince {
-                    // The Admin SDKs' revokeRefreshTokens (and the console's "revoke sessions") set
-                    // validSince to the current second: every session started so far ends, those of
-                    // this second too. An earlier time ends the sessions started before it.
+                    // The Admin SDKs' revokeRefreshTokens (and the console's "revoke sessions", `tessera
+                    // users revoke`) set validSince to the current second of their own clock: every
+                    // session started so far ends, those of this second too. The second before counts as
+                    // now as well: the request may have crossed into the next second on its way (a
+                    // session started just before the caller read its clock survived, one run in many of
+                    // test_cli's revoke test). An earlier time ends the sessions started before it.
                     try await AccountRows.revokeSessions(
                         connection, scope: scope, localId: localId, reason: "tokens_revoked",
-                        startedBefore: validSince >= now / 1000 ? nil : validSince, logger: logger)
+                        startedBefore: validSince >= now / 1000 - 1 ? nil : validSince, logger: logger)
                 }
                 return try await AccountRows.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
                     .first
