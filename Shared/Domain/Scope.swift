@@ -1,17 +1,29 @@
-/// A tenancy scope (issue #24): the project's default scope, or one tenant. Every tenant-scoped
-/// statement of the directory binds a `Scope` (its `tenant_id` value), so a query cannot be given a
-/// stray string where a scope belongs. The wire's `tenantId` — absent or `""` for the default scope —
-/// becomes a `Scope` once, at the edge (`Scope(wire:)`), and goes back as `tenantID`.
+/// A tenancy scope: the project's default scope, or one tenant (docs/architecture.md, "Tenancy").
+///
+/// A scope comes from three places only, and nothing else can make one:
+/// - the wire, once, at the edge: a request's `tenantId` (absent or `""` for the default scope) is
+///   `Scope(wire:)` or a DTO's decoded `Scope` member, and goes back as `tenantID`;
+/// - a row the directory read (`tenant_id` decodes as a `Scope`);
+/// - a tenant the directory creates (`Scope(minted:)`, its fresh id).
+///
+/// Every tenant-scoped statement binds one through `\(scope:)` (the directory's only way to bind
+/// `tenant_id`, which a test checks), so a query cannot be given a stray string where a scope belongs.
 public struct Scope: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The `tenant_id` column's value: `""` for the default scope, else the tenant's id.
     public let key: String
 
     /// The project's default scope.
-    public static let project = Scope(key: "")
+    public static let project = Scope(column: "")
 
-    /// The scope whose `tenant_id` column value is `key` (`""`: the default scope).
-    public init(key: String) {
+    /// The scope of a `tenant_id` column's value, as read from a row (`""`: the default scope).
+    package init(column key: String) {
         self.key = key
+    }
+
+    /// A tenant the directory is creating, under the id it made for it.
+    package init(minted id: String) {
+        precondition(!id.isEmpty, "a minted tenant has an id")
+        key = id
     }
 
     /// The scope a request's `tenantId` names: absent or `""` is the default scope.

@@ -73,10 +73,10 @@ public struct CleanupLeaseRequest: Codable, Sendable {
 
 public struct CleanupLeaseResponse: Codable, Sendable {
     public var lease: CleanupLease
-    /// Scopes with anonymous accounts due now ("" is the default scope).
-    public var tenants: [String]
+    /// Scopes with anonymous accounts due now (on the wire their tenant ids, "" the default scope).
+    public var tenants: [Scope]
 
-    public init(lease: CleanupLease, tenants: [String]) {
+    public init(lease: CleanupLease, tenants: [Scope]) {
         self.lease = lease
         self.tenants = tenants
     }
@@ -88,14 +88,29 @@ public struct CleanupLeaseResponse: Codable, Sendable {
 public struct CleanupDeleteDueRequest: Codable, Sendable {
     public var lease: CleanupLease
     public var ttlSeconds: Double
-    public var tenantId: String
+    public var scope: Scope
     public var limit: Int
 
-    public init(lease: CleanupLease, ttlSeconds: Double, tenantId: String, limit: Int) {
+    public init(lease: CleanupLease, ttlSeconds: Double, scope: Scope, limit: Int) {
         self.lease = lease
         self.ttlSeconds = ttlSeconds
-        self.tenantId = tenantId
+        self.scope = scope
         self.limit = limit
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case lease, ttlSeconds, limit
+        case scope = "tenantId"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(lease, forKey: .lease)
+        try container.encode(ttlSeconds, forKey: .ttlSeconds)
+        // `""` for the default scope, as before `Scope` was typed here: a directory of the previous
+        // release, still running during a rolling upgrade, requires the member.
+        try container.encode(scope.key, forKey: .scope)
+        try container.encode(limit, forKey: .limit)
     }
 }
 
@@ -127,12 +142,12 @@ public struct HousekeepingRequest: Codable, Sendable {
     public var codeRetentionSeconds: Double
     public var mailRetentionSeconds: Double
     public var batchSize: Int
-    /// Resume after this tenant (the previous call's `resumeAfter`); nil: from the first.
-    public var after: String?
+    /// Resume after this scope (the previous call's `resumeAfter`); nil: from the first.
+    public var after: Scope?
 
     public init(
         lease: CleanupLease, ttlSeconds: Double, refreshIdleSeconds: Double, sessionRetentionSeconds: Double,
-        codeRetentionSeconds: Double, mailRetentionSeconds: Double, batchSize: Int, after: String? = nil
+        codeRetentionSeconds: Double, mailRetentionSeconds: Double, batchSize: Int, after: Scope? = nil
     ) {
         self.after = after
         self.lease = lease
@@ -149,9 +164,9 @@ public struct HousekeepingResponse: Codable, Sendable, Equatable {
     public var sessions: Int
     public var codes: Int
     public var mails: Int
-    /// Set when the call stopped at its time budget: call again with `after` = this tenant. One call
+    /// Set when the call stopped at its time budget: call again with `after` = this scope. One call
     /// stays well inside the internal-call timeout however many tenants there are.
-    public var resumeAfter: String?
+    public var resumeAfter: Scope?
 
     public init(sessions: Int = 0, codes: Int = 0, mails: Int = 0) {
         self.sessions = sessions

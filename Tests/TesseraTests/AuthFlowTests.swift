@@ -15,8 +15,8 @@ struct AuthFlowUnitTests {
     func stateNamesItsScope() throws {
         let project = AuthorizationFlows.newState(scope: .project)
         #expect(project.count == 43 && AuthorizationFlows.scope(ofState: project) == .project)
-        let tenant = AuthorizationFlows.newState(scope: Scope(key: "acme-1"))
-        #expect(AuthorizationFlows.scope(ofState: tenant) == Scope(key: "acme-1"))
+        let tenant = AuthorizationFlows.newState(scope: Scope(wire: "acme-1"))
+        #expect(AuthorizationFlows.scope(ofState: tenant) == Scope(wire: "acme-1"))
         #expect(AuthorizationFlows.newState(scope: .project) != project, "random")
         for malformed in [
             "", "short", project + ".", project + ".!!", String(repeating: "a", count: 44),
@@ -290,37 +290,38 @@ struct AuthFlowPostgresTests {
     func singleUseWithinItsScope() async throws {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: .seconds(60))
-            _ = try await tenants.create(ScopeSettings(tenantId: "one"), logger: logger)
-            _ = try await tenants.create(ScopeSettings(tenantId: "two"), logger: logger)
+            _ = try await tenants.create(ScopeSettings(scope: Scope(wire: "one")), logger: logger)
+            _ = try await tenants.create(ScopeSettings(scope: Scope(wire: "two")), logger: logger)
             let store = AuthFlowStore(client: client)
             let flow = Self.flow()
             try await store.create(
-                CreateAuthFlowRequest(scope: Scope(key: "one"), stateHash: "h1", flow: flow, ttlSeconds: 60),
+                CreateAuthFlowRequest(scope: Scope(wire: "one"), stateHash: "h1", flow: flow, ttlSeconds: 60),
                 logger: logger)
             #expect(
-                try await store.get(AuthFlowRequest(scope: Scope(key: "one"), stateHash: "h1"), logger: logger) == flow)
+                try await store.get(AuthFlowRequest(scope: Scope(wire: "one"), stateHash: "h1"), logger: logger) == flow
+            )
             await expectFirebaseError("INVALID_IDP_RESPONSE") {
-                _ = try await store.consume(AuthFlowRequest(scope: Scope(key: "two"), stateHash: "h1"), logger: logger)
+                _ = try await store.consume(AuthFlowRequest(scope: Scope(wire: "two"), stateHash: "h1"), logger: logger)
             }
             await expectFirebaseError("INVALID_IDP_RESPONSE") {
                 _ = try await store.get(AuthFlowRequest(scope: .project, stateHash: "h1"), logger: logger)
             }
             let consumed = try await store.consume(
-                AuthFlowRequest(scope: Scope(key: "one"), stateHash: "h1"), logger: logger)
+                AuthFlowRequest(scope: Scope(wire: "one"), stateHash: "h1"), logger: logger)
             #expect(consumed == flow)
             await expectFirebaseError("INVALID_IDP_RESPONSE") {
-                _ = try await store.consume(AuthFlowRequest(scope: Scope(key: "one"), stateHash: "h1"), logger: logger)
+                _ = try await store.consume(AuthFlowRequest(scope: Scope(wire: "one"), stateHash: "h1"), logger: logger)
             }
             // An unknown scope, and a disabled one, start nothing.
             await expectFirebaseError("TENANT_NOT_FOUND") {
                 try await store.create(
-                    CreateAuthFlowRequest(scope: Scope(key: "nope"), stateHash: "h2", flow: flow, ttlSeconds: 60),
+                    CreateAuthFlowRequest(scope: Scope(wire: "nope"), stateHash: "h2", flow: flow, ttlSeconds: 60),
                     logger: logger)
             }
-            _ = try await tenants.update("two", logger: logger) { $0.disableAuth = true }
+            _ = try await tenants.update(Scope(wire: "two"), logger: logger) { $0.disableAuth = true }
             await expectFirebaseError("PROJECT_DISABLED") {
                 try await store.create(
-                    CreateAuthFlowRequest(scope: Scope(key: "two"), stateHash: "h3", flow: flow, ttlSeconds: 60),
+                    CreateAuthFlowRequest(scope: Scope(wire: "two"), stateHash: "h3", flow: flow, ttlSeconds: 60),
                     logger: logger)
             }
         }

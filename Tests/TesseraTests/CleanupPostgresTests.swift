@@ -16,13 +16,13 @@ struct CleanupPostgresTests {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: .zero)
         _ = try await tenants.create(
             ScopeSettings(
-                tenantId: "t1", displayName: "t1", allowPasswordSignup: true, enableAnonymousUser: true,
+                scope: Scope(wire: "t1"), displayName: "t1", allowPasswordSignup: true, enableAnonymousUser: true,
                 autodeleteAnonymousUsers: true), logger: logger)
         let accounts = Accounts(client: client, anonymousRetention: .zero, hasher: Self.hasher)
         var ids: [String] = []
         for _ in 0..<count {
             let (user, _) = try await accounts.sessions.signUpAnonymous(
-                scope: Scope(key: "t1"), refreshTokenHash: UUID().uuidString,
+                scope: Scope(wire: "t1"), refreshTokenHash: UUID().uuidString,
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600, logger: logger)
             ids.append(user.localId)
         }
@@ -32,7 +32,8 @@ struct CleanupPostgresTests {
     /// One sweep batch in the scope "t1".
     func deleteDue(_ store: CleanupStore, _ lease: CleanupLease, limit: Int) async throws -> CleanupDeleteDueResponse {
         try await store.deleteDue(
-            CleanupDeleteDueRequest(lease: lease, ttlSeconds: 30, tenantId: "t1", limit: limit), requestID: "r",
+            CleanupDeleteDueRequest(lease: lease, ttlSeconds: 30, scope: Scope(wire: "t1"), limit: limit),
+            requestID: "r",
             logger: logger)
     }
 
@@ -42,16 +43,17 @@ struct CleanupPostgresTests {
             let (accounts, ids) = try await dueUsers(client, count: 3)
             let store = CleanupStore(client: client, anonymousRetention: .zero)
             let granted = try await store.acquire(CleanupLeaseRequest(holder: "w1", ttlSeconds: 30), logger: logger)
-            #expect(granted.tenants == ["t1"])
+            #expect(granted.tenants == [Scope(wire: "t1")])
             _ = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
-                    scope: Scope(key: "t1"), email: "upgraded@example.com", password: "correct horse", displayName: nil,
+                    scope: Scope(wire: "t1"), email: "upgraded@example.com", password: "correct horse",
+                    displayName: nil,
                     localId: ids[0], session: NewSession(refreshTokenHash: UUID().uuidString, expiresAt: 4_000_000_000)),
                 logger: logger)
             let answer = try await deleteDue(store, granted.lease, limit: 10)
             #expect(answer.due == 2 && answer.deleted == 2)
             let left = try await accounts.admin.lookup(
-                scope: Scope(key: "t1"), localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
+                scope: Scope(wire: "t1"), localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
             #expect(left.map(\.localId) == [ids[0]])
             // The deleted users' sessions ended with them; the upgraded user's did not.
             let sessions = try await client.query(
@@ -60,7 +62,7 @@ struct CleanupPostgresTests {
                 #expect((reason == "user_deleted") == (localId != ids[0]), "\(localId): \(reason ?? "live")")
             }
             try await store.finish(CleanupFinishRequest(lease: granted.lease, deleted: 2), logger: logger)
-            let state = try await store.status(scope: Scope(key: "t1"), logger: logger)
+            let state = try await store.status(scope: Scope(wire: "t1"), logger: logger)
             #expect(state.totalDeleted == 2 && state.lastSweepDeleted == 2 && state.lastSweepTime != nil)
         }
     }
@@ -100,7 +102,7 @@ struct CleanupPostgresTests {
             }
             #expect(answer.due == 3 && answer.deleted == 2)
             let left = try await accounts.admin.lookup(
-                scope: Scope(key: "t1"), localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
+                scope: Scope(wire: "t1"), localIds: ids, emails: [], phoneNumbers: [], federated: [], logger: logger)
             #expect(left.map(\.localId) == [ids[1]])
         }
     }
@@ -152,7 +154,7 @@ struct CleanupPostgresTests {
                         sessionRetentionSeconds: 7 * 86400, codeRetentionSeconds: 86400,
                         mailRetentionSeconds: 7 * 86400, batchSize: 10), logger: logger)
             }
-            let state = try await store.status(scope: Scope(key: "t1"), logger: logger)
+            let state = try await store.status(scope: Scope(wire: "t1"), logger: logger)
             #expect(state.totalDeleted == 2)
         }
     }
@@ -293,7 +295,7 @@ struct CleanupPostgresTests {
             var store = CleanupStore(client: client, anonymousRetention: .zero)
             store.housekeepingBudget = .zero
             let granted = try await store.acquire(CleanupLeaseRequest(holder: "w", ttlSeconds: 30), logger: logger)
-            var after: String?
+            var after: Scope?
             var calls = 0
             var sessions = 0
             repeat {

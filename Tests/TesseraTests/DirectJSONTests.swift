@@ -161,7 +161,7 @@ struct DirectJSONTests {
     @Test(
         "a DTO's scope is its wire tenantId: written only for a tenant, read from absent, null or \"\" as the project")
     func scopeIsTheWireTenantID() throws {
-        let tenant = try JSONEncoder().encode(IdpConfigRequest(scope: Scope(key: "t-1"), providerId: "google.com"))
+        let tenant = try JSONEncoder().encode(IdpConfigRequest(scope: Scope(wire: "t-1"), providerId: "google.com"))
         #expect(
             try JSONSerialization.jsonObject(with: tenant) as? NSDictionary == [
                 "tenantId": "t-1", "providerId": "google.com",
@@ -171,7 +171,7 @@ struct DirectJSONTests {
         for (json, scope) in [
             (#"{"providerId":"p"}"#, Scope.project), (#"{"tenantId":null,"providerId":"p"}"#, .project),
             (#"{"tenantId":"","providerId":"p"}"#, .project),
-            (#"{"tenantId":"t-2","providerId":"p"}"#, Scope(key: "t-2")),
+            (#"{"tenantId":"t-2","providerId":"p"}"#, Scope(wire: "t-2")),
         ] {
             #expect(try JSONDecoder().decode(IdpConfigRequest.self, from: Data(json.utf8)).scope == scope)
         }
@@ -182,7 +182,7 @@ struct DirectJSONTests {
 
     @Test("internal requests and the JWS header: the writer and the reader agree with Foundation")
     func requestsAndHeaderAgreeWithFoundation() throws {
-        let account = AccountRequest(scope: Scope(key: "t"), localId: "u")
+        let account = AccountRequest(scope: Scope(wire: "t"), localId: "u")
         #expect(try canonical(account.jsonBytes()) == canonical(foundationBytes(account)))
         #expect(
             try AccountRequest(jsonBytes: foundationBytes(AccountRequest(scope: .project, localId: "u"))).scope
@@ -192,7 +192,7 @@ struct DirectJSONTests {
         #expect(try canonical(rotate.jsonBytes()) == canonical(foundationBytes(rotate)))
         let readRotate = try RotateRefreshTokenRequest(jsonBytes: foundationBytes(rotate))
         #expect(try canonical(readRotate.jsonBytes()) == canonical(foundationBytes(rotate)))
-        var signUp = SignUpAnonymousRequest(scope: Scope(key: "t"), refreshTokenHash: "h", sessionExpiresAt: 99)
+        var signUp = SignUpAnonymousRequest(scope: Scope(wire: "t"), refreshTokenHash: "h", sessionExpiresAt: 99)
         signUp.clientIP = "203.0.113.9"
         #expect(try canonical(signUp.jsonBytes()) == canonical(foundationBytes(signUp)))
         let readSignUp = try SignUpAnonymousRequest(jsonBytes: foundationBytes(signUp))
@@ -202,7 +202,7 @@ struct DirectJSONTests {
         }
         // A password is any string: quotes, backslashes, controls, non-ASCII and astral characters.
         var signIn = SignInWithPasswordRequest(
-            scope: Scope(key: "t"), email: "a@example.com", password: "p\"a\\s/s\u{1}\tw\u{e9}\u{1F511}",
+            scope: Scope(wire: "t"), email: "a@example.com", password: "p\"a\\s/s\u{1}\tw\u{e9}\u{1F511}",
             session: NewSession(refreshTokenHash: "h", expiresAt: 1_700_000_000))
         signIn.clientIP = "2001:db8::1"
         signIn.refusedByGate = 12

@@ -142,22 +142,24 @@ struct DirectoryPostgresTests {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             for name in ["alpha-1", "beta-2", "gamma-3"] {
-                _ = try await tenants.create(ScopeSettings(tenantId: name, displayName: name), logger: logger)
+                _ = try await tenants.create(ScopeSettings(scope: Scope(wire: name), displayName: name), logger: logger)
             }
             let first = try await tenants.list(after: nil, limit: 2, logger: logger)
-            #expect(first.map(\.tenantId) == ["alpha-1", "beta-2"])
-            let second = try await tenants.list(after: "beta-2", limit: 2, logger: logger)
-            #expect(second.map(\.tenantId) == ["gamma-3"])
-            let updated = try await tenants.update("beta-2", logger: logger) { $0.enableAnonymousUser = true }
+            #expect(first.map(\.scope.key) == ["alpha-1", "beta-2"])
+            let second = try await tenants.list(after: Scope(wire: "beta-2"), limit: 2, logger: logger)
+            #expect(second.map(\.scope.key) == ["gamma-3"])
+            let updated = try await tenants.update(Scope(wire: "beta-2"), logger: logger) {
+                $0.enableAnonymousUser = true
+            }
             #expect(updated?.enableAnonymousUser == true)
-            #expect(try await tenants.get("beta-2", logger: logger)?.enableAnonymousUser == true)
-            #expect(try await tenants.update("nope", logger: logger) { _ in } == nil)
-            #expect(try await tenants.delete("beta-2", logger: logger))
-            #expect(try await tenants.get("beta-2", logger: logger) == nil)
-            #expect(!(try await tenants.delete("beta-2", logger: logger)))
+            #expect(try await tenants.get(Scope(wire: "beta-2"), logger: logger)?.enableAnonymousUser == true)
+            #expect(try await tenants.update(Scope(wire: "nope"), logger: logger) { _ in } == nil)
+            #expect(try await tenants.delete(Scope(wire: "beta-2"), logger: logger))
+            #expect(try await tenants.get(Scope(wire: "beta-2"), logger: logger) == nil)
+            #expect(!(try await tenants.delete(Scope(wire: "beta-2"), logger: logger)))
             // The default scope exists and is never listed or deleted.
-            #expect(try await tenants.get("", logger: logger) != nil)
-            #expect(!(try await tenants.delete("", logger: logger)))
+            #expect(try await tenants.get(.project, logger: logger) != nil)
+            #expect(!(try await tenants.delete(.project, logger: logger)))
         }
     }
 
@@ -167,19 +169,20 @@ struct DirectoryPostgresTests {
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let audit = AdminCredentialStore(client: client, bootstrapSecret: "bootstrap-secret")
             for name in ["gone-1", "kept-1"] {
-                _ = try await tenants.create(ScopeSettings(tenantId: name, displayName: name), logger: logger)
+                _ = try await tenants.create(ScopeSettings(scope: Scope(wire: name), displayName: name), logger: logger)
             }
             for scope in ["gone-1", "kept-1", ""] {
                 try await client.withConnection { connection in
                     try await RateLimiter.hit(
-                        connection, scope: Scope(key: scope), bucket: "sign_up", key: "203.0.113.7", limit: 100,
+                        connection, scope: Scope(wire: scope), bucket: "sign_up", key: "203.0.113.7", limit: 100,
                         logger: logger)
                 }
                 try await audit.audit(
-                    tenant: scope, actor: "bootstrap", action: "POST /test", target: "/test", requestID: "r-\(scope)",
+                    scope: Scope(wire: scope), actor: "bootstrap", action: "POST /test", target: "/test",
+                    requestID: "r-\(scope)",
                     logger: logger)
             }
-            #expect(try await tenants.delete("gone-1", logger: logger))
+            #expect(try await tenants.delete(Scope(wire: "gone-1"), logger: logger))
 
             func rows(_ table: String, _ scope: String) async throws -> Int64 {
                 let rows = try await client.query(
@@ -195,7 +198,8 @@ struct DirectoryPostgresTests {
             // Nothing can be written for a tenant that does not exist (it would outlive any deletion).
             await #expect(throws: PSQLError.self) {
                 try await audit.audit(
-                    tenant: "gone-1", actor: "bootstrap", action: "POST /test", target: "/test", requestID: "late",
+                    scope: Scope(wire: "gone-1"), actor: "bootstrap", action: "POST /test", target: "/test",
+                    requestID: "late",
                     logger: logger)
             }
         }
@@ -334,7 +338,8 @@ struct DirectoryPostgresTests {
     func databaseErrorsAreRedacted() async throws {
         try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
-            _ = try await tenants.create(ScopeSettings(tenantId: "quoted-1", displayName: "quoted"), logger: logger)
+            _ = try await tenants.create(
+                ScopeSettings(scope: Scope(wire: "quoted-1"), displayName: "quoted"), logger: logger)
             let duplicate = "INSERT INTO tenants (tenant_id, display_name) VALUES ('quoted-1', 'secret-ish')"
             do {
                 try await client.query(PostgresQuery(unsafeSQL: duplicate), logger: logger)
@@ -354,27 +359,27 @@ struct DirectoryPostgresTests {
             let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
-            _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
+            _ = try await tenants.create(ScopeSettings(scope: Scope(wire: "t1"), displayName: "t1"), logger: logger)
             let expires = Int64(Date().timeIntervalSince1970) + 3600
             func signUp() async throws {
                 _ = try await accounts.sessions.signUpAnonymous(
-                    scope: Scope(key: "t1"), refreshTokenHash: UUID().uuidString, sessionExpiresAt: expires,
+                    scope: Scope(wire: "t1"), refreshTokenHash: UUID().uuidString, sessionExpiresAt: expires,
                     logger: logger)
             }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp() }
-            _ = try await tenants.update("t1", logger: logger) {
+            _ = try await tenants.update(Scope(wire: "t1"), logger: logger) {
                 $0.enableAnonymousUser = true; $0.disabledUserSignup = true
             }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp() }
-            _ = try await tenants.update("t1", logger: logger) {
+            _ = try await tenants.update(Scope(wire: "t1"), logger: logger) {
                 $0.disabledUserSignup = false; $0.disableAuth = true
             }
             await expectFirebaseError("PROJECT_DISABLED") { try await signUp() }
-            _ = try await tenants.update("t1", logger: logger) { $0.disableAuth = false }
+            _ = try await tenants.update(Scope(wire: "t1"), logger: logger) { $0.disableAuth = false }
             try await signUp()
             await expectFirebaseError("TENANT_NOT_FOUND") {
                 _ = try await accounts.sessions.signUpAnonymous(
-                    scope: Scope(key: "missing"), refreshTokenHash: "h", sessionExpiresAt: expires, logger: logger)
+                    scope: Scope(wire: "missing"), refreshTokenHash: "h", sessionExpiresAt: expires, logger: logger)
             }
         }
     }
@@ -384,13 +389,14 @@ struct DirectoryPostgresTests {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: Self.retention)
         let accounts = Accounts(
             client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
-        if try await tenants.get(tenant, logger: logger) == nil {
+        if try await tenants.get(Scope(wire: tenant), logger: logger) == nil {
             _ = try await tenants.create(
-                ScopeSettings(tenantId: tenant, displayName: tenant, enableAnonymousUser: true), logger: logger)
+                ScopeSettings(scope: Scope(wire: tenant), displayName: tenant, enableAnonymousUser: true),
+                logger: logger)
         }
         let hash = "h-\(UUID())"
         let (user, _) = try await accounts.sessions.signUpAnonymous(
-            scope: Scope(key: tenant), refreshTokenHash: hash,
+            scope: Scope(wire: tenant), refreshTokenHash: hash,
             sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
             logger: logger)
         return (user.localId, hash)
@@ -471,23 +477,23 @@ struct DirectoryPostgresTests {
             let (other, _) = try await newSession(client, tenant: tenant)
             try await linkTwoProviders(client, tenant: tenant, localId: localId)
             let user = try await accounts.sessions.userForClient(
-                scope: Scope(key: tenant), localId: localId, logger: logger)
+                scope: Scope(wire: tenant), localId: localId, logger: logger)
             #expect(user.localId == localId && user.providerUserInfo.map(\.rawId) == ["a-1", "g-1"])
             let unlinked = try await accounts.sessions.userForClient(
-                scope: Scope(key: tenant), localId: other, logger: logger)
+                scope: Scope(wire: tenant), localId: other, logger: logger)
             #expect(unlinked.localId == other && unlinked.providerUserInfo.isEmpty)
             await expectFirebaseError("USER_NOT_FOUND") {
                 _ = try await accounts.sessions.userForClient(
-                    scope: Scope(key: tenant), localId: "nobody", logger: logger)
+                    scope: Scope(wire: tenant), localId: "nobody", logger: logger)
             }
             await expectFirebaseError("TENANT_NOT_FOUND") {
                 _ = try await accounts.sessions.userForClient(
-                    scope: Scope(key: "no-such-tenant"), localId: localId, logger: logger)
+                    scope: Scope(wire: "no-such-tenant"), localId: localId, logger: logger)
             }
             try await client.query("UPDATE tenants SET disable_auth = true WHERE tenant_id = \(tenant)", logger: logger)
             await expectFirebaseError("PROJECT_DISABLED") {
                 _ = try await accounts.sessions.userForClient(
-                    scope: Scope(key: tenant), localId: localId, logger: logger)
+                    scope: Scope(wire: tenant), localId: localId, logger: logger)
             }
         }
     }
@@ -565,7 +571,7 @@ struct DirectoryPostgresTests {
                 _ = try await accounts.sessions.rotateRefreshToken(rotation(first, "n2"), logger: logger)
             }
             let (other, token) = try await newSession(client)
-            #expect(try await accounts.admin.delete(scope: Scope(key: "t1"), localId: other, logger: logger))
+            #expect(try await accounts.admin.delete(scope: Scope(wire: "t1"), localId: other, logger: logger))
             await expectFirebaseError("USER_NOT_FOUND") {
                 _ = try await accounts.sessions.rotateRefreshToken(rotation(token, "n3"), logger: logger)
             }
@@ -609,18 +615,19 @@ struct DirectoryPostgresTests {
             _ = try await newSession(client, tenant: "tb")
             #expect(
                 try await accounts.admin.lookup(
-                    scope: Scope(key: "ta"), localIds: [localId], emails: [], phoneNumbers: [], federated: [],
+                    scope: Scope(wire: "ta"), localIds: [localId], emails: [], phoneNumbers: [], federated: [],
                     logger: logger
                 ).count == 1)
             #expect(
                 try await accounts.admin.lookup(
-                    scope: Scope(key: "tb"), localIds: [localId], emails: [], phoneNumbers: [], federated: [],
+                    scope: Scope(wire: "tb"), localIds: [localId], emails: [], phoneNumbers: [], federated: [],
                     logger: logger
                 ).isEmpty)
             await expectFirebaseError("USER_NOT_FOUND") {
-                _ = try await accounts.sessions.userForClient(scope: Scope(key: "tb"), localId: localId, logger: logger)
+                _ = try await accounts.sessions.userForClient(
+                    scope: Scope(wire: "tb"), localId: localId, logger: logger)
             }
-            #expect(!(try await accounts.admin.delete(scope: Scope(key: "tb"), localId: localId, logger: logger)))
+            #expect(!(try await accounts.admin.delete(scope: Scope(wire: "tb"), localId: localId, logger: logger)))
         }
     }
 
@@ -631,14 +638,14 @@ struct DirectoryPostgresTests {
             let accounts = Accounts(
                 client: client, anonymousRetention: Self.retention, hasher: Self.hasher)
             let (localId, _) = try await newSession(client)
-            _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = true }
+            _ = try await tenants.update(Scope(wire: "t1"), logger: logger) { $0.disabledUserDeletion = true }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") {
-                try await accounts.sessions.deleteByUser(scope: Scope(key: "t1"), localId: localId, logger: logger)
+                try await accounts.sessions.deleteByUser(scope: Scope(wire: "t1"), localId: localId, logger: logger)
             }
-            #expect(try await accounts.admin.delete(scope: Scope(key: "t1"), localId: localId, logger: logger))
-            _ = try await tenants.update("t1", logger: logger) { $0.disabledUserDeletion = false }
+            #expect(try await accounts.admin.delete(scope: Scope(wire: "t1"), localId: localId, logger: logger))
+            _ = try await tenants.update(Scope(wire: "t1"), logger: logger) { $0.disabledUserDeletion = false }
             await expectFirebaseError("USER_NOT_FOUND") {
-                try await accounts.sessions.deleteByUser(scope: Scope(key: "t1"), localId: localId, logger: logger)
+                try await accounts.sessions.deleteByUser(scope: Scope(wire: "t1"), localId: localId, logger: logger)
             }
         }
     }
@@ -654,11 +661,11 @@ struct DirectoryPostgresTests {
                 ).decode(Bool.self).first { _ in true } ?? false
             }
             #expect(!(try await due(existing)))
-            _ = try await tenants.update("t1", logger: logger) { $0.autodeleteAnonymousUsers = true }
+            _ = try await tenants.update(Scope(wire: "t1"), logger: logger) { $0.autodeleteAnonymousUsers = true }
             #expect(try await due(existing))
             let (created, _) = try await newSession(client)
             #expect(try await due(created))
-            _ = try await tenants.update("t1", logger: logger) { $0.autodeleteAnonymousUsers = false }
+            _ = try await tenants.update(Scope(wire: "t1"), logger: logger) { $0.autodeleteAnonymousUsers = false }
             #expect(try await due(existing))
             let (later, _) = try await newSession(client)
             #expect(!(try await due(later)))

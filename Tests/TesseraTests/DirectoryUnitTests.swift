@@ -186,8 +186,9 @@ struct DirectoryUnitTests {
 
     @Test("a masked field absent from the body is reset; unlisted fields are kept")
     func maskSemantics() throws {
-        var settings = ScopeSettings(tenantId: "t", displayName: "Tenant", enableAnonymousUser: true, disableAuth: true)
-        let input = TenantWire(ScopeSettings(tenantId: "x", disabledUserSignup: true), projectID: "p")
+        var settings = ScopeSettings(
+            scope: Scope(wire: "t"), displayName: "Tenant", enableAnonymousUser: true, disableAuth: true)
+        let input = TenantWire(ScopeSettings(scope: Scope(wire: "x"), disabledUserSignup: true), projectID: "p")
         var partial = input
         partial.enableAnonymousUser = nil
         for path in try UpdateMask.resolve(
@@ -217,9 +218,10 @@ struct DirectoryUnitTests {
 struct OwnerTokenScopeTests {
     @Test("the owner token scope is project or tenants/<id>")
     func ownerScope() {
-        #expect(OwnerTokenScope("project") == .project)
-        #expect(OwnerTokenScope("tenants/t-1") == .tenant("t-1"))
-        for bad in ["", "owner", "tenants/", "tenants/a/b", "projects/p"] { #expect(OwnerTokenScope(bad) == nil) }
+        #expect(Owner(setting: "project") == .project)
+        #expect(Owner(setting: "tenants/t-1") == .tenant(Scope(wire: "t-1")))
+        #expect(Owner(setting: "tenants/t-1")?.setting == "tenants/t-1")
+        for bad in ["", "owner", "tenants/", "tenants/a/b", "projects/p"] { #expect(Owner(setting: bad) == nil) }
     }
 }
 

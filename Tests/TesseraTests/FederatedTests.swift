@@ -143,10 +143,10 @@ struct FederatedPostgresTests {
 
     func setUp(_ client: Database) async throws -> Accounts {
         let tenants = PostgresTenantStore(client: client, anonymousRetention: .seconds(3600))
-        _ = try await tenants.create(ScopeSettings(tenantId: "t1", displayName: "t1"), logger: logger)
+        _ = try await tenants.create(ScopeSettings(scope: Scope(wire: "t1"), displayName: "t1"), logger: logger)
         for provider in ["google.com", "facebook.com"] {
             try await IdpConfigStore(client: client).create(
-                scope: Scope(key: "t1"), IdpConfig(providerId: provider, enabled: true, clientId: "client"),
+                scope: Scope(wire: "t1"), IdpConfig(providerId: provider, enabled: true, clientId: "client"),
                 logger: logger)
         }
         return Accounts(client: client, anonymousRetention: .seconds(3600), hasher: Self.hasher)
@@ -154,7 +154,7 @@ struct FederatedPostgresTests {
 
     func request(_ identity: FederatedIdentity, linkTo: String? = nil) -> SignInWithIdpRequest {
         SignInWithIdpRequest(
-            scope: Scope(key: "t1"), identity: identity, linkTo: linkTo,
+            scope: Scope(wire: "t1"), identity: identity, linkTo: linkTo,
             session: NewSession(
                 refreshTokenHash: UUID().uuidString, expiresAt: Int64(Date().timeIntervalSince1970) + 60))
     }

@@ -89,7 +89,7 @@ struct HashKeyScopesTests {
             let admin = AdminUsers(
                 client: client, hasher: PasswordHasher(pool: HashingPool(threads: 1, queueLength: 4)), hashKey: store)
             _ = try await client.query("INSERT INTO tenants (tenant_id) VALUES ('t-1')", logger: logger)
-            let scope = Scope(key: "t-1")
+            let scope = Scope(wire: "t-1")
             let keys = try await store.get(client, scope: scope, logger: logger)
             let project = Data(keys.project.signerKey).base64EncodedString()
             let separator = Data(keys.project.saltSeparator).base64EncodedString()

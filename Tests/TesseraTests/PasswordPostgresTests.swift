@@ -37,7 +37,7 @@ struct PasswordPostgresTests {
             {
                 _ = try await accounts.passwords.signInWithPassword(
                     SignInWithPasswordRequest(
-                        scope: Scope(key: tenant), email: email, password: password, session: newSession()),
+                        scope: Scope(wire: tenant), email: email, password: password, session: newSession()),
                     logger: logger)
             }, sourceLocation: sourceLocation)
     }
@@ -50,7 +50,7 @@ struct PasswordPostgresTests {
         async throws
     {
         var settings = ScopeSettings(
-            tenantId: "t1", displayName: "t1", allowPasswordSignup: true, enableAnonymousUser: true)
+            scope: Scope(wire: "t1"), displayName: "t1", allowPasswordSignup: true, enableAnonymousUser: true)
         change(&settings)
         _ = try await tenants.create(settings, logger: logger)
     }
@@ -62,7 +62,7 @@ struct PasswordPostgresTests {
             try await makeTenant(tenants)
             let (user, first) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
-                    scope: Scope(key: "t1"), email: "ada@example.com", password: "correct horse", displayName: "Ada",
+                    scope: Scope(wire: "t1"), email: "ada@example.com", password: "correct horse", displayName: "Ada",
                     localId: nil, session: newSession()), logger: logger)
             #expect(user.email == "ada@example.com" && user.hasPassword && !user.isAnonymous && !user.emailVerified)
             #expect(user.providerUserInfo.map(\.providerId) == ["password"])
@@ -76,7 +76,8 @@ struct PasswordPostgresTests {
 
             let (signedIn, signedInSession) = try await accounts.passwords.signInWithPassword(
                 SignInWithPasswordRequest(
-                    scope: Scope(key: "t1"), email: "ada@example.com", password: "correct horse", session: newSession()),
+                    scope: Scope(wire: "t1"), email: "ada@example.com", password: "correct horse", session: newSession()
+                ),
                 logger: logger)
             #expect(signedIn.localId == user.localId && signedInSession.familyId != first.familyId)
 
@@ -107,7 +108,7 @@ struct PasswordPostgresTests {
             await expectFirebaseError("UNAVAILABLE") {
                 _ = try await accounts.passwords.signUpPassword(
                     SignUpPasswordRequest(
-                        scope: Scope(key: "nope"), email: "ada@example.com", password: "old horse",
+                        scope: Scope(wire: "nope"), email: "ada@example.com", password: "old horse",
                         displayName: nil, localId: nil, session: newSession()),
                     logger: logger)
             }
@@ -116,7 +117,7 @@ struct PasswordPostgresTests {
             let asked = pool.askedCount
             await expectFirebaseError("UNAVAILABLE") {
                 var request = SignInWithPasswordRequest(
-                    scope: Scope(key: "nope"), email: "ada@example.com", password: "old horse", session: newSession())
+                    scope: Scope(wire: "nope"), email: "ada@example.com", password: "old horse", session: newSession())
                 request.refusedByGate = 40
                 _ = try await accounts.passwords.signInWithPassword(request, logger: logger)
             }
@@ -140,7 +141,7 @@ struct PasswordPostgresTests {
             try await makeTenant(tenants)
             let (user, _) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
-                    scope: Scope(key: "t1"), email: "ada@example.com", password: "old horse", displayName: nil,
+                    scope: Scope(wire: "t1"), email: "ada@example.com", password: "old horse", displayName: nil,
                     localId: nil, session: newSession()), logger: logger)
 
             let gate = DispatchSemaphore(value: 0)
@@ -154,7 +155,7 @@ struct PasswordPostgresTests {
             let signIn = Task {
                 try await accounts.passwords.signInWithPassword(
                     SignInWithPasswordRequest(
-                        scope: Scope(key: "t1"), email: "ada@example.com", password: "old horse", session: attempt),
+                        scope: Scope(wire: "t1"), email: "ada@example.com", password: "old horse", session: attempt),
                     logger: logger)
             }
             // The sign-in has read the stored hash once its verification waits behind the held job.
@@ -196,11 +197,11 @@ struct PasswordPostgresTests {
             try await signUp("t1", "grace@example.com")
             await expectFirebaseError("EMAIL_EXISTS") { try await signUp("t1", "grace@example.com") }
             _ = try await tenants.create(
-                ScopeSettings(tenantId: "t2", displayName: "t2", allowPasswordSignup: true), logger: logger)
+                ScopeSettings(scope: Scope(wire: "t2"), displayName: "t2", allowPasswordSignup: true), logger: logger)
             try await signUp("t2", "grace@example.com")
-            _ = try await tenants.update("t2", logger: logger) { $0.disabledUserSignup = true }
+            _ = try await tenants.update(Scope(wire: "t2"), logger: logger) { $0.disabledUserSignup = true }
             await expectFirebaseError("ADMIN_ONLY_OPERATION") { try await signUp("t2", "new@example.com") }
-            _ = try await tenants.update("t2", logger: logger) { $0.allowPasswordSignup = false }
+            _ = try await tenants.update(Scope(wire: "t2"), logger: logger) { $0.allowPasswordSignup = false }
             await expectFirebaseError("OPERATION_NOT_ALLOWED") { try await signUp("t2", "new@example.com") }
             await expectSignInFails(
                 "PASSWORD_LOGIN_DISABLED", accounts, tenant: "t2", email: "grace@example.com", password: "secret1")
@@ -213,12 +214,12 @@ struct PasswordPostgresTests {
             let (tenants, accounts) = repositories(client)
             try await makeTenant(tenants) { $0.autodeleteAnonymousUsers = true }
             let (anonymous, _) = try await accounts.sessions.signUpAnonymous(
-                scope: Scope(key: "t1"), refreshTokenHash: "anon-\(UUID())",
+                scope: Scope(wire: "t1"), refreshTokenHash: "anon-\(UUID())",
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600, logger: logger)
             var change = AdminUserChange()
             change.linkProvider = FederatedIdentity(providerId: "google.com", rawId: "g-\(UUID())")
             _ = try await accounts.admin.update(
-                scope: Scope(key: "t1"), localId: anonymous.localId, change: change, logger: logger)
+                scope: Scope(wire: "t1"), localId: anonymous.localId, change: change, logger: logger)
             let state = try await client.query(
                 "SELECT is_anonymous, anonymous_due_at IS NULL FROM users WHERE local_id = \(anonymous.localId)",
                 logger: logger
@@ -245,13 +246,13 @@ struct PasswordPostgresTests {
             try await makeTenant(tenants)
             let hash = "anon-\(UUID())"
             let (user, _) = try await accounts.sessions.signUpAnonymous(
-                scope: Scope(key: "t1"), refreshTokenHash: hash,
+                scope: Scope(wire: "t1"), refreshTokenHash: hash,
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600, logger: logger)
             // The caller read its clock a second earlier than the directory handles the request.
             var change = AdminUserChange()
             change.validSince = Int64(Date().timeIntervalSince1970) - 1
             _ = try await accounts.admin.update(
-                scope: Scope(key: "t1"), localId: user.localId, change: change, logger: logger)
+                scope: Scope(wire: "t1"), localId: user.localId, change: change, logger: logger)
             await expectFirebaseError("TOKEN_EXPIRED") {
                 _ = try await accounts.sessions.rotateRefreshToken(
                     RotateRefreshTokenRequest(
@@ -268,12 +269,12 @@ struct PasswordPostgresTests {
             try await makeTenant(tenants) { $0.autodeleteAnonymousUsers = true }
             let anonymousHash = "anon-\(UUID())"
             let (anonymous, _) = try await accounts.sessions.signUpAnonymous(
-                scope: Scope(key: "t1"), refreshTokenHash: anonymousHash,
+                scope: Scope(wire: "t1"), refreshTokenHash: anonymousHash,
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 3600,
                 logger: logger)
             let (upgraded, session) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
-                    scope: Scope(key: "t1"), email: "lin@example.com", password: "secret1", displayName: nil,
+                    scope: Scope(wire: "t1"), email: "lin@example.com", password: "secret1", displayName: nil,
                     localId: anonymous.localId, session: newSession()), logger: logger)
             #expect(
                 upgraded.localId == anonymous.localId && !upgraded.isAnonymous && session.signInProvider == "password")
@@ -308,7 +309,7 @@ struct PasswordPostgresTests {
             let firstSession = newSession()
             let (user, _) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
-                    scope: Scope(key: "t1"), email: "kay@example.com", password: "secret1", displayName: nil,
+                    scope: Scope(wire: "t1"), email: "kay@example.com", password: "secret1", displayName: nil,
                     localId: nil, session: firstSession), logger: logger)
             func update(
                 displayName: String? = nil, delete: [String] = [], email: String? = nil, password: String? = nil
@@ -317,7 +318,7 @@ struct PasswordPostgresTests {
             {
                 try await accounts.passwords.updateAccount(
                     UpdateAccountRequest(
-                        scope: Scope(key: "t1"), localId: user.localId, displayName: displayName, photoUrl: nil,
+                        scope: Scope(wire: "t1"), localId: user.localId, displayName: displayName, photoUrl: nil,
                         deleteAttribute: delete, email: email, password: password, deleteProvider: [],
                         currentSignInProvider: "password", session: newSession(),
                         // An email change mails the old address a link (docs/design-notes.md).
@@ -337,11 +338,11 @@ struct PasswordPostgresTests {
             }
             _ = try await accounts.passwords.signInWithPassword(
                 SignInWithPasswordRequest(
-                    scope: Scope(key: "t1"), email: "kay@example.com", password: "secret2", session: newSession()),
+                    scope: Scope(wire: "t1"), email: "kay@example.com", password: "secret2", session: newSession()),
                 logger: logger)
             _ = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
-                    scope: Scope(key: "t1"), email: "other@example.com", password: "secret1", displayName: nil,
+                    scope: Scope(wire: "t1"), email: "other@example.com", password: "secret1", displayName: nil,
                     localId: nil, session: newSession()), logger: logger)
             await expectFirebaseError("EMAIL_EXISTS") { _ = try await update(email: "other@example.com") }
             let moved = try await update(email: "kay2@example.com")
@@ -772,7 +773,7 @@ struct EmailLinkPostgresTests {
     func sendLink(_ accounts: Accounts, to email: String) async throws -> String {
         let sent = try await accounts.oob.sendOobCode(
             SendOobCodeRequest(
-                scope: Scope(key: "t1"), requestType: .emailSignIn, email: email, localId: nil, newEmail: nil,
+                scope: Scope(wire: "t1"), requestType: .emailSignIn, email: email, localId: nil, newEmail: nil,
                 linkPrefix: "http://localhost/__/auth/action?mode=signIn&apiKey=k&lang=en", continueUrl: nil,
                 returnLink: true), logger: logger)
         return try #require(sent.oobCode)
@@ -783,7 +784,7 @@ struct EmailLinkPostgresTests {
     {
         try await accounts.emailLinks.signInWithEmailLink(
             SignInWithEmailLinkRequest(
-                scope: Scope(key: "t1"), email: email, oobCode: code, linkTo: linkTo, session: base.newSession()),
+                scope: Scope(wire: "t1"), email: email, oobCode: code, linkTo: linkTo, session: base.newSession()),
             logger: logger)
     }
 
@@ -813,15 +814,15 @@ struct EmailLinkPostgresTests {
             await #expect(throws: FirebaseError.invalid(.operationNotAllowed)) {
                 _ = try await sendLink(accounts, to: "a@example.com")
             }
-            _ = try await tenants.update("t1", logger: logger) { $0.enableEmailLinkSignin = true }
+            _ = try await tenants.update(Scope(wire: "t1"), logger: logger) { $0.enableEmailLinkSignin = true }
             let code = try await sendLink(accounts, to: "a@example.com")
             await #expect(throws: FirebaseError.self) { _ = try await complete(accounts, "b@example.com", code) }
             let (owner, _) = try await accounts.passwords.signUpPassword(
                 SignUpPasswordRequest(
-                    scope: Scope(key: "t1"), email: "taken@example.com", password: "correct horse", displayName: nil,
+                    scope: Scope(wire: "t1"), email: "taken@example.com", password: "correct horse", displayName: nil,
                     localId: nil, session: base.newSession()), logger: logger)
             let (other, _) = try await accounts.sessions.signUpAnonymous(
-                scope: Scope(key: "t1"), refreshTokenHash: "h-anon",
+                scope: Scope(wire: "t1"), refreshTokenHash: "h-anon",
                 sessionExpiresAt: Int64(Date().timeIntervalSince1970) + 60,
                 logger: logger)
             let taken = try await sendLink(accounts, to: "taken@example.com")

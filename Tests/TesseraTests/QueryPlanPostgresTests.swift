@@ -94,7 +94,7 @@ struct QueryPlanPostgresTests {
                 logger: logger)
             let users = try await client.withConnection { connection in
                 try await AccountRows.fetchUsers(
-                    connection, scope: Scope(key: "grown"), localIds: ["u1999", "u7", "none", "u7", "solo"],
+                    connection, scope: Scope(wire: "grown"), localIds: ["u1999", "u7", "none", "u7", "solo"],
                     logger: logger)
             }
             #expect(users.map(\.localId) == ["u1999", "u7", "solo"])

@@ -52,7 +52,7 @@ struct TokenTests {
         #expect(firebase["identities"] == .object([:]))
 
         let verified = try issuer.verifySignatureAndClaims(token)
-        #expect(verified.localId == "user-1" && verified.scope == Scope(key: "tenant-a"))
+        #expect(verified.localId == "user-1" && verified.scope == Scope(wire: "tenant-a"))
         // Same inputs, same token: what makes a grace-window retry return the same pair.
         #expect(try issuer.mint(user: user, session: session) == token)
     }

@@ -189,7 +189,7 @@ public struct Sweeper: Sendable {
                 let answer = try await directory.call(
                     InternalPath.cleanupDeleteDue,
                     CleanupDeleteDueRequest(
-                        lease: lease, ttlSeconds: ttl, tenantId: tenant, limit: configuration.batchSize),
+                        lease: lease, ttlSeconds: ttl, scope: tenant, limit: configuration.batchSize),
                     as: CleanupDeleteDueResponse.self, requestID: requestID, logger: logger)
                 deletedHere += answer.deleted
                 report.deleted += answer.deleted
@@ -200,14 +200,14 @@ public struct Sweeper: Sendable {
                 if !answer.more || answer.deleted == 0 { break }
             }
             if deletedHere > 0 {
-                report.deletedByTenant[tenant] = deletedHere
+                report.deletedByTenant[tenant.key] = deletedHere
                 logger.info(
                     "anonymous accounts deleted",
-                    metadata: ["tenant.id": .string(tenant), "cleanup.deleted": "\(deletedHere)"])
+                    metadata: ["tenant.id": .string(tenant.key), "cleanup.deleted": "\(deletedHere)"])
             }
         }
         // Housekeeping walks every tenant; each call works for a bounded time and says where to resume.
-        var resumeAfter: String?
+        var resumeAfter: Scope?
         repeat {
             let part = try await directory.call(
                 InternalPath.cleanupHousekeeping,

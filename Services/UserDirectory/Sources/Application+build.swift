@@ -15,7 +15,7 @@ public struct DirectoryConfiguration: Sendable {
     public var adminToken: String
     /// Where `Bearer owner` (the Admin SDKs' emulator-mode token) acts; nil: refused
     /// (docs/protocol/admin.md#the-admin-plane).
-    public var ownerTokenScope: OwnerTokenScope?
+    public var ownerTokenScope: Owner?
     public var internalSecret: String
     public var database: DatabaseTarget
     public var anonymousRetention: Duration
@@ -91,7 +91,7 @@ public struct DirectoryConfiguration: Sendable {
             anonymousRetention: try env.duration("CLEANUP_ANONYMOUS_RETENTION", default: .seconds(30 * 86400)),
             autoMigrate: try env.bool("TESSERA_AUTO_MIGRATE", default: false))
         if let scope = env.string("TESSERA_OWNER_TOKEN_SCOPE") {
-            guard let parsed = OwnerTokenScope(scope) else {
+            guard let parsed = Owner(setting: scope) else {
                 throw ConfigError.invalid("TESSERA_OWNER_TOKEN_SCOPE", "expected project or tenants/<tenant id>")
             }
             ownerTokenScope = parsed
@@ -227,7 +227,7 @@ public func buildDirectoryApplication(
     if let scope = configuration.ownerTokenScope {
         logger.warning(
             "TESSERA_OWNER_TOKEN_SCOPE is set: the Admin SDKs' emulator-mode token `Bearer owner` is accepted on the admin plane; every such call is audited as owner",
-            metadata: ["owner.scope": .string(scope.tenantId.map { "tenants/\($0)" } ?? "project")])
+            metadata: ["owner.scope": .string(scope.setting)])
     }
     internalGroup.post(RouterPath(InternalPath.checkAdmin)) { request, context in
         let body = try await request.decodeJSON(CheckAdminRequest.self, context: context)
@@ -235,7 +235,7 @@ public func buildDirectoryApplication(
         // Limited as the admin plane is, against the end user's address the token service resolved.
         let principal = try await adminFailures.authenticate(
             bearer, from: body.clientIP, credentials: credentials, logger: context.logger)
-        if let own = principal.tenantId, Scope(key: own) != body.scope { throw FirebaseError.insufficientPermission }
+        if let own = principal.owner.tenant, own != body.scope { throw FirebaseError.insufficientPermission }
         return JSONResponse(EmptyObject())
     }
 
@@ -256,7 +256,7 @@ public func buildDirectoryApplication(
         let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
             middleware: AdminAuthMiddleware(
                 credentials: credentials, projectID: configuration.projectID,
-                failures: adminFailures)
+                failures: adminFailures, tenants: tenants)
         ).group(context: AdminContext.self).add(middleware: AdminAuditMiddleware(credentials: credentials))
         AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
             .addRoutes(to: admin)

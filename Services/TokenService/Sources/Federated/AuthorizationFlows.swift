@@ -224,7 +224,7 @@ struct AuthorizationFlows: Sendable {
         guard parts.count == 2 else { return .project }
         guard let tenant = Base64URL.decode(parts[1]), let key = String(bytes: tenant, encoding: .utf8), !key.isEmpty
         else { return nil }
-        return Scope(key: key)
+        return Scope(wire: key)
     }
 
     static func hexDigest(_ text: String) -> String {

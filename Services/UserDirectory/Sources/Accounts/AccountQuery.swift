@@ -53,7 +53,7 @@ extension AdminUsers {
         try await client.withConnection { connection in
             // Column and direction come from `SortKey` and a Bool; every value is a bind parameter.
             let filter: PostgresQuery = """
-                tenant_id = \(scope) AND (NOT \(query.isFiltered) OR email = ANY(\(query.emails))
+                tenant_id = \(scope: scope) AND (NOT \(query.isFiltered) OR email = ANY(\(query.emails))
                     OR local_id = ANY(\(query.localIDs)) OR phone_number = ANY(\(query.phoneNumbers))
                     OR (\(query.anonymous) AND is_anonymous)
                     OR email LIKE \(query.emailPrefix.map(AccountRows.likePrefix)) ESCAPE '\\')

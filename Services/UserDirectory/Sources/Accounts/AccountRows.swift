@@ -47,11 +47,11 @@ enum AccountRows {
             WITH new_family AS (
                 INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
                     expires_at, extra_claims, created_at)
-                VALUES (\(scope), \(familyId), \(localId), \(provider), \(authTime),
+                VALUES (\(scope: scope), \(familyId), \(localId), \(provider), \(authTime),
                     to_timestamp(\(Double(expiresAt))), \(extraClaims), to_timestamp(\(Double(authTime))))
             )
             INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
-            VALUES (\(refreshTokenHash), \(scope), \(familyId), \(authTime))
+            VALUES (\(refreshTokenHash), \(scope: scope), \(familyId), \(authTime))
             """, logger: logger)
         return SessionInfo(newFamily: familyId, provider: provider, authTime: authTime, extraClaims: extraClaims)
     }
@@ -74,7 +74,7 @@ enum AccountRows {
         async throws -> Bool
     {
         let deleted = try await connection.query(
-            "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = \(localId) RETURNING local_id",
+            "DELETE FROM users WHERE tenant_id = \(scope: scope) AND local_id = \(localId) RETURNING local_id",
             logger: logger)
         var found = false
         for try await _ in deleted.decode(String.self) { found = true }
@@ -82,7 +82,7 @@ enum AccountRows {
         try await connection.query(
             """
             UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'user_deleted'
-            WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND revoked_at IS NULL
             """, logger: logger)
         return true
     }
@@ -121,7 +121,7 @@ struct UserRows {
         else { return }
         if byId[localId] == nil {
             var user = UserRecord(
-                tenantId: Scope(key: scope).tenantID, localId: localId, email: email, emailVerified: emailVerified,
+                tenantId: Scope(column: scope).tenantID, localId: localId, email: email, emailVerified: emailVerified,
                 displayName: displayName, photoUrl: photoUrl, disabled: disabled, customAttributes: customAttributes,
                 validSince: validSince, createdAt: createdAt, lastLoginAt: lastLoginAt, lastRefreshAt: lastRefreshAt,
                 passwordUpdatedAt: passwordUpdatedAt)
@@ -161,15 +161,13 @@ struct UserRows {
 /// since its last ANALYZE, or any generic plan): a lookup then read every user of its tenant.
 struct UsersByID: ScopedStatement {
     static let name = "tessera_users_by_id"
-    /// The provider links `l` of the user `localId` of scope `tenant` (SQL expressions), a row each,
-    /// or one row of nulls when it has none; the caller orders by `l.provider_id`. `OFFSET 0` keeps
-    /// the subquery from being flattened, so it stays one index probe per user.
-    static func linksJoin(tenant: String, localId: String) -> String {
-        """
+    /// The provider links `l` of the user row `u` already in the statement, a row each, or one row of
+    /// nulls when it has none; the caller orders by `l.provider_id`. `OFFSET 0` keeps the subquery from
+    /// being flattened, so it stays one index probe per user.
+    static let linksJoin = """
         LEFT JOIN LATERAL (
-            SELECT * FROM provider_links WHERE tenant_id = \(tenant) AND local_id = \(localId) OFFSET 0) AS l ON true
+            SELECT * FROM provider_links WHERE tenant_id = u.tenant_id AND local_id = u.local_id OFFSET 0) AS l ON true
         """
-    }
 
     /// A user `u` and one of its provider links `l` (`UserRow`).
     static let columns = """
@@ -184,7 +182,7 @@ struct UsersByID: ScopedStatement {
         FROM unnest($2::text[]) AS wanted (local_id)
         CROSS JOIN LATERAL (
             SELECT * FROM users WHERE tenant_id = $1 AND local_id = wanted.local_id OFFSET 0) AS u
-        \(linksJoin(tenant: "$1", localId: "wanted.local_id"))
+        \(linksJoin)
         ORDER BY l.provider_id
         """
     typealias Row = AccountRows.UserRow
@@ -208,7 +206,7 @@ protocol ScopedStatement: PostgresPreparedStatement {
 extension ScopedStatement {
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 2)
-        bindings.append(scope)
+        bindings.append(scope: scope)
         bindings.append(argument)
         return bindings
     }
@@ -223,7 +221,7 @@ struct UserOfEnabledScope: ScopedStatement {
         FROM tenants t
         LEFT JOIN LATERAL (
             SELECT * FROM users WHERE tenant_id = $1 AND local_id = $2 OFFSET 0) AS u ON true
-        \(UsersByID.linksJoin(tenant: "$1", localId: "u.local_id"))
+        \(UsersByID.linksJoin)
         WHERE t.tenant_id = $1
         ORDER BY l.provider_id
         """
@@ -259,7 +257,7 @@ struct RotateRefreshToken: PostgresPreparedStatement {
             r.o_sealed, r.o_token_issued_at, \(UsersByID.columns)
         FROM tessera_rotate_refresh_token($1, $2, $3, $4, $5, $6) AS r
         CROSS JOIN LATERAL (SELECT (r.o_user).*) AS u
-        \(UsersByID.linksJoin(tenant: "r.o_scope", localId: "r.o_local_id"))
+        \(UsersByID.linksJoin)
         ORDER BY l.provider_id
         """
     typealias Row = (AccountRows.RotationRow, AccountRows.UserRow)

@@ -125,7 +125,7 @@ extension AdminUsers {
                     INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, phone_number,
                         disabled, valid_since, created_at, password_algorithm, password_params, password_salt,
                         password_hash, password_updated_at, is_anonymous)
-                    VALUES (\(scope), \(localId), \(new.email), \(new.emailVerified), \(new.displayName), \(new.photoUrl),
+                    VALUES (\(scope: scope), \(localId), \(new.email), \(new.emailVerified), \(new.displayName), \(new.photoUrl),
                         \(new.phoneNumber), \(new.disabled), \(now / 1000), \(now), \(stored?.algorithm), \(stored?.params),
                         \(stored?.salt), \(stored?.hash), \(stored == nil ? nil : now), false)
                     """, logger: logger)
@@ -153,7 +153,7 @@ extension AdminUsers {
             let lowered = emails.map { $0.lowercased() }
             let rows = try await connection.query(
                 """
-                SELECT local_id FROM users WHERE tenant_id = \(scope)
+                SELECT local_id FROM users WHERE tenant_id = \(scope: scope)
                     AND (email = ANY(\(lowered)) OR phone_number = ANY(\(phoneNumbers)))
                 """, logger: logger)
             for try await id in rows.decode(String.self) { ids.append(id) }
@@ -161,7 +161,7 @@ extension AdminUsers {
                 let linked = try await connection.query(
                     """
                     SELECT local_id FROM provider_links
-                    WHERE tenant_id = \(scope) AND provider_id = \(link.providerId) AND raw_id = \(link.rawId)
+                    WHERE tenant_id = \(scope: scope) AND provider_id = \(link.providerId) AND raw_id = \(link.rawId)
                     """, logger: logger)
                 for try await id in linked.decode(String.self) { ids.append(id) }
             }
@@ -179,7 +179,7 @@ extension AdminUsers {
             let rows = try await connection.query(
                 """
                 SELECT local_id, password_algorithm, password_params, password_hash, password_salt FROM users
-                WHERE tenant_id = \(scope) AND local_id > \(after ?? "") ORDER BY local_id LIMIT \(limit)
+                WHERE tenant_id = \(scope: scope) AND local_id > \(after ?? "") ORDER BY local_id LIMIT \(limit)
                 """, logger: logger)
             var page: [(String, String?, String?, String?, String?)] = []
             for try await row in rows.decode((String, String?, String?, String?, String?).self) { page.append(row) }
@@ -217,17 +217,17 @@ extension AdminUsers {
             var refused: Set<String> = []
             if !force {
                 let rows = try await connection.query(
-                    "SELECT local_id FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds)) AND NOT disabled",
+                    "SELECT local_id FROM users WHERE tenant_id = \(scope: scope) AND local_id = ANY(\(localIds)) AND NOT disabled",
                     logger: logger)
                 for try await id in rows.decode(String.self) { refused.insert(id) }
             }
             let deletable = localIds.filter { !refused.contains($0) }
             try await connection.query(
-                "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(deletable))", logger: logger)
+                "DELETE FROM users WHERE tenant_id = \(scope: scope) AND local_id = ANY(\(deletable))", logger: logger)
             try await connection.query(
                 """
                 UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'user_deleted'
-                WHERE tenant_id = \(scope) AND local_id = ANY(\(deletable)) AND revoked_at IS NULL
+                WHERE tenant_id = \(scope: scope) AND local_id = ANY(\(deletable)) AND revoked_at IS NULL
                 """, logger: logger)
             return localIds.enumerated().filter { refused.contains($0.element) }.map { ($0.offset, $0.element) }
         }
@@ -297,7 +297,7 @@ extension AdminUsers {
                             ELSE coalesce(\(change.displayName), display_name) END,
                         photo_url = CASE WHEN \(change.deletePhotoUrl) THEN NULL
                             ELSE coalesce(\(change.photoUrl), photo_url) END
-                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
                     """, logger: logger)
                 if let stored {
                     try await connection.query(
@@ -305,21 +305,21 @@ extension AdminUsers {
                         UPDATE users SET password_algorithm = \(stored.algorithm), password_params = \(stored.params),
                             password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now),
                             is_anonymous = false, anonymous_due_at = NULL
-                        WHERE tenant_id = \(scope) AND local_id = \(localId)
+                        WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
                         """, logger: logger)
                 }
                 if !change.deleteProviders.isEmpty {
                     try await connection.query(
                         """
                         DELETE FROM provider_links
-                        WHERE tenant_id = \(scope) AND local_id = \(localId) AND provider_id = ANY(\(change.deleteProviders))
+                        WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND provider_id = ANY(\(change.deleteProviders))
                         """, logger: logger)
                 }
                 if let identity = change.linkProvider {
                     let holders = try await connection.query(
                         """
                         SELECT local_id FROM provider_links
-                        WHERE tenant_id = \(scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
+                        WHERE tenant_id = \(scope: scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
                         """, logger: logger)
                     for try await holder in holders.decode(String.self) where holder != localId {
                         throw FirebaseError.invalid(.federatedUserIdAlreadyLinked)

@@ -48,7 +48,7 @@ extension EmailLinkAccounts {
                         // A changed sign-in email ends the older sessions, as every email change does
                         // (docs/protocol/tokens.md#token-rules).
                         try await connection.query(
-                            "UPDATE users SET valid_since = \(now / 1000) WHERE tenant_id = \(scope) AND local_id = \(linkTo)",
+                            "UPDATE users SET valid_since = \(now / 1000) WHERE tenant_id = \(scope: scope) AND local_id = \(linkTo)",
                             logger: logger)
                         try await AccountRows.revokeSessions(
                             connection, scope: scope, localId: linkTo, reason: "credential_change", logger: logger)
@@ -80,7 +80,7 @@ extension EmailLinkAccounts {
                     try await connection.query(
                         """
                         INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_refresh_at)
-                        VALUES (\(scope), \(localId), \(now / 1000), \(now), \(now))
+                        VALUES (\(scope: scope), \(localId), \(now / 1000), \(now), \(now))
                         """, logger: logger)
                     isNewUser = true
                 }
@@ -91,7 +91,7 @@ extension EmailLinkAccounts {
                     """
                     UPDATE users SET email = \(request.email), email_verified = true, email_link_signin = true,
                         last_login_at = \(now), is_anonymous = false, anonymous_due_at = NULL
-                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
                     """, logger: logger)
                 let (user, session) = try await AccountRows.startSession(
                     connection, scope: scope, localId: localId, provider: "password", nowMillis: now,

@@ -106,7 +106,7 @@ extension AccountRows {
                 try await connection.query(
                     """
                     UPDATE users SET email = \(email), email_verified = \(trusted)
-                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
                     """, logger: logger)
             } else if trusted, user.email == identity.email {
                 try await markEmailVerified(connection, scope: scope, localId: localId, logger: logger)
@@ -126,7 +126,7 @@ extension AccountRows {
                 """
                 UPDATE provider_links SET email = \(identity.email), display_name = \(identity.displayName),
                     photo_url = \(identity.photoUrl), screen_name = \(identity.screenName)
-                WHERE tenant_id = \(scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
+                WHERE tenant_id = \(scope: scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
                 """, logger: logger)
             if trusted, user.email == identity.email, !user.emailVerified {
                 try await markEmailVerified(connection, scope: scope, localId: localId, logger: logger)
@@ -178,7 +178,7 @@ extension AccountRows {
             """
             INSERT INTO users (tenant_id, local_id, email, email_verified, display_name, photo_url, valid_since,
                 created_at, last_login_at, last_refresh_at)
-            VALUES (\(scope), \(localId), \(email), \(email != nil && trusted), \(identity.displayName),
+            VALUES (\(scope: scope), \(localId), \(email), \(email != nil && trusted), \(identity.displayName),
                 \(identity.photoUrl), \(now / 1000), \(now), \(now), \(now))
             """, logger: logger)
         _ = try await link(connection, scope: scope, localId: localId, identity: identity, logger: logger)
@@ -198,7 +198,7 @@ extension AccountRows {
         let rows = try await connection.query(
             """
             SELECT local_id FROM provider_links
-            WHERE tenant_id = \(scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
+            WHERE tenant_id = \(scope: scope) AND provider_id = \(identity.providerId) AND raw_id = \(identity.rawId)
             """, logger: logger)
         for try await localId in rows.decode(String.self) { return localId }
         return nil
@@ -208,7 +208,7 @@ extension AccountRows {
         async throws -> String?
     {
         let rows = try await connection.query(
-            "SELECT local_id FROM users WHERE tenant_id = \(scope) AND email = \(email)", logger: logger)
+            "SELECT local_id FROM users WHERE tenant_id = \(scope: scope) AND email = \(email)", logger: logger)
         for try await localId in rows.decode(String.self) { return localId }
         return nil
     }
@@ -227,7 +227,7 @@ extension AccountRows {
             """
             SELECT l.local_id FROM provider_links l
             JOIN users u ON u.tenant_id = l.tenant_id AND u.local_id = l.local_id
-            WHERE l.tenant_id = \(scope) AND l.email = \(email) AND (\(oneAccountPerEmail) OR u.email IS NOT NULL)
+            WHERE l.tenant_id = \(scope: scope) AND l.email = \(email) AND (\(oneAccountPerEmail) OR u.email IS NOT NULL)
             ORDER BY l.local_id LIMIT 1
             """, logger: logger)
         for try await localId in rows.decode(String.self) { return localId }
@@ -245,7 +245,7 @@ extension AccountRows {
         let removed = try await connection.query(
             """
             DELETE FROM provider_links
-            WHERE tenant_id = \(scope) AND local_id = \(localId) AND provider_id = \(identity.providerId)
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND provider_id = \(identity.providerId)
             RETURNING raw_id
             """, logger: logger)
         var recycled = false
@@ -255,12 +255,12 @@ extension AccountRows {
             WITH linked AS (
                 INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
                     display_name, photo_url, screen_name)
-                VALUES (\(scope), \(identity.providerId), \(identity.rawId), \(localId), \(identity.rawId),
+                VALUES (\(scope: scope), \(identity.providerId), \(identity.rawId), \(localId), \(identity.rawId),
                     \(identity.email), \(identity.displayName), \(identity.photoUrl), \(identity.screenName))
                 RETURNING local_id
             )
             UPDATE users SET is_anonymous = false, anonymous_due_at = NULL
-            WHERE tenant_id = \(scope) AND local_id IN (SELECT local_id FROM linked) AND is_anonymous
+            WHERE tenant_id = \(scope: scope) AND local_id IN (SELECT local_id FROM linked) AND is_anonymous
             """, logger: logger)
         return recycled
     }
@@ -277,7 +277,7 @@ extension AccountRows {
             UPDATE users SET display_name = coalesce(display_name, \(identity.displayName)),
                 photo_url = coalesce(photo_url, \(identity.photoUrl)), last_login_at = \(now),
                 is_anonymous = false, anonymous_due_at = NULL
-            WHERE tenant_id = \(scope) AND local_id = \(localId)
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
             """, logger: logger)
     }
 
@@ -285,7 +285,7 @@ extension AccountRows {
         async throws
     {
         try await connection.query(
-            "UPDATE users SET email_verified = true WHERE tenant_id = \(scope) AND local_id = \(localId)",
+            "UPDATE users SET email_verified = true WHERE tenant_id = \(scope: scope) AND local_id = \(localId)",
             logger: logger)
     }
 
@@ -302,15 +302,15 @@ extension AccountRows {
             """
             UPDATE users SET password_algorithm = NULL, password_params = NULL, password_salt = NULL,
                 password_hash = NULL, password_updated_at = NULL, valid_since = \(now / 1000)
-            WHERE tenant_id = \(scope) AND local_id = \(localId)
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
             """, logger: logger)
         try await connection.query(
-            "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)", logger: logger)
+            "DELETE FROM provider_links WHERE tenant_id = \(scope: scope) AND local_id = \(localId)", logger: logger)
         try await revokeSessions(connection, scope: scope, localId: localId, reason: "account_takeover", logger: logger)
         try await connection.query(
             """
             UPDATE oob_codes SET used_at = now()
-            WHERE tenant_id = \(scope) AND local_id = \(localId) AND used_at IS NULL
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND used_at IS NULL
             """, logger: logger)
         logger.notice(
             "a trusted sign-in method took over an account with an unverified email",

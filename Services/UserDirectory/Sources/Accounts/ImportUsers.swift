@@ -92,7 +92,7 @@ extension AdminUsers {
         _ connection: PostgresConnection, scope: Scope, localIds: [String], logger: Logger
     ) async throws {
         let deleted = try await connection.query(
-            "DELETE FROM users WHERE tenant_id = \(scope) AND local_id = ANY(\(localIds)) RETURNING local_id",
+            "DELETE FROM users WHERE tenant_id = \(scope: scope) AND local_id = ANY(\(localIds)) RETURNING local_id",
             logger: logger)
         var replaced: [String] = []
         for try await localId in deleted.decode(String.self) { replaced.append(localId) }
@@ -100,12 +100,12 @@ extension AdminUsers {
         try await connection.query(
             """
             UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'user_deleted'
-            WHERE tenant_id = \(scope) AND local_id = ANY(\(replaced)) AND revoked_at IS NULL
+            WHERE tenant_id = \(scope: scope) AND local_id = ANY(\(replaced)) AND revoked_at IS NULL
             """, logger: logger)
         try await connection.query(
             """
             UPDATE oob_codes SET used_at = now()
-            WHERE tenant_id = \(scope) AND local_id = ANY(\(replaced)) AND used_at IS NULL
+            WHERE tenant_id = \(scope: scope) AND local_id = ANY(\(replaced)) AND used_at IS NULL
             """, logger: logger)
     }
 
@@ -122,7 +122,7 @@ extension AdminUsers {
             SELECT l.provider_id, l.raw_id, l.local_id FROM provider_links l
             JOIN unnest(\(links.map(\.0)), \(links.map(\.1))) AS wanted(provider_id, raw_id)
                 ON wanted.provider_id = l.provider_id AND wanted.raw_id = l.raw_id
-            WHERE l.tenant_id = \(scope)
+            WHERE l.tenant_id = \(scope: scope)
             """, logger: logger)
         var holders: [String: String] = [:]
         for try await (providerId, rawId, localId) in rows.decode((String, String, String).self) {
@@ -165,7 +165,7 @@ extension AdminUsers {
                 disabled, custom_attributes, valid_since, created_at, last_login_at, password_algorithm,
                 password_params, password_salt, password_hash, password_updated_at, is_anonymous, custom_auth,
                 email_link_signin)
-            SELECT \(scope), local_id, email, email_verified, display_name, photo_url, phone_number, disabled,
+            SELECT \(scope: scope), local_id, email, email_verified, display_name, photo_url, phone_number, disabled,
                 custom_attributes, \(now / 1000), created_at, last_login_at, password_algorithm, password_params,
                 password_salt, password_hash, password_updated_at, is_anonymous, custom_auth, email_link_signin
             FROM jsonb_populate_recordset(NULL::users, \(usersJSON)::jsonb) WITH ORDINALITY AS u
@@ -191,7 +191,7 @@ extension AdminUsers {
                 """
                 INSERT INTO provider_links (tenant_id, provider_id, raw_id, local_id, federated_id, email,
                     display_name, photo_url)
-                SELECT \(scope), provider_id, raw_id, local_id, federated_id, email, display_name, photo_url
+                SELECT \(scope: scope), provider_id, raw_id, local_id, federated_id, email, display_name, photo_url
                 FROM jsonb_populate_recordset(NULL::provider_links, \(linksJSON)::jsonb)
                 ON CONFLICT DO NOTHING
                 """, logger: logger)
@@ -204,7 +204,7 @@ extension AdminUsers {
         let existing = try await connection.query(
             """
             SELECT local_id FROM users
-            WHERE tenant_id = \(scope) AND local_id = ANY(\(skipped.map(\.user.localId)))
+            WHERE tenant_id = \(scope: scope) AND local_id = ANY(\(skipped.map(\.user.localId)))
             """, logger: logger)
         var taken: Set<String> = []
         for try await localId in existing.decode(String.self) { taken.insert(localId) }

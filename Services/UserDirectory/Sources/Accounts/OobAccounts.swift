@@ -142,10 +142,10 @@ extension OobAccounts {
                 """
                 INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at,
                     credential_seq)
-                VALUES (\(Secrets.tokenHash(code)), \(scope), \(localId), \(request.requestType.rawValue),
+                VALUES (\(Secrets.tokenHash(code)), \(scope: scope), \(localId), \(request.requestType.rawValue),
                     \(signIn ? recipient : user?.email ?? recipient), \(request.newEmail),
                     now() + make_interval(secs => \(ttlSeconds)),
-                    coalesce((SELECT credential_seq FROM users WHERE tenant_id = \(scope) AND local_id = \(localId)), 0))
+                    coalesce((SELECT credential_seq FROM users WHERE tenant_id = \(scope: scope) AND local_id = \(localId)), 0))
                 """, logger: logger)
             var link = request.linkPrefix + "&oobCode=" + code
             if let continueUrl = request.continueUrl,
@@ -166,7 +166,7 @@ extension OobAccounts {
             try await connection.query(
                 """
                 INSERT INTO mail_outbox (tenant_id, recipient, subject, body)
-                VALUES (\(scope), \(recipient), \(mail.subject), \(mail.body))
+                VALUES (\(scope: scope), \(recipient), \(mail.subject), \(mail.body))
                 """, logger: logger)
             logger.info(
                 "out-of-band code queued",
@@ -205,7 +205,7 @@ extension OobAccounts {
                     password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now),
                     email_verified = true, valid_since = \(now / 1000), is_anonymous = false, anonymous_due_at = NULL
                 FROM users before
-                WHERE u.tenant_id = \(scope) AND u.local_id = \(localId) AND u.email = \(code.email)
+                WHERE u.tenant_id = \(scope: scope) AND u.local_id = \(localId) AND u.email = \(code.email)
                     AND before.tenant_id = u.tenant_id AND before.local_id = u.local_id
                 RETURNING before.email_verified
                 """, logger: logger)
@@ -218,14 +218,14 @@ extension OobAccounts {
                 // had (by whoever created the account, perhaps, to keep a way in) are unlinked, as a trusted
                 // provider's takeover does (docs/protocol/accounts.md#verified-email-and-automatic-linking).
                 try await connection.query(
-                    "DELETE FROM provider_links WHERE tenant_id = \(scope) AND local_id = \(localId)",
+                    "DELETE FROM provider_links WHERE tenant_id = \(scope: scope) AND local_id = \(localId)",
                     logger: logger)
                 // Nor may a notice sent before give the account back to another address (a recovery
                 // code outlives credential changes, `readCode`).
                 try await connection.query(
                     """
                     UPDATE oob_codes SET used_at = now()
-                    WHERE tenant_id = \(scope) AND local_id = \(localId) AND request_type = 'RECOVER_EMAIL'
+                    WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND request_type = 'RECOVER_EMAIL'
                         AND used_at IS NULL
                     """, logger: logger)
             }
@@ -282,7 +282,7 @@ extension OobAccounts {
                     """
                     UPDATE users SET email_verified = true, email = \(email),
                         valid_since = CASE WHEN \(changing) THEN \(now / 1000) ELSE valid_since END
-                    WHERE tenant_id = \(scope) AND local_id = \(localId)
+                    WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
                     """, logger: logger)
                 if changing {
                     // A new address ends the older sessions, as every email change does; a restored
@@ -342,7 +342,7 @@ extension OobAccounts {
         try await connection.query(
             """
             UPDATE users SET initial_email = \(oldEmail)
-            WHERE tenant_id = \(scope) AND local_id = \(before.localId) AND initial_email IS NULL
+            WHERE tenant_id = \(scope: scope) AND local_id = \(before.localId) AND initial_email IS NULL
             """, logger: logger)
         let code = Base64URL.encode(Secrets.randomBytes(32))
         // `credential_seq` is not compared for this type (`readCode`): the notice must outlive what a
@@ -350,7 +350,7 @@ extension OobAccounts {
         try await connection.query(
             """
             INSERT INTO oob_codes (code_hash, tenant_id, local_id, request_type, email, new_email, expires_at)
-            VALUES (\(Secrets.tokenHash(code)), \(scope), \(before.localId), \(OobRequestType.recoverEmail.rawValue),
+            VALUES (\(Secrets.tokenHash(code)), \(scope: scope), \(before.localId), \(OobRequestType.recoverEmail.rawValue),
                 \(oldEmail), \(newEmail), now() + make_interval(secs => \(ttl.timeInterval)))
             """, logger: logger)
         let appName = try await AccountRows.appName(connection, scope: scope, logger: logger)
@@ -363,7 +363,7 @@ extension OobAccounts {
         try await connection.query(
             """
             INSERT INTO mail_outbox (tenant_id, recipient, subject, body)
-            VALUES (\(scope), \(oldEmail), \(mail.subject), \(mail.body))
+            VALUES (\(scope: scope), \(oldEmail), \(mail.subject), \(mail.body))
             """, logger: logger)
         logger.info(
             "out-of-band code queued",
@@ -412,7 +412,7 @@ extension AccountRows {
                     AND c.credential_seq IS DISTINCT FROM u.credential_seq)),
                 now() > c.expires_at, coalesce(u.disabled, false)
             FROM oob_codes c LEFT JOIN users u ON u.tenant_id = c.tenant_id AND u.local_id = c.local_id
-            WHERE c.code_hash = \(hash) AND c.tenant_id = \(scope)
+            WHERE c.code_hash = \(hash) AND c.tenant_id = \(scope: scope)
             """, logger: logger)
         for try await (localId, type, email, newEmail, used, stale, expired, disabled) in rows.decode(
             (String?, String, String, String?, Bool, Bool, Bool, Bool).self)
@@ -443,15 +443,15 @@ extension AccountRows {
                         AND (c.request_type = 'RECOVER_EMAIL' OR u.credential_seq = c.credential_seq)))
             RETURNING tenant_id, local_id, request_type, email
             """, logger: logger)
-        for try await (scope, localId, type, email) in rows.decode((String, String?, String, String).self) {
+        for try await (scope, localId, type, email) in rows.decode((Scope, String?, String, String).self) {
             try await connection.query(
                 """
                 UPDATE oob_codes SET used_at = now()
-                WHERE tenant_id = \(scope) AND request_type = \(type) AND used_at IS NULL
+                WHERE tenant_id = \(scope: scope) AND request_type = \(type) AND used_at IS NULL
                     AND (local_id = \(localId) OR (\(localId)::text IS NULL AND local_id IS NULL AND email = \(email)))
                     AND (request_type <> 'RECOVER_EMAIL'
                         OR created_at >= (
-                            SELECT created_at FROM oob_codes WHERE tenant_id = \(scope) AND code_hash = \(hash)))
+                            SELECT created_at FROM oob_codes WHERE tenant_id = \(scope: scope) AND code_hash = \(hash)))
                 """, logger: logger)
             return
         }
@@ -462,7 +462,7 @@ extension AccountRows {
         -> String?
     {
         let rows = try await connection.query(
-            "SELECT local_id FROM users WHERE tenant_id = \(scope) AND email = \(email)", logger: logger)
+            "SELECT local_id FROM users WHERE tenant_id = \(scope: scope) AND email = \(email)", logger: logger)
         for try await id in rows.decode(String.self) { return id }
         return nil
     }
@@ -470,7 +470,7 @@ extension AccountRows {
     /// `%APP_NAME%`: the tenant's display name, or the project id for the default scope.
     static func appName(_ connection: PostgresConnection, scope: Scope, logger: Logger) async throws -> String {
         let rows = try await connection.query(
-            "SELECT display_name FROM tenants WHERE tenant_id = \(scope)", logger: logger)
+            "SELECT display_name FROM tenants WHERE tenant_id = \(scope: scope)", logger: logger)
         for try await name in rows.decode(String.self) where !name.isEmpty { return name }
         return "Tessera"
     }

@@ -24,7 +24,7 @@ final class HashKeyStore: Sendable {
         try await client.query(
             """
             UPDATE tenants SET hash_signer_key = \(signer), hash_salt_separator = \(separator)
-            WHERE tenant_id = \(scope) AND hash_signer_key IS NULL
+            WHERE tenant_id = \(scope: scope) AND hash_signer_key IS NULL
             """, logger: logger)
         guard let own = try await tenantKey(client, scope: scope, logger: logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
@@ -34,7 +34,8 @@ final class HashKeyStore: Sendable {
 
     private func tenantKey(_ client: Database, scope: Scope, logger: Logger) async throws -> HashKey? {
         let rows = try await client.query(
-            "SELECT hash_signer_key, hash_salt_separator FROM tenants WHERE tenant_id = \(scope)", logger: logger)
+            "SELECT hash_signer_key, hash_salt_separator FROM tenants WHERE tenant_id = \(scope: scope)", logger: logger
+        )
         var found = false
         for try await (signer, separator) in rows.decode((String?, String?).self) {
             found = true
@@ -177,7 +178,7 @@ extension PasswordAccounts {
                             password_algorithm = \(stored.algorithm), password_params = \(stored.params),
                             password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now),
                             valid_since = \(now / 1000), last_login_at = \(now), is_anonymous = false, anonymous_due_at = NULL
-                        WHERE tenant_id = \(scope) AND local_id = \(localId)
+                        WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
                         """, logger: logger)
                     try await AccountRows.revokeSessions(
                         connection, scope: scope, localId: localId, reason: "credential_change", logger: logger)
@@ -190,7 +191,7 @@ extension PasswordAccounts {
                         INSERT INTO users (tenant_id, local_id, email, display_name, valid_since, created_at,
                             last_login_at, last_refresh_at, password_algorithm, password_params, password_salt,
                             password_hash, password_updated_at)
-                        VALUES (\(scope), \(localId), \(request.email), \(request.displayName), \(now / 1000), \(now),
+                        VALUES (\(scope: scope), \(localId), \(request.email), \(request.displayName), \(now / 1000), \(now),
                             \(now), \(now), \(stored.algorithm), \(stored.params), \(stored.salt), \(stored.hash), \(now))
                         """, logger: logger)
                 }
@@ -388,21 +389,21 @@ extension PasswordAccounts {
                     UPDATE users SET display_name = \(displayName), photo_url = \(photoUrl), email = \(email),
                         email_verified = \(emailVerified),
                         valid_since = CASE WHEN \(revoking) THEN \(now / 1000) ELSE valid_since END
-                    WHERE tenant_id = \(scope) AND local_id = \(request.localId)
+                    WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId)
                     """, logger: logger)
                 if let stored {
                     try await connection.query(
                         """
                         UPDATE users SET password_algorithm = \(stored.algorithm), password_params = \(stored.params),
                             password_salt = \(stored.salt), password_hash = \(stored.hash), password_updated_at = \(now)
-                        WHERE tenant_id = \(scope) AND local_id = \(request.localId)
+                        WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId)
                         """, logger: logger)
                 } else if removePassword {
                     try await connection.query(
                         """
                         UPDATE users SET password_algorithm = NULL, password_params = NULL, password_salt = NULL,
                             password_hash = NULL, password_updated_at = NULL
-                        WHERE tenant_id = \(scope) AND local_id = \(request.localId)
+                        WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId)
                         """, logger: logger)
                 }
                 let federated = Array(deleteProviders.subtracting(["password"]))
@@ -410,7 +411,7 @@ extension PasswordAccounts {
                     try await connection.query(
                         """
                         DELETE FROM provider_links
-                        WHERE tenant_id = \(scope) AND local_id = \(request.localId) AND provider_id = ANY(\(federated))
+                        WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId) AND provider_id = ANY(\(federated))
                         """, logger: logger)
                 }
                 // Anonymous = no password and no linked provider; an upgraded account is never due
@@ -422,7 +423,7 @@ extension PasswordAccounts {
                         anonymous_due_at = CASE WHEN u.password_hash IS NULL AND NOT u.custom_auth AND NOT EXISTS (
                             SELECT 1 FROM provider_links l WHERE l.tenant_id = u.tenant_id AND l.local_id = u.local_id)
                             THEN u.anonymous_due_at END
-                    WHERE u.tenant_id = \(scope) AND u.local_id = \(request.localId)
+                    WHERE u.tenant_id = \(scope: scope) AND u.local_id = \(request.localId)
                     """, logger: logger)
                 var session: SessionInfo?
                 if revoking {
@@ -454,7 +455,7 @@ extension PasswordAccounts {
 
     func emailTaken(scope: Scope, email: String, logger: Logger) async throws -> Bool {
         let rows = try await client.query(
-            "SELECT 1 FROM users WHERE tenant_id = \(scope) AND email = \(email)", logger: logger)
+            "SELECT 1 FROM users WHERE tenant_id = \(scope: scope) AND email = \(email)", logger: logger)
         for try await _ in rows.decode(Int.self) { return true }
         return false
     }
@@ -470,7 +471,7 @@ where Row == (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool) {
 extension ScopeFlagsStatement {
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 1)
-        bindings.append(scope)
+        bindings.append(scope: scope)
         return bindings
     }
 
@@ -541,7 +542,7 @@ struct PasswordSignIn: PostgresPreparedStatement {
             SELECT $11, tenant_id, $9, $3 / 1000 FROM u
         )
         SELECT \(UsersByID.columns)
-        FROM u \(UsersByID.linksJoin(tenant: "u.tenant_id", localId: "u.local_id"))
+        FROM u \(UsersByID.linksJoin)
         ORDER BY l.provider_id
         """
     typealias Row = AccountRows.UserRow
@@ -555,7 +556,7 @@ struct PasswordSignIn: PostgresPreparedStatement {
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 11)
-        bindings.append(scope)
+        bindings.append(scope: scope)
         bindings.append(localId)
         bindings.append(nowMillis)
         bindings.append(current.algorithm)
@@ -578,7 +579,8 @@ extension AccountRows {
         -> Bool
     {
         let rows = try await connection.query(
-            "SELECT 1 FROM users WHERE tenant_id = \(scope) AND local_id = \(localId) FOR UPDATE", logger: logger)
+            "SELECT 1 FROM users WHERE tenant_id = \(scope: scope) AND local_id = \(localId) FOR UPDATE", logger: logger
+        )
         for try await _ in rows.decode(Int.self) { return true }
         return false
     }
@@ -598,11 +600,11 @@ extension AccountRows {
         try await connection.query(
             """
             UPDATE refresh_families SET revoked_at = now(), revoked_reason = \(reason)
-            WHERE tenant_id = \(scope) AND local_id = \(localId) AND revoked_at IS NULL
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND revoked_at IS NULL
                 AND created_at < to_timestamp(\(cutoff))
             """, logger: logger)
         try await connection.query(
-            "UPDATE users SET credential_seq = credential_seq + 1 WHERE tenant_id = \(scope) AND local_id = \(localId)",
+            "UPDATE users SET credential_seq = credential_seq + 1 WHERE tenant_id = \(scope: scope) AND local_id = \(localId)",
             logger: logger)
     }
 }

@@ -32,16 +32,16 @@ struct SessionAccounts: Sendable {
                 WITH new_user AS (
                     INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,
                         is_anonymous, anonymous_due_at)
-                    VALUES (\(scope), \(localId), \(nowSeconds), \(now), \(now), \(now), true,
+                    VALUES (\(scope: scope), \(localId), \(nowSeconds), \(now), \(now), \(now), true,
                         CASE WHEN \(autodelete) THEN now() + make_interval(secs => \(retentionSeconds)) END)
                 ), new_family AS (
                     INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
                         expires_at, created_at)
-                    VALUES (\(scope), \(familyId), \(localId), 'anonymous', \(nowSeconds),
+                    VALUES (\(scope: scope), \(familyId), \(localId), 'anonymous', \(nowSeconds),
                         to_timestamp(\(Double(sessionExpiresAt))), to_timestamp(\(Double(nowSeconds))))
                 )
                 INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
-                VALUES (\(refreshTokenHash), \(scope), \(familyId), \(nowSeconds))
+                VALUES (\(refreshTokenHash), \(scope: scope), \(familyId), \(nowSeconds))
                 """, logger: logger)
             let session = SessionInfo(
                 newFamily: familyId, provider: "anonymous", authTime: nowSeconds, extraClaims: nil)
@@ -87,7 +87,7 @@ struct SessionAccounts: Sendable {
         let rows = try await client.query(
             """
             SELECT revoked_at IS NOT NULL FROM refresh_families
-            WHERE tenant_id = \(scope) AND family_id = \(family) AND local_id = \(localId)
+            WHERE tenant_id = \(scope: scope) AND family_id = \(family) AND local_id = \(localId)
             """, logger: logger)
         for try await revoked in rows.decode(Bool.self) { return revoked }
         return true

@@ -19,7 +19,7 @@ extension AdminUsers {
         let rows = try await client.query(
             """
             SELECT sign_in_provider, created_at, last_used_at, expires_at, revoked_at, revoked_reason
-            FROM refresh_families WHERE tenant_id = \(scope) AND local_id = \(localId)
+            FROM refresh_families WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
             ORDER BY created_at DESC LIMIT \(limit)
             """, logger: logger)
         var sessions: [UserSession] = []

@@ -11,11 +11,11 @@ public struct AdminCredentialStore: Sendable {
     /// Where the Admin SDKs' emulator-mode token (`Bearer owner`) acts, when the operator turned it on
     /// (`TESSERA_OWNER_TOKEN_SCOPE`); nil: refused like any unknown credential
     /// (docs/protocol/admin.md#the-admin-plane).
-    var ownerScope: OwnerTokenScope? = nil
+    var ownerScope: Owner? = nil
 
     public struct Credential: Sendable {
         var credentialId: String
-        var tenantId: String?
+        var owner: Owner
         var displayName: String
         var createTime: Date
     }
@@ -26,7 +26,7 @@ public struct AdminCredentialStore: Sendable {
         if Secrets.constantTimeEquals(secret, bootstrapSecret) { return .bootstrap }
         // The emulator accepts `owner` in any case; only where the operator allowed it, and audited as such.
         if let ownerScope, secret.lowercased() == "owner" {
-            return AdminPrincipal(credentialId: "owner", tenantId: ownerScope.tenantId)
+            return AdminPrincipal(credentialId: "owner", owner: ownerScope)
         }
         let rows = try await client.query(
             """
@@ -34,57 +34,58 @@ public struct AdminCredentialStore: Sendable {
             WHERE secret_hash = \(Secrets.tokenHash(secret)) AND revoked_at IS NULL
             """, logger: logger)
         for try await (id, tenant) in rows.decode((String, String?).self) {
-            return AdminPrincipal(credentialId: id, tenantId: tenant)
+            return AdminPrincipal(credentialId: id, owner: Owner(column: tenant))
         }
         return nil
     }
 
-    func create(tenant: String?, displayName: String, logger: Logger) async throws -> (Credential, String) {
+    func create(owner: Owner, displayName: String, logger: Logger) async throws -> (Credential, String) {
         let id = "cred-" + Secrets.randomAlphanumeric(16).lowercased()
         let secret = "tsa_" + Base64URL.encode(Secrets.randomBytes(32))
         let rows = try await client.query(
             """
             INSERT INTO admin_credentials (credential_id, tenant_id, display_name, secret_hash)
-            VALUES (\(id), \(tenant), \(displayName), \(Secrets.tokenHash(secret))) RETURNING created_at
+            VALUES (\(id), \(owner: owner), \(displayName), \(Secrets.tokenHash(secret))) RETURNING created_at
             """, logger: logger)
         var created = Date()
         for try await time in rows.decode(Date.self) { created = time }
-        return (Credential(credentialId: id, tenantId: tenant, displayName: displayName, createTime: created), secret)
+        return (Credential(credentialId: id, owner: owner, displayName: displayName, createTime: created), secret)
     }
 
     /// A page of live credentials in id order, after `after` (the previous page's last id).
-    func list(tenant: String?, after: String?, limit: Int, logger: Logger) async throws -> [Credential] {
+    func list(owner: Owner, after: String?, limit: Int, logger: Logger) async throws -> [Credential] {
         let rows = try await client.query(
             """
             SELECT credential_id, tenant_id, display_name, created_at FROM admin_credentials
-            WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL AND credential_id > \(after ?? "")
+            WHERE tenant_id IS NOT DISTINCT FROM \(owner: owner) AND revoked_at IS NULL AND credential_id > \(after ?? "")
             ORDER BY credential_id LIMIT \(limit)
             """, logger: logger)
         var result: [Credential] = []
-        for try await (id, tenantId, name, created) in rows.decode((String, String?, String, Date).self) {
-            result.append(Credential(credentialId: id, tenantId: tenantId, displayName: name, createTime: created))
+        for try await (id, tenant, name, created) in rows.decode((String, String?, String, Date).self) {
+            result.append(
+                Credential(credentialId: id, owner: Owner(column: tenant), displayName: name, createTime: created))
         }
         return result
     }
 
-    func revoke(id: String, tenant: String?, logger: Logger) async throws -> Bool {
+    func revoke(id: String, owner: Owner, logger: Logger) async throws -> Bool {
         let rows = try await client.query(
             """
             UPDATE admin_credentials SET revoked_at = now()
-            WHERE credential_id = \(id) AND tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL
+            WHERE credential_id = \(id) AND tenant_id IS NOT DISTINCT FROM \(owner: owner) AND revoked_at IS NULL
             RETURNING credential_id
             """, logger: logger)
         for try await _ in rows.decode(String.self) { return true }
         return false
     }
 
-    func audit(tenant: String, actor: String, action: String, target: String, requestID: String, logger: Logger)
+    func audit(scope: Scope, actor: String, action: String, target: String, requestID: String, logger: Logger)
         async throws
     {
         try await client.query(
             """
             INSERT INTO audit_log (tenant_id, actor, action, target, request_id)
-            VALUES (\(tenant), \(actor), \(action), \(target), \(requestID))
+            VALUES (\(scope: scope), \(actor), \(action), \(target), \(requestID))
             """, logger: logger)
     }
 
@@ -98,13 +99,13 @@ public struct AdminCredentialStore: Sendable {
     }
 
     /// Newest first; `before` is the id the previous page ended at.
-    func auditEntries(tenant: String, before: Int64?, limit: Int, logger: Logger) async throws
+    func auditEntries(scope: Scope, before: Int64?, limit: Int, logger: Logger) async throws
         -> [(Int64, AuditEntry)]
     {
         let rows = try await client.query(
             """
             SELECT id, time, actor, action, target, request_id FROM audit_log
-            WHERE tenant_id = \(tenant) AND id < \(before ?? Int64.max) ORDER BY id DESC LIMIT \(limit)
+            WHERE tenant_id = \(scope: scope) AND id < \(before ?? Int64.max) ORDER BY id DESC LIMIT \(limit)
             """, logger: logger)
         var result: [(Int64, AuditEntry)] = []
         for try await (id, time, actor, action, target, requestID) in rows.decode(
@@ -115,7 +116,7 @@ public struct AdminCredentialStore: Sendable {
                     id,
                     AuditEntry(
                         time: RFC3339.seconds(time), actor: actor, action: action, target: target,
-                        tenantId: tenant.isEmpty ? nil : tenant, requestId: requestID)
+                        tenantId: scope.tenantID, requestId: requestID)
                 ))
         }
         return result
@@ -147,10 +148,10 @@ struct AdminCredentialController<Tenants: TenantStore> {
     }
 
     func wire(_ credential: AdminCredentialStore.Credential, secret: String? = nil) -> CredentialWire {
-        let scope = credential.tenantId.map { "projects/\(projectID)/tenants/\($0)" } ?? "projects/\(projectID)"
+        let scope = credential.owner.tenant.map { "projects/\(projectID)/tenants/\($0.key)" } ?? "projects/\(projectID)"
         return CredentialWire(
             name: "\(scope)/adminCredentials/\(credential.credentialId)", credentialId: credential.credentialId,
-            tenantId: credential.tenantId, displayName: credential.displayName,
+            tenantId: credential.owner.tenantID, displayName: credential.displayName,
             createTime: RFC3339.seconds(credential.createTime), secret: secret)
     }
 
@@ -161,7 +162,7 @@ struct AdminCredentialController<Tenants: TenantStore> {
     @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<CredentialWire> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let (credential, secret) = try await store.create(
-            tenant: try await tenants.tenantID(of: context), displayName: body.displayName ?? "", logger: context.logger
+            owner: context.owner, displayName: body.displayName ?? "", logger: context.logger
         )
         context.logger.info("admin credential created", metadata: ["credential.id": .string(credential.credentialId)])
         return JSONResponse(wire(credential, secret: secret))
@@ -178,7 +179,7 @@ struct AdminCredentialController<Tenants: TenantStore> {
         let size = request.adminPageSize
         let page = Page(
             fetched: try await store.list(
-                tenant: try await tenants.tenantID(of: context), after: request.pageToken, limit: size + 1,
+                owner: context.owner, after: request.pageToken, limit: size + 1,
                 logger: context.logger),
             size: size)
         return JSONResponse(
@@ -187,7 +188,7 @@ struct AdminCredentialController<Tenants: TenantStore> {
 
     @Sendable func revoke(_ request: Request, context: AdminContext) async throws -> JSONResponse<EmptyObject> {
         let id = try context.parameters.require("credential")
-        guard try await store.revoke(id: id, tenant: try await tenants.tenantID(of: context), logger: context.logger)
+        guard try await store.revoke(id: id, owner: context.owner, logger: context.logger)
         else {
             throw FirebaseError.invalid(.credentialNotFound)
         }
@@ -201,36 +202,13 @@ struct AdminCredentialController<Tenants: TenantStore> {
     }
 
     @Sendable func auditLog(_ request: Request, context: AdminContext) async throws -> JSONResponse<AuditPage> {
-        let scope = try await tenants.tenantID(of: context) ?? ""
+        let scope = try context.scope
         let size = request.adminPageSize
         let page = Page(
             fetched: try await store.auditEntries(
-                tenant: scope, before: request.pageToken.flatMap { Int64($0) }, limit: size + 1,
+                scope: scope, before: request.pageToken.flatMap { Int64($0) }, limit: size + 1,
                 logger: context.logger),
             size: size)
         return JSONResponse(AuditPage(entries: page.rows.map(\.1), nextPageToken: page.nextToken { String($0.0) }))
-    }
-}
-
-/// `TESSERA_OWNER_TOKEN_SCOPE`: `project` (a project admin) or `tenants/<id>` (that tenant's admin).
-public enum OwnerTokenScope: Sendable, Equatable {
-    case project
-    case tenant(String)
-
-    var tenantId: String? {
-        if case .tenant(let id) = self { return id }
-        return nil
-    }
-
-    public init?(_ text: String) {
-        if text == "project" {
-            self = .project
-        } else if text.hasPrefix("tenants/"), case let id = String(text.dropFirst("tenants/".count)), !id.isEmpty,
-            !id.contains("/")
-        {
-            self = .tenant(id)
-        } else {
-            return nil
-        }
     }
 }

@@ -104,8 +104,8 @@ struct CleanupStore: Sendable {
                 AND u.anonymous_due_at <= now())
             ORDER BY t.tenant_id
             """, logger: logger)
-        var tenants: [String] = []
-        for try await tenant in rows.decode(String.self) { tenants.append(tenant) }
+        var tenants: [Scope] = []
+        for try await tenant in rows.decode(Scope.self) { tenants.append(tenant) }
         return CleanupLeaseResponse(lease: CleanupLease(holder: request.holder, token: token), tenants: tenants)
     }
 
@@ -135,31 +135,31 @@ struct CleanupStore: Sendable {
     func deleteDue(_ request: CleanupDeleteDueRequest, requestID: String, logger: Logger) async throws
         -> CleanupDeleteDueResponse
     {
-        let scope = request.tenantId
+        let scope = request.scope
         let limit = max(1, min(request.limit, 10_000))
         let lease = request.lease
         let rows = try await client.query(
             """
             WITH lease AS (\(renewing: lease, for: request.ttlSeconds)), listed AS (
                 SELECT local_id, row_number() OVER (ORDER BY anonymous_due_at, local_id) AS position FROM users
-                WHERE tenant_id = \(scope) AND is_anonymous AND anonymous_due_at <= now()
+                WHERE tenant_id = \(scope: scope) AND is_anonymous AND anonymous_due_at <= now()
                     AND EXISTS (SELECT 1 FROM lease)
                 ORDER BY anonymous_due_at, local_id LIMIT \(limit + 1)
             ), due AS (
                 SELECT local_id FROM listed WHERE position <= \(limit)
             ), gone AS (
                 DELETE FROM users
-                WHERE tenant_id = \(scope) AND local_id IN (SELECT local_id FROM due) AND is_anonymous
+                WHERE tenant_id = \(scope: scope) AND local_id IN (SELECT local_id FROM due) AND is_anonymous
                     AND anonymous_due_at <= now()
                 RETURNING local_id
             ), revoked AS (
                 UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'user_deleted'
-                WHERE tenant_id = \(scope) AND local_id IN (SELECT local_id FROM gone) AND revoked_at IS NULL
+                WHERE tenant_id = \(scope: scope) AND local_id IN (SELECT local_id FROM gone) AND revoked_at IS NULL
             ), batch AS (
                 SELECT count(*) AS deleted FROM gone
             ), stats AS (
                 INSERT INTO cleanup_stats (tenant_id, last_sweep_id, last_sweep_at, last_sweep_deleted, total_deleted)
-                SELECT \(scope), \(lease.token), now(), deleted, deleted FROM batch WHERE deleted > 0
+                SELECT \(scope: scope), \(lease.token), now(), deleted, deleted FROM batch WHERE deleted > 0
                 ON CONFLICT (tenant_id) DO UPDATE SET
                     last_sweep_deleted = CASE WHEN cleanup_stats.last_sweep_id = EXCLUDED.last_sweep_id
                         THEN cleanup_stats.last_sweep_deleted + EXCLUDED.last_sweep_deleted
@@ -168,7 +168,7 @@ struct CleanupStore: Sendable {
                     total_deleted = cleanup_stats.total_deleted + EXCLUDED.total_deleted
             ), audit AS (
                 INSERT INTO audit_log (tenant_id, actor, action, target, request_id)
-                SELECT \(scope), 'system:cleanup', 'anonymousCleanup.delete', 'users:' || deleted, \(requestID)
+                SELECT \(scope: scope), 'system:cleanup', 'anonymousCleanup.delete', 'users:' || deleted, \(requestID)
                 FROM batch WHERE deleted > 0
             )
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM due), (SELECT deleted FROM batch),
@@ -192,7 +192,7 @@ struct CleanupStore: Sendable {
         let scopes = try await client.query(
             """
             SELECT t.tenant_id FROM tenants t
-            WHERE (\(request.after == nil) OR t.tenant_id > \(request.after ?? "")) AND (
+            WHERE (\(request.after == nil) OR t.tenant_id > \(scope: request.after ?? .project)) AND (
                 EXISTS (SELECT 1 FROM refresh_families f
                     WHERE f.tenant_id = t.tenant_id AND \(prunable: .session, by: request))
                 OR EXISTS (SELECT 1 FROM oob_codes c WHERE c.tenant_id = t.tenant_id AND \(prunable: .code, by: request))
@@ -203,10 +203,10 @@ struct CleanupStore: Sendable {
                     WHERE a.tenant_id = t.tenant_id AND \(prunable: .authFlow, by: request)))
             ORDER BY t.tenant_id
             """, logger: logger)
-        var tenants: [String] = []
-        for try await tenant in scopes.decode(String.self) { tenants.append(tenant) }
+        var tenants: [Scope] = []
+        for try await tenant in scopes.decode(Scope.self) { tenants.append(tenant) }
         let deadline = ContinuousClock.now + housekeepingBudget
-        var finished: String?
+        var finished: Scope?
         for tenant in tenants {
             // Stop between tenants once the budget is spent; the worker calls again from here.
             if ContinuousClock.now > deadline, let finished {
@@ -215,7 +215,7 @@ struct CleanupStore: Sendable {
             }
             defer { finished = tenant }
             while true {
-                let counts = try await prune(tenant: tenant, request: request, limit: limit, logger: logger)
+                let counts = try await prune(scope: tenant, request: request, limit: limit, logger: logger)
                 result.sessions += counts.sessions
                 result.codes += counts.codes
                 result.mails += counts.mails
@@ -227,40 +227,40 @@ struct CleanupStore: Sendable {
 
     /// One bounded batch of one scope's pruning, in one statement: renew the lease (nothing is
     /// deleted without it), then the sessions, codes, mail and rate-limit windows past their time.
-    func prune(tenant: String, request: HousekeepingRequest, limit: Int, logger: Logger) async throws
+    func prune(scope: Scope, request: HousekeepingRequest, limit: Int, logger: Logger) async throws
         -> HousekeepingResponse
     {
         let lease = request.lease
         let rows = try await client.query(
             """
             WITH lease AS (\(renewing: lease, for: request.ttlSeconds)), sessions AS (
-                DELETE FROM refresh_families WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
+                DELETE FROM refresh_families WHERE tenant_id = \(scope: scope) AND EXISTS (SELECT 1 FROM lease)
                     AND family_id IN (
                         SELECT family_id FROM refresh_families
-                        WHERE tenant_id = \(tenant) AND \(prunable: .session, by: request) LIMIT \(limit))
+                        WHERE tenant_id = \(scope: scope) AND \(prunable: .session, by: request) LIMIT \(limit))
                 RETURNING 1
             ), codes AS (
-                DELETE FROM oob_codes WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
+                DELETE FROM oob_codes WHERE tenant_id = \(scope: scope) AND EXISTS (SELECT 1 FROM lease)
                     AND code_hash IN (
                         SELECT code_hash FROM oob_codes
-                        WHERE tenant_id = \(tenant) AND \(prunable: .code, by: request) LIMIT \(limit))
+                        WHERE tenant_id = \(scope: scope) AND \(prunable: .code, by: request) LIMIT \(limit))
                 RETURNING 1
             ), mails AS (
-                DELETE FROM mail_outbox WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
+                DELETE FROM mail_outbox WHERE tenant_id = \(scope: scope) AND EXISTS (SELECT 1 FROM lease)
                     AND id IN (
                         SELECT id FROM mail_outbox
-                        WHERE tenant_id = \(tenant) AND \(prunable: .mail, by: request) LIMIT \(limit))
+                        WHERE tenant_id = \(scope: scope) AND \(prunable: .mail, by: request) LIMIT \(limit))
                 RETURNING 1
             ), counters AS (
                 DELETE FROM rate_counters WHERE EXISTS (SELECT 1 FROM lease)
                     AND (tenant_id, bucket, key, window_start) IN (
                         SELECT tenant_id, bucket, key, window_start FROM rate_counters
-                        WHERE tenant_id = \(tenant) AND \(prunable: .counter, by: request) LIMIT \(limit))
+                        WHERE tenant_id = \(scope: scope) AND \(prunable: .counter, by: request) LIMIT \(limit))
             ), flows AS (
-                DELETE FROM auth_flows WHERE tenant_id = \(tenant) AND EXISTS (SELECT 1 FROM lease)
+                DELETE FROM auth_flows WHERE tenant_id = \(scope: scope) AND EXISTS (SELECT 1 FROM lease)
                     AND state_hash IN (
                         SELECT state_hash FROM auth_flows
-                        WHERE tenant_id = \(tenant) AND \(prunable: .authFlow, by: request) LIMIT \(limit))
+                        WHERE tenant_id = \(scope: scope) AND \(prunable: .authFlow, by: request) LIMIT \(limit))
             )
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM sessions), (SELECT count(*) FROM codes),
                 (SELECT count(*) FROM mails)
@@ -316,7 +316,7 @@ struct CleanupStore: Sendable {
                 """
                 SELECT count(*), count(anonymous_due_at),
                     min(coalesce(anonymous_due_at, now() + make_interval(secs => \(retention))))
-                FROM users WHERE tenant_id = \(scope) AND is_anonymous
+                FROM users WHERE tenant_id = \(scope: scope) AND is_anonymous
                 """, logger: logger)
             var preview = Preview(anonymousUsers: 0, alreadyScheduled: 0, firstDueTime: nil, buckets: [])
             for try await (all, scheduled, first) in totals.decode((Int64, Int64, Date?).self) {
@@ -328,7 +328,7 @@ struct CleanupStore: Sendable {
                 """
                 SELECT to_timestamp((floor(extract(epoch FROM due) / \(bucketSeconds)) + 1) * \(bucketSeconds)), count(*)
                 FROM (SELECT coalesce(anonymous_due_at, now() + make_interval(secs => \(retention))) AS due
-                      FROM users WHERE tenant_id = \(scope) AND is_anonymous) d
+                      FROM users WHERE tenant_id = \(scope: scope) AND is_anonymous) d
                 GROUP BY 1 ORDER BY 1
                 """, logger: logger)
             for try await (end, count) in buckets.decode((Date, Int64).self) {
@@ -359,7 +359,7 @@ struct CleanupStore: Sendable {
                 LEFT JOIN cleanup_stats st ON st.tenant_id = t.tenant_id
                 LEFT JOIN LATERAL (SELECT sweep_id, finished_at FROM cleanup_sweeps WHERE finished_at IS NOT NULL
                     ORDER BY sweep_id DESC LIMIT 1) s ON true
-                WHERE t.tenant_id = \(scope)
+                WHERE t.tenant_id = \(scope: scope)
                 """, logger: logger)
             for try await row in rows.decode((Bool, Date?, Int64?, Int64?, Int64, Int64, Int64).self) {
                 let lastDeleted = row.2 != nil && row.2 == row.3 ? row.4 : 0
@@ -382,7 +382,7 @@ struct CleanupController<Tenants: TenantStore> {
         for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {
             group.get("\(scope)/anonymousCleanup") { _, context in
                 JSONResponse(
-                    try await store.status(scope: try await tenants.scope(of: context), logger: context.logger))
+                    try await store.status(scope: context.scope, logger: context.logger))
             }
             group.get("\(scope)/anonymousCleanup:preview") { request, context in
                 let bucket = request.uri.queryParameters.get("bucket") ?? "day"
@@ -391,7 +391,7 @@ struct CleanupController<Tenants: TenantStore> {
                 }
                 return JSONResponse(
                     try await store.preview(
-                        scope: try await tenants.scope(of: context), bucketSeconds: seconds, logger: context.logger))
+                        scope: context.scope, bucketSeconds: seconds, logger: context.logger))
             }
         }
     }

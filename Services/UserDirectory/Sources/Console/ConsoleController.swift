@@ -6,9 +6,9 @@ import NIOCore
 import TesseraShared
 
 /// The admin console (issue #25): server-rendered pages at `/console/` on the admin plane. Its
-/// handlers take an `AdminContext` built from the console session, resolve their scope with the
-/// admin API's own `tenants.scope(of:)`, and call the same stores as the API; writes are audited by
-/// `AdminAuditMiddleware`, as the API's are.
+/// handlers take an `AdminContext` built from the console session, whose path scope the session
+/// middleware resolved as the admin API's does, and call the same stores as the API; writes are
+/// audited by `AdminAuditMiddleware`, as the API's are.
 struct ConsoleController<Tenants: TenantStore> {
     let sessions: ConsoleSessionStore
     let credentials: AdminCredentialStore
@@ -35,12 +35,12 @@ struct ConsoleController<Tenants: TenantStore> {
         console.get("sign-in", use: signInPage)
         console.post("sign-in", use: signIn)
 
-        let signedIn = console.group().add(middleware: ConsoleSessionMiddleware(sessions: sessions, authorize: false))
+        let signedIn = console.group().add(middleware: ConsoleSessionMiddleware(sessions: sessions, tenants: nil))
         signedIn.get("/", use: home)
         signedIn.post("sign-out", use: signOut)
 
         let pages = console.group()
-            .add(middleware: ConsoleSessionMiddleware(sessions: sessions, authorize: true))
+            .add(middleware: ConsoleSessionMiddleware(sessions: sessions, tenants: tenants))
             .group(context: AdminContext.self)
             .add(middleware: AdminAuditMiddleware(credentials: credentials))
         for base in Self.scopeBases {
@@ -122,7 +122,7 @@ struct ConsoleController<Tenants: TenantStore> {
         }
         let (token, _) = try await sessions.open(principal, secret: secret, logger: context.logger)
         try await credentials.audit(
-            tenant: principal.tenantId ?? "", actor: principal.credentialId, action: "POST /console/sign-in",
+            scope: principal.owner.tenant ?? .project, actor: principal.credentialId, action: "POST /console/sign-in",
             target: "console", requestID: context.requestID, logger: context.logger)
         context.logger.info("console sign-in", metadata: ["admin.credential": .string(principal.credentialId)])
         var response = Response(status: .seeOther, headers: [.location: "/console/"])
@@ -144,8 +144,8 @@ struct ConsoleController<Tenants: TenantStore> {
     /// A project admin sees every scope; a tenant's admin goes straight to its tenant.
     @Sendable func home(_ request: Request, context: DirectoryContext) async throws -> Response {
         guard let principal = context.admin else { throw ConsoleRedirect.signIn }
-        if let own = principal.tenantId {
-            throw ConsoleRedirect(location: "/console/tenants/\(Self.segment(own))/users")
+        if let own = principal.owner.tenant {
+            throw ConsoleRedirect(location: "/console/tenants/\(Self.segment(own.key))/users")
         }
         let (project, _) = try await tenants.projectConfig(logger: context.logger)
         var scopes: [[String: Any]] = [
@@ -153,8 +153,8 @@ struct ConsoleController<Tenants: TenantStore> {
         ]
         for tenant in try await allTenants(logger: context.logger) {
             scopes.append([
-                "name": tenant.displayName.isEmpty ? tenant.tenantId : tenant.displayName, "id": tenant.tenantId,
-                "link": "/console/tenants/\(Self.segment(tenant.tenantId))", "state": Self.state(tenant),
+                "name": tenant.displayName.isEmpty ? tenant.scope.key : tenant.displayName, "id": tenant.scope.key,
+                "link": "/console/tenants/\(Self.segment(tenant.scope.key))", "state": Self.state(tenant),
             ])
         }
         var model = chrome(principal: principal, csrf: context.consoleCSRF, title: "Scopes")
@@ -173,11 +173,11 @@ struct ConsoleController<Tenants: TenantStore> {
 
     func allTenants(logger: Logger) async throws -> [ScopeSettings] {
         var result: [ScopeSettings] = []
-        var after: String?
+        var after: Scope?
         repeat {
             let page = try await tenants.list(after: after, limit: 100, logger: logger)
             result += page
-            after = page.count == 100 ? page.last?.tenantId : nil
+            after = page.count == 100 ? page.last?.scope : nil
         } while after != nil
         return result
     }
@@ -197,7 +197,7 @@ struct ConsoleController<Tenants: TenantStore> {
             chrome["scopeName"] = scope.isProject ? "Project (default scope)" : "Tenant \(scope.key)"
             chrome["base"] = Self.base(scope)
             // Credentials are project resources: only project admins see the link (and the pages).
-            chrome["projectAdmin"] = principal.tenantId == nil
+            chrome["projectAdmin"] = principal.owner == .project
             if let section {
                 chrome["on" + section.rawValue.prefix(1).uppercased() + section.rawValue.dropFirst()] = true
             }
@@ -215,7 +215,7 @@ struct ConsoleController<Tenants: TenantStore> {
 
     static func who(_ principal: AdminPrincipal) -> String {
         let name = principal.credentialId == "bootstrap" ? "bootstrap token" : principal.credentialId
-        return principal.tenantId.map { "\(name) (tenant \($0))" } ?? "\(name) (project)"
+        return principal.owner.tenant.map { "\(name) (tenant \($0.key))" } ?? "\(name) (project)"
     }
 
     static func base(_ scope: Scope) -> String {

@@ -72,14 +72,14 @@ extension AdminPrincipal {
     /// What keeps a tenant-scoped credential to its tenant, for the admin API and the console alike:
     /// a route of its own tenant (`{tenant}` in the path is its id) that is not a project resource.
     func mayAct(onTenant pathTenant: String?, projectResource: Bool) -> Bool {
-        guard let own = tenantId else { return true }
-        return pathTenant == own && !projectResource
+        guard let own = owner.tenant else { return true }
+        return pathTenant.map { Scope(wire: $0) } == own && !projectResource
     }
 }
 
 /// Finds the console session of a request (the `tessera_console` cookie) and, for anything but a
 /// GET, checks that the form came from the console: the browser says the request is same-origin
-/// (`Sec-Fetch-Site`, else `Origin`) and the form carries the session's CSRF token. With `authorize`,
+/// (`Sec-Fetch-Site`, else `Origin`) and the form carries the session's CSRF token. With `tenants`,
 /// a tenant-scoped credential is kept to its tenant's pages exactly as the admin API keeps it.
 struct ConsoleSessionMiddleware: RouterMiddleware {
     typealias Context = DirectoryContext
@@ -87,7 +87,9 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
     static let csrfHeader = HTTPField.Name("X-Tessera-CSRF")!
 
     let sessions: ConsoleSessionStore
-    let authorize: Bool
+    /// With `tenants`, a tenant-scoped credential is kept to its tenant's pages and the path's scope
+    /// is resolved for the `AdminContext` behind it.
+    let tenants: (any TenantStore)?
 
     /// Pages about every tenant, and admin credentials: for project admins only (as in the API).
     static func projectOnly(_ template: String) -> Bool {
@@ -118,7 +120,8 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
                 throw ConsoleRefusal.staleForm
             }
         }
-        if authorize {
+        var context = context
+        if let tenants {
             let template = context.endpointPath ?? request.uri.path
             guard
                 session.principal.mayAct(
@@ -126,8 +129,9 @@ struct ConsoleSessionMiddleware: RouterMiddleware {
             else {
                 throw FirebaseError.insufficientPermission
             }
+            context.adminScope = try await tenants.adminScope(
+                pathTenant: context.parameters.get("tenant"), logger: context.logger)
         }
-        var context = context
         context.admin = session.principal
         context.consoleCSRF = session.csrfToken
         return try await next(request, context)

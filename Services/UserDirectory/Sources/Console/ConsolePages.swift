@@ -442,14 +442,14 @@ extension ConsoleController {
     // MARK: Sign-in methods
 
     func settings(_ scope: Scope, logger: Logger) async throws -> ScopeSettings {
-        guard let settings = try await tenants.get(scope.key, logger: logger) else {
+        guard let settings = try await tenants.get(scope, logger: logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
         }
         return settings
     }
 
     @Sendable func methods(_ request: Request, context: AdminContext) async throws -> Response {
-        try await methodsPage(request: request, context: context, scope: try await tenants.scope(of: context))
+        try await methodsPage(request: request, context: context, scope: context.scope)
     }
 
     func methodsPage(
@@ -476,7 +476,7 @@ extension ConsoleController {
     /// The project's authorized domains, one per line, checked as the admin API checks them; or back
     /// to the deployment's default.
     @Sendable func saveDomains(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         guard scope.isProject else { throw FirebaseError.notFound }
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
@@ -498,12 +498,12 @@ extension ConsoleController {
     }
 
     @Sendable func saveMethods(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         // A checkbox that is not checked is not sent: every switch of the form is set, on or off.
         let values = ScopeSwitch.allCases.map { ($0, form[$0.rawValue] == "on") }
-        _ = try await tenants.update(scope.key, logger: context.logger) { settings in
+        _ = try await tenants.update(scope, logger: context.logger) { settings in
             for (change, on) in values { change.set(&settings, on) }
         }
         return Self.redirect(Self.base(scope) + "/sign-in-methods?notice=saved")
@@ -512,7 +512,7 @@ extension ConsoleController {
     // MARK: Anonymous cleanup
 
     @Sendable func cleanupPage(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let week = 7 * 86_400
         let status = try await cleanup.status(scope: scope, logger: context.logger)
         let preview = try await cleanup.preview(scope: scope, bucketSeconds: week, logger: context.logger)
@@ -567,20 +567,20 @@ extension ConsoleController {
     }
 
     @Sendable func saveCleanup(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         guard let value = form["enabled"], value == "on" || value == "off" else {
             throw FirebaseError.invalidArgument("INVALID_ARGUMENT : enabled must be on or off")
         }
-        _ = try await tenants.update(scope.key, logger: context.logger) { $0.autodeleteAnonymousUsers = value == "on" }
+        _ = try await tenants.update(scope, logger: context.logger) { $0.autodeleteAnonymousUsers = value == "on" }
         return Self.redirect(Self.base(scope) + "/cleanup?notice=saved")
     }
 
     // MARK: Audit log
 
     @Sendable func audit(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let parameters = request.uri.queryParameters
         let actor = parameters.get("actor")?.trimmingCharacters(in: .whitespaces) ?? ""
         let action = parameters.get("action")?.trimmingCharacters(in: .whitespaces) ?? ""
@@ -593,7 +593,7 @@ extension ConsoleController {
         var scanned = 0
         while entries.count < 50, !exhausted, scanned < 2_000 {
             let batch = try await credentials.auditEntries(
-                tenant: scope.key, before: cursor, limit: 200, logger: context.logger)
+                scope: scope, before: cursor, limit: 200, logger: context.logger)
             exhausted = batch.count < 200
             scanned += batch.count
             cursor = batch.last?.0 ?? cursor
@@ -633,7 +633,7 @@ extension ConsoleController {
     }
 
     @Sendable func templates(_ request: Request, context: AdminContext) async throws -> Response {
-        try await templatePage(request: request, context: context, scope: try await tenants.scope(of: context))
+        try await templatePage(request: request, context: context, scope: context.scope)
     }
 
     /// Each type's subject and body, and a preview made by the code that renders the real mails
@@ -665,7 +665,7 @@ extension ConsoleController {
     }
 
     @Sendable func saveTemplate(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let type = try MailTemplateController<Tenants>.type(context)
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
@@ -684,7 +684,7 @@ extension ConsoleController {
     }
 
     @Sendable func resetTemplate(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         try await mailTemplates.reset(
             scope: scope, type: try MailTemplateController<Tenants>.type(context), logger: context.logger)
         return Self.redirect(Self.base(scope) + "/templates?notice=saved")
@@ -693,13 +693,13 @@ extension ConsoleController {
     // MARK: Admin credentials (project admins)
 
     @Sendable func credentialList(_ request: Request, context: AdminContext) async throws -> Response {
-        try await credentialPage(request: request, context: context, scope: try await tenants.scope(of: context))
+        try await credentialPage(request: request, context: context, scope: context.scope)
     }
 
     func credentialPage(
         request: Request, context: AdminContext, scope: Scope, newSecret: String? = nil, nameError: String? = nil
     ) async throws -> Response {
-        let list = try await credentials.list(tenant: scope.tenantID, after: nil, limit: 200, logger: context.logger)
+        let list = try await credentials.list(owner: Owner(of: scope), after: nil, limit: 200, logger: context.logger)
         var model = page(context, title: "Admin credentials", scope: scope, section: .credentials)
         model["notice"] = Self.notice(request)
         model["rows"] = list.map {
@@ -715,7 +715,7 @@ extension ConsoleController {
     }
 
     @Sendable func createCredential(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         let name = form["displayName"]?.trimmingCharacters(in: .whitespaces) ?? ""
@@ -725,14 +725,14 @@ extension ConsoleController {
                 nameError: "Give the credential a name (1-100 characters).")
         }
         let (_, secret) = try await credentials.create(
-            tenant: scope.tenantID, displayName: name, logger: context.logger)
+            owner: Owner(of: scope), displayName: name, logger: context.logger)
         return try await credentialPage(request: request, context: context, scope: scope, newSecret: secret)
     }
 
     @Sendable func revokeCredential(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try context.parameters.require("credential")
-        guard try await credentials.revoke(id: id, tenant: scope.tenantID, logger: context.logger) else {
+        guard try await credentials.revoke(id: id, owner: Owner(of: scope), logger: context.logger) else {
             throw FirebaseError.invalid(.credentialNotFound)
         }
         return Self.redirect(Self.base(scope) + "/credentials?notice=revoked-credential")
@@ -741,14 +741,14 @@ extension ConsoleController {
     // MARK: Service accounts (custom tokens)
 
     @Sendable func serviceAccountList(_ request: Request, context: AdminContext) async throws -> Response {
-        try await serviceAccountPage(request: request, context: context, scope: try await tenants.scope(of: context))
+        try await serviceAccountPage(request: request, context: context, scope: context.scope)
     }
 
     func serviceAccountPage(
         request: Request, context: AdminContext, scope: Scope, created: String? = nil
     ) async throws -> Response {
         let list = try await serviceAccounts.store.list(
-            tenant: scope.tenantID, after: nil, limit: 200, logger: context.logger)
+            owner: Owner(of: scope), after: nil, limit: 200, logger: context.logger)
         var model = page(context, title: "Service accounts", scope: scope, section: .serviceAccounts)
         model["notice"] = Self.notice(request)
         model["rows"] = list.map {
@@ -764,12 +764,12 @@ extension ConsoleController {
     }
 
     @Sendable func createServiceAccount(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         let name = String((form["displayName"] ?? "").trimmingCharacters(in: .whitespaces).prefix(100))
         let account = try await serviceAccounts.create(
-            tenant: scope.tenantID, displayName: name, publicKeyPem: nil, logger: context.logger)
+            owner: Owner(of: scope), displayName: name, publicKeyPem: nil, logger: context.logger)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let json = String(decoding: try encoder.encode(account), as: UTF8.self)
@@ -777,9 +777,9 @@ extension ConsoleController {
     }
 
     @Sendable func revokeServiceAccount(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try context.parameters.require("account")
-        guard try await serviceAccounts.store.revoke(accountId: id, tenant: scope.tenantID, logger: context.logger)
+        guard try await serviceAccounts.store.revoke(accountId: id, owner: Owner(of: scope), logger: context.logger)
         else { throw FirebaseError.configurationNotFound }
         return Self.redirect(Self.base(scope) + "/service-accounts?notice=revoked-account")
     }
@@ -799,10 +799,10 @@ extension ConsoleController {
         model["csrf"] = context.consoleCSRF ?? ""
         model["rows"] = try await allTenants(logger: context.logger).map {
             var row: [String: Any] = [
-                "id": $0.tenantId, "name": $0.displayName.isEmpty ? $0.tenantId : $0.displayName,
+                "id": $0.scope.key, "name": $0.displayName.isEmpty ? $0.scope.key : $0.displayName,
                 "csrf": context.consoleCSRF ?? "",
             ]
-            if let deleteError, deleteError.tenant == $0.tenantId { row["deleteError"] = deleteError.message }
+            if let deleteError, deleteError.tenant == $0.scope.key { row["deleteError"] = deleteError.message }
             return row
         }
         model["displayName"] = displayName
@@ -822,9 +822,9 @@ extension ConsoleController {
                 nameError: "4 to 20 characters: a letter first, then letters, digits and hyphens.", status: .badRequest)
         }
         let settings = ScopeSettings(
-            tenantId: TenantController<Tenants>.newTenantID(displayName: name), displayName: name)
+            scope: Scope(minted: TenantController<Tenants>.newTenantID(displayName: name)), displayName: name)
         let created = try await tenants.create(settings, logger: context.logger)
-        return Self.redirect("/console/tenants/\(Self.segment(created.tenantId))/sign-in-methods?notice=created")
+        return Self.redirect("/console/tenants/\(Self.segment(created.scope.key))/sign-in-methods?notice=created")
     }
 
     @Sendable func deleteTenant(_ request: Request, context: AdminContext) async throws -> Response {
@@ -836,7 +836,7 @@ extension ConsoleController {
                 request: request, context: context,
                 deleteError: (tenant, "Type \(tenant) exactly to delete this tenant."), status: .badRequest)
         }
-        guard try await tenants.delete(tenant, logger: context.logger) else {
+        guard try await tenants.delete(context.scope, logger: context.logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
         }
         return Self.redirect("/console/tenants?notice=tenant-deleted")

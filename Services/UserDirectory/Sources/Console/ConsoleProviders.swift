@@ -9,7 +9,7 @@ import TesseraShared
 /// `IdpConfigStore` and checked by the admin API's own `IdpConfigController.validate`.
 extension ConsoleController {
     @Sendable func providers(_ request: Request, context: AdminContext) async throws -> Response {
-        try await providersPage(request: request, context: context, scope: try await tenants.scope(of: context))
+        try await providersPage(request: request, context: context, scope: context.scope)
     }
 
     func providersPage(
@@ -70,7 +70,7 @@ extension ConsoleController {
 
     /// A built-in provider's switch and client: created at its first save, updated after.
     @Sendable func saveBuiltIn(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try context.parameters.require("provider")
         guard FederatedProviders.isBuiltIn(id) else { throw FirebaseError.invalid(.invalidProviderId) }
         var request = request
@@ -113,7 +113,7 @@ extension ConsoleController {
     }
 
     @Sendable func createOIDC(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         do {
@@ -136,7 +136,7 @@ extension ConsoleController {
     }
 
     @Sendable func saveOIDC(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try context.parameters.require("provider")
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
@@ -160,7 +160,7 @@ extension ConsoleController {
     }
 
     @Sendable func deleteOIDC(_ request: Request, context: AdminContext) async throws -> Response {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try context.parameters.require("provider")
         guard try await idpConfigs.delete(scope: scope, providerId: id, logger: context.logger) else {
             throw FirebaseError.configurationNotFound

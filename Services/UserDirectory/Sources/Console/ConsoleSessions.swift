@@ -36,7 +36,7 @@ struct ConsoleSessionStore: Sendable {
         try await client.query(
             """
             INSERT INTO console_sessions (session_hash, credential_id, tenant_id, credential_hash, csrf_token)
-            VALUES (\(Secrets.tokenHash(token)), \(principal.credentialId), \(principal.tenantId),
+            VALUES (\(Secrets.tokenHash(token)), \(principal.credentialId), \(owner: principal.owner),
                 \(Secrets.tokenHash(secret)), \(csrf))
             """, logger: logger)
         return (token, ConsoleSession(principal: principal, csrfToken: csrf))
@@ -64,7 +64,8 @@ struct ConsoleSessionStore: Sendable {
             {
                 return nil
             }
-            return ConsoleSession(principal: AdminPrincipal(credentialId: id, tenantId: tenant), csrfToken: csrf)
+            return ConsoleSession(
+                principal: AdminPrincipal(credentialId: id, owner: Owner(column: tenant)), csrfToken: csrf)
         }
         return nil
     }

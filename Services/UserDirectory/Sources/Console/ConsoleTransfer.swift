@@ -34,7 +34,7 @@ extension ConsoleController {
             rounds: config.rounds, memoryCost: config.memCost)
         // A read, but of every user and password hash of the scope: in the audit log like a write.
         try await credentials.audit(
-            tenant: scope.key, actor: context.principal.credentialId, action: "GET \(Self.base(scope))/export.json",
+            scope: scope, actor: context.principal.credentialId, action: "GET \(Self.base(scope))/export.json",
             target: "users", requestID: context.requestID, logger: context.logger)
         let encoder = JSONEncoder()
         let body = ResponseBody { writer in

@@ -9,10 +9,38 @@ import TesseraShared
 /// credential, project-wide or for one tenant.
 public struct AdminPrincipal: Sendable, Equatable {
     public var credentialId: String
-    /// nil: a project admin.
-    public var tenantId: String?
+    /// The project (a project admin) or the one tenant it administers.
+    public var owner: Owner
 
-    public static let bootstrap = AdminPrincipal(credentialId: "bootstrap", tenantId: nil)
+    public static let bootstrap = AdminPrincipal(credentialId: "bootstrap", owner: .project)
+}
+
+/// The scope an admin request's path names (`/tenants/{tenant}`, else the project's default scope),
+/// resolved once per request by the middleware that authenticated its caller, with the tenant's
+/// settings. A tenant that does not exist is `TENANT_NOT_FOUND` when the handler asks for the scope,
+/// so the checks the protocol makes first (an ID token's tenant, input errors) still answer first.
+public struct AdminScope: Sendable {
+    let named: Scope
+    /// The tenant's settings; nil for the project's default scope, whose are read when needed, and
+    /// for a tenant that does not exist.
+    let settings: ScopeSettings?
+
+    /// The scope, if it exists.
+    var scope: Scope {
+        get throws {
+            if !named.isProject, settings == nil { throw FirebaseError.invalid(.tenantNotFound) }
+            return named
+        }
+    }
+}
+
+extension TenantStore {
+    /// The path's scope (`{tenant}` in the route, nil on project paths), resolved.
+    func adminScope(pathTenant: String?, logger: Logger) async throws -> AdminScope {
+        guard let pathTenant else { return AdminScope(named: .project, settings: nil) }
+        let named = Scope(wire: pathTenant)
+        return AdminScope(named: named, settings: named.isProject ? nil : try await get(named, logger: logger))
+    }
 }
 
 /// The directory's request context: the request id, and the admin once the admin middleware has
@@ -22,6 +50,8 @@ public struct DirectoryContext: InternalCallerContext {
     public var requestID: String
     public var isInternalCaller = false
     public var admin: AdminPrincipal?
+    /// The scope the admin's request path names, resolved with the admin.
+    public var adminScope: AdminScope?
     /// A console request's session CSRF token (the console's forms carry it).
     public var consoleCSRF: String?
     /// The peer's address (the ingress, behind one); see `ClientAddress` for the caller's.
@@ -38,72 +68,74 @@ public struct DirectoryContext: InternalCallerContext {
 /// The context of the internal API's handlers: the token service and the worker, verified.
 typealias DirectoryInternalContext = InternalContext<DirectoryContext>
 
-/// The context of every admin-plane handler (issue #24): built once per request, after
-/// `AdminAuthMiddleware` authenticated the caller, so the principal is never optional here, and the
-/// scope a tenant-scoped credential is confined to is at hand.
+/// The context of every admin-plane handler: built once per request, after `AdminAuthMiddleware`
+/// (or the console's session middleware) authenticated the caller and resolved the path's scope, so
+/// neither is optional here.
 public struct AdminContext: ChildRequestContext, TesseraContext {
     public var coreContext: CoreRequestContextStorage
     public var requestID: String
     public let principal: AdminPrincipal
+    /// The path's scope, resolved.
+    public let pathScope: AdminScope
     public var remoteAddress: String?
     /// On console pages: the session's CSRF token, for the forms the page shows.
     public let consoleCSRF: String?
 
     public init(context: DirectoryContext) throws {
-        guard let principal = context.admin else { throw FirebaseError.missingCredentials }
+        guard let principal = context.admin, let pathScope = context.adminScope else {
+            throw FirebaseError.missingCredentials
+        }
         self.coreContext = context.coreContext
         self.requestID = context.requestID
         self.principal = principal
+        self.pathScope = pathScope
         self.remoteAddress = context.remoteAddress
         self.consoleCSRF = context.consoleCSRF
     }
 
     /// The one scope a tenant-scoped credential may act in; nil for a project admin.
-    public var confinedTo: Scope? { principal.tenantId.map { Scope(key: $0) } }
+    public var confinedTo: Scope? { principal.owner.tenant }
+
+    /// The scope the call acts in: its path's, `TENANT_NOT_FOUND` if that tenant does not exist (the
+    /// calls on users, whose body may name a tenant on a project path, use
+    /// `TenantStore.usersScope(of:bodyTenant:)`).
+    public var scope: Scope { get throws { try pathScope.scope } }
+
+    /// Who owns what the call creates or lists (admin credentials, service accounts): the project on
+    /// project paths, else the path's tenant.
+    var owner: Owner { get throws { Owner(of: try scope) } }
 }
 
 extension TenantStore {
-    /// The scope of an admin call as a wire tenant id: nil for the project's default scope.
-    func tenantID(of context: AdminContext) async throws -> String? {
-        try await scope(of: context).tenantID
-    }
-
-    /// The scope an admin call acts in: the path's `/tenants/{t}` or, on project paths, the body's
-    /// `tenantId` ("" for the project's default scope). They must agree, and the tenant must exist.
-    func scope(of context: AdminContext, bodyTenant: String? = nil) async throws -> Scope {
-        try await resolve(context, bodyTenant: bodyTenant).scope
-    }
-
-    /// The scope of an admin call on users (accounts, import and export, out-of-band links):
-    /// `scope(of:bodyTenant:)`, and a tenant whose `disableAuth` is set answers `PROJECT_DISABLED`,
+    /// The scope of an admin call on users (accounts, import and export, out-of-band links): the
+    /// path's `/tenants/{t}` or, on project paths, the body's `tenantId` ("" for the project's default
+    /// scope); they must agree, and the tenant must exist. A tenant whose `disableAuth` is set answers
+    /// `PROJECT_DISABLED`,
     /// as Identity Platform's admins of a disabled tenant cannot manage its users (the project's scope
-    /// likewise). Its settings stay
-    /// reachable, so sign-in can be turned back on (docs/design-notes.md, "Admin API").
+    /// likewise). Its settings stay reachable, so sign-in can be turned back on (docs/design-notes.md,
+    /// "Admin API").
     func usersScope(of context: AdminContext, bodyTenant: String? = nil) async throws -> Scope {
-        let (scope, resolved) = try await resolve(context, bodyTenant: bodyTenant)
+        let resolved = try await resolve(context, bodyTenant: bodyTenant)
         // The project's own scope has the switch too (its config's `disableAuth`).
-        var settings = resolved
-        if settings == nil { settings = try await get(scope.key, logger: context.logger) }
+        let scope = try resolved.scope
+        var settings = resolved.settings
+        if settings == nil { settings = try await get(scope, logger: context.logger) }
         if settings?.disableAuth == true { throw FirebaseError.invalid(.projectDisabled) }
         return scope
     }
 
-    private func resolve(_ context: AdminContext, bodyTenant: String?) async throws -> (
-        scope: Scope, settings: ScopeSettings?
-    ) {
-        let pathTenant = context.parameters.get("tenant")
-        if let pathTenant, let bodyTenant, !bodyTenant.isEmpty, pathTenant != bodyTenant {
-            throw FirebaseError.invalid(.tenantIdMismatch)
+    /// The path's resolved scope, unless a project path's body names a tenant: that one is resolved
+    /// here (the only case that reads the tenant again).
+    private func resolve(_ context: AdminContext, bodyTenant: String?) async throws -> AdminScope {
+        guard let bodyTenant, !bodyTenant.isEmpty, Scope(wire: bodyTenant) != context.pathScope.named else {
+            return context.pathScope
         }
-        let scope = (pathTenant ?? bodyTenant).map { Scope(wire: $0) } ?? .project
+        if !context.pathScope.named.isProject { throw FirebaseError.invalid(.tenantIdMismatch) }
         // A tenant-scoped credential acts in its tenant only (the auth middleware checked the path;
         // this holds for whatever the body names too).
-        if let confined = context.confinedTo, confined != scope { throw FirebaseError.insufficientPermission }
-        guard let tenant = scope.tenantID else { return (.project, nil) }
-        guard let settings = try await get(tenant, logger: context.logger) else {
-            throw FirebaseError.invalid(.tenantNotFound)
-        }
-        return (scope, settings)
+        let named = Scope(wire: bodyTenant)
+        if let confined = context.confinedTo, confined != named { throw FirebaseError.insufficientPermission }
+        return try await adminScope(pathTenant: bodyTenant, logger: context.logger)
     }
 }
 
@@ -122,6 +154,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
     let credentials: AdminCredentialStore
     let projectID: String
     let failures: AdminAuthFailures
+    let tenants: any TenantStore
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
@@ -141,6 +174,8 @@ struct AdminAuthMiddleware: RouterMiddleware {
         }
         var context = context
         context.admin = principal
+        context.adminScope = try await tenants.adminScope(
+            pathTenant: context.parameters.get("tenant"), logger: context.logger)
         return try await next(request, context)
     }
 }
@@ -184,10 +219,12 @@ struct AdminAuditMiddleware: RouterMiddleware {
         }
         // A tenant's deletion is the project's entry: the tenant's own log goes with the tenant.
         let pathTenant = context.parameters.get("tenant")
-        let tenant = Self.deletesTenant(request, template) ? "" : pathTenant ?? fields["tenantId"]?.stringValue ?? ""
+        let scope =
+            Self.deletesTenant(request, template)
+            ? .project : Scope(wire: pathTenant ?? fields["tenantId"]?.stringValue)
         do {
             try await credentials.audit(
-                tenant: tenant, actor: context.principal.credentialId,
+                scope: scope, actor: context.principal.credentialId,
                 action: "\(request.method.rawValue) \(template)", target: target, requestID: context.requestID,
                 logger: context.logger)
         } catch {
@@ -248,7 +285,7 @@ struct AdminAuthFailures: Sendable {
             """
             SELECT ceil(extract(epoch FROM window_start) + \(RateLimiter.window) - extract(epoch FROM now()))::bigint
             FROM rate_counters
-            WHERE tenant_id = '' AND bucket = \(Self.bucket) AND key = \(hashed)
+            WHERE tenant_id = \(scope: .project) AND bucket = \(Self.bucket) AND key = \(hashed)
                 AND window_start = to_timestamp(floor(extract(epoch FROM now()) / \(RateLimiter.window)) * \(RateLimiter.window))
                 AND count >= \(limit)
             """, logger: logger)

@@ -56,7 +56,7 @@ struct MailTemplateController<Tenants: TenantStore> {
     }
 
     @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateList> {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let custom = try await store.custom(scope: scope, logger: context.logger)
         let templates = Self.types.map { type in
             let template = custom[type] ?? MailTemplate.standard(type)
@@ -67,7 +67,7 @@ struct MailTemplateController<Tenants: TenantStore> {
     }
 
     @Sendable func update(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateWire> {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let type = try Self.type(context)
         let input = try await request.decodeJSON(TemplateWire.self, context: context)
         let current = try await store.custom(scope: scope, logger: context.logger)[type] ?? MailTemplate.standard(type)
@@ -82,7 +82,7 @@ struct MailTemplateController<Tenants: TenantStore> {
     }
 
     @Sendable func reset(_ request: Request, context: AdminContext) async throws -> JSONResponse<TemplateWire> {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let type = try Self.type(context)
         try await store.reset(scope: scope, type: type, logger: context.logger)
         let template = MailTemplate.standard(type)

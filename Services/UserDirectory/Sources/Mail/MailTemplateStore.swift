@@ -12,7 +12,7 @@ struct MailTemplateStore: Sendable {
         async throws -> MailTemplate?
     {
         let rows = try await connection.query(
-            "SELECT subject, body FROM mail_templates WHERE tenant_id = \(scope) AND request_type = \(type.rawValue)",
+            "SELECT subject, body FROM mail_templates WHERE tenant_id = \(scope: scope) AND request_type = \(type.rawValue)",
             logger: logger)
         for try await (subject, body) in rows.decode((String, String).self) {
             return MailTemplate(subject: subject, body: body)
@@ -23,7 +23,7 @@ struct MailTemplateStore: Sendable {
     /// The scope's own templates by type (types without one are absent).
     func custom(scope: Scope, logger: Logger) async throws -> [OobRequestType: MailTemplate] {
         let rows = try await client.query(
-            "SELECT request_type, subject, body FROM mail_templates WHERE tenant_id = \(scope)", logger: logger)
+            "SELECT request_type, subject, body FROM mail_templates WHERE tenant_id = \(scope: scope)", logger: logger)
         var templates: [OobRequestType: MailTemplate] = [:]
         for try await (type, subject, body) in rows.decode((String, String, String).self) {
             if let type = OobRequestType(rawValue: type) {
@@ -37,7 +37,7 @@ struct MailTemplateStore: Sendable {
         try await client.query(
             """
             INSERT INTO mail_templates (tenant_id, request_type, subject, body)
-            VALUES (\(scope), \(type.rawValue), \(template.subject), \(template.body))
+            VALUES (\(scope: scope), \(type.rawValue), \(template.subject), \(template.body))
             ON CONFLICT (tenant_id, request_type) DO UPDATE SET subject = EXCLUDED.subject, body = EXCLUDED.body, updated_at = now()
             """, logger: logger)
     }
@@ -45,6 +45,7 @@ struct MailTemplateStore: Sendable {
     /// Returns the scope to the built-in template for `type`.
     func reset(scope: Scope, type: OobRequestType, logger: Logger) async throws {
         try await client.query(
-            "DELETE FROM mail_templates WHERE tenant_id = \(scope) AND request_type = \(type.rawValue)", logger: logger)
+            "DELETE FROM mail_templates WHERE tenant_id = \(scope: scope) AND request_type = \(type.rawValue)",
+            logger: logger)
     }
 }

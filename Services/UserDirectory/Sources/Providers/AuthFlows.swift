@@ -27,7 +27,7 @@ struct AuthFlowStore: Sendable {
                 INSERT INTO auth_flows (tenant_id, state_hash, provider_id, session_hashes, api_key_hash, continue_uri,
                     redirect_uri, token_url, nonce, code_verifier, request_token, request_token_secret, client,
                     expires_at)
-                VALUES (\(scope), \(request.stateHash), \(flow.providerId), \(flow.sessionHashes), \(flow.apiKeyHash),
+                VALUES (\(scope: scope), \(request.stateHash), \(flow.providerId), \(flow.sessionHashes), \(flow.apiKeyHash),
                     \(flow.continueUri), \(flow.redirectUri), \(flow.tokenURL), \(flow.nonce), \(flow.codeVerifier),
                     \(flow.requestToken), \(flow.requestTokenSecret), \(client),
                     now() + make_interval(secs => \(Double(request.ttlSeconds))))
@@ -65,7 +65,7 @@ struct AuthFlowStore: Sendable {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns) FROM auth_flows
-            WHERE tenant_id = \(request.scope) AND state_hash = \(request.stateHash) AND expires_at > now()
+            WHERE tenant_id = \(scope: request.scope) AND state_hash = \(request.stateHash) AND expires_at > now()
             """, logger: logger)
         for try await row in rows.decode(Row.self) { return Self.flow(row) }
         throw Self.unknownFlow
@@ -76,7 +76,7 @@ struct AuthFlowStore: Sendable {
         let rows = try await client.query(
             """
             DELETE FROM auth_flows
-            WHERE tenant_id = \(request.scope) AND state_hash = \(request.stateHash) AND expires_at > now()
+            WHERE tenant_id = \(scope: request.scope) AND state_hash = \(request.stateHash) AND expires_at > now()
             RETURNING \(unescaped: Self.columns)
             """, logger: logger)
         for try await row in rows.decode(Row.self) { return Self.flow(row) }

@@ -65,7 +65,7 @@ struct IdpConfigStore: Sendable {
     {
         let rows = try await connection.query(
             """
-            SELECT \(unescaped: columns) FROM idp_configs WHERE tenant_id = \(scope) AND provider_id = \(providerId)
+            SELECT \(unescaped: columns) FROM idp_configs WHERE tenant_id = \(scope: scope) AND provider_id = \(providerId)
             """, logger: logger)
         for try await row in rows.decode(Row.self) { return config(row) }
         return nil
@@ -80,7 +80,7 @@ struct IdpConfigStore: Sendable {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns) FROM idp_configs
-            WHERE tenant_id = \(scope) AND (provider_id LIKE 'oidc.%') = \(oidc) AND provider_id > \(after ?? "")
+            WHERE tenant_id = \(scope: scope) AND (provider_id LIKE 'oidc.%') = \(oidc) AND provider_id > \(after ?? "")
             ORDER BY provider_id LIMIT \(limit)
             """, logger: logger)
         var result: [IdpConfig] = []
@@ -95,7 +95,7 @@ struct IdpConfigStore: Sendable {
                 INSERT INTO idp_configs (tenant_id, provider_id, enabled, client_id, client_secret, issuer, display_name,
                     response_id_token, response_code, trusted_email_domains, apple_team_id, apple_key_id,
                     apple_private_key)
-                VALUES (\(scope), \(c.providerId), \(c.enabled), \(c.clientId), \(c.clientSecret), \(c.issuer),
+                VALUES (\(scope: scope), \(c.providerId), \(c.enabled), \(c.clientId), \(c.clientSecret), \(c.issuer),
                     \(c.displayName), \(c.responseIdToken), \(c.responseCode), \(c.trustedEmailDomains),
                     \(c.appleTeamId), \(c.appleKeyId), \(c.applePrivateKey))
                 """, logger: logger)
@@ -112,7 +112,7 @@ struct IdpConfigStore: Sendable {
             let rows = try await connection.query(
                 """
                 SELECT \(unescaped: Self.columns) FROM idp_configs
-                WHERE tenant_id = \(scope) AND provider_id = \(providerId) FOR UPDATE
+                WHERE tenant_id = \(scope: scope) AND provider_id = \(providerId) FOR UPDATE
                 """, logger: logger)
             var found: IdpConfig?
             for try await row in rows.decode(Row.self) { found = Self.config(row) }
@@ -125,7 +125,7 @@ struct IdpConfigStore: Sendable {
                     response_code = \(c.responseCode), trusted_email_domains = \(c.trustedEmailDomains),
                     apple_team_id = \(c.appleTeamId), apple_key_id = \(c.appleKeyId),
                     apple_private_key = \(c.applePrivateKey), updated_at = now()
-                WHERE tenant_id = \(scope) AND provider_id = \(providerId)
+                WHERE tenant_id = \(scope: scope) AND provider_id = \(providerId)
                 """, logger: logger)
             return c
         }
@@ -134,7 +134,7 @@ struct IdpConfigStore: Sendable {
     func delete(scope: Scope, providerId: String, logger: Logger) async throws -> Bool {
         let rows = try await client.query(
             """
-            DELETE FROM idp_configs WHERE tenant_id = \(scope) AND provider_id = \(providerId) RETURNING provider_id
+            DELETE FROM idp_configs WHERE tenant_id = \(scope: scope) AND provider_id = \(providerId) RETURNING provider_id
             """, logger: logger)
         for try await _ in rows.decode(String.self) { return true }
         return false
@@ -348,7 +348,7 @@ struct IdpConfigController<Tenants: TenantStore> {
     @Sendable func create(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<ConfigWire>
     {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try Self.checkProviderID(
             request.uri.queryParameters.get(oidc ? "oauthIdpConfigId" : "idpId").map { String($0) }, oidc: oidc)
         let input = try await request.decodeJSON(ConfigWire.self, context: context)
@@ -371,7 +371,7 @@ struct IdpConfigController<Tenants: TenantStore> {
     @Sendable func list(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<ListResponse>
     {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 0
         let pageSize = requested <= 0 ? 100 : min(requested, 100)
         let page = Page(
@@ -388,7 +388,7 @@ struct IdpConfigController<Tenants: TenantStore> {
     @Sendable func get(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<ConfigWire>
     {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try Self.checkProviderID(context.parameters.get("idp"), oidc: oidc)
         guard let config = try await store.get(scope: scope, providerId: id, logger: context.logger) else {
             throw FirebaseError.configurationNotFound
@@ -399,7 +399,7 @@ struct IdpConfigController<Tenants: TenantStore> {
     @Sendable func update(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<ConfigWire>
     {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try Self.checkProviderID(context.parameters.get("idp"), oidc: oidc)
         let input = try await request.decodeJSON(ConfigWire.self, context: context)
         let paths: [String]
@@ -424,7 +424,7 @@ struct IdpConfigController<Tenants: TenantStore> {
     @Sendable func delete(_ request: Request, _ context: AdminContext, oidc: Bool) async throws
         -> JSONResponse<EmptyObject>
     {
-        let scope = try await tenants.scope(of: context)
+        let scope = try context.scope
         let id = try Self.checkProviderID(context.parameters.get("idp"), oidc: oidc)
         guard try await store.delete(scope: scope, providerId: id, logger: context.logger) else {
             throw FirebaseError.configurationNotFound

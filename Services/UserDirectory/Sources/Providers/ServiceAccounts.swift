@@ -9,8 +9,8 @@ import _CryptoExtras
 /// docs/protocol/admin.md#tesseras-own-admin-resources): its public key only.
 struct ServiceAccount: Sendable {
     var accountId: String
-    /// nil: project-wide (may sign for any scope).
-    var tenantId: String?
+    /// The project (may sign for any scope) or the one tenant it signs for.
+    var owner: Owner
     var displayName: String
     var clientEmail: String
     var clientId: String
@@ -29,12 +29,13 @@ struct ServiceAccountStore: Sendable {
 
     static func account(_ r: Row) -> ServiceAccount {
         ServiceAccount(
-            accountId: r.0, tenantId: r.1, displayName: r.2, clientEmail: r.3, clientId: r.4, privateKeyId: r.5,
+            accountId: r.0, owner: Owner(column: r.1), displayName: r.2, clientEmail: r.3, clientId: r.4,
+            privateKeyId: r.5,
             publicKeyPem: r.6, createTime: r.7)
     }
 
     /// Registers a public key under a new account; the caller keeps (or was just given) the private key.
-    func create(tenant: String?, displayName: String, publicKeyPem: String, logger: Logger) async throws
+    func create(owner: Owner, displayName: String, publicKeyPem: String, logger: Logger) async throws
         -> ServiceAccount
     {
         let accountId = "sa-" + Secrets.randomAlphanumeric(16).lowercased()
@@ -45,7 +46,7 @@ struct ServiceAccountStore: Sendable {
             """
             INSERT INTO service_accounts (account_id, tenant_id, display_name, client_email, client_id, private_key_id,
                 public_key_pem)
-            VALUES (\(accountId), \(tenant), \(displayName), \(email), \(clientId), \(keyId), \(publicKeyPem))
+            VALUES (\(accountId), \(owner: owner), \(displayName), \(email), \(clientId), \(keyId), \(publicKeyPem))
             RETURNING \(unescaped: Self.columns)
             """, logger: logger)
         for try await row in rows.decode(Row.self) { return Self.account(row) }
@@ -53,11 +54,11 @@ struct ServiceAccountStore: Sendable {
     }
 
     /// A page of live accounts in id order, after `after` (the previous page's last id).
-    func list(tenant: String?, after: String?, limit: Int, logger: Logger) async throws -> [ServiceAccount] {
+    func list(owner: Owner, after: String?, limit: Int, logger: Logger) async throws -> [ServiceAccount] {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns) FROM service_accounts
-            WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL AND account_id > \(after ?? "")
+            WHERE tenant_id IS NOT DISTINCT FROM \(owner: owner) AND revoked_at IS NULL AND account_id > \(after ?? "")
             ORDER BY account_id LIMIT \(limit)
             """, logger: logger)
         var result: [ServiceAccount] = []
@@ -65,11 +66,11 @@ struct ServiceAccountStore: Sendable {
         return result
     }
 
-    func revoke(accountId: String, tenant: String?, logger: Logger) async throws -> Bool {
+    func revoke(accountId: String, owner: Owner, logger: Logger) async throws -> Bool {
         let rows = try await client.query(
             """
             UPDATE service_accounts SET revoked_at = now()
-            WHERE account_id = \(accountId) AND tenant_id IS NOT DISTINCT FROM \(tenant) AND revoked_at IS NULL
+            WHERE account_id = \(accountId) AND tenant_id IS NOT DISTINCT FROM \(owner: owner) AND revoked_at IS NULL
             RETURNING account_id
             """, logger: logger)
         for try await _ in rows.decode(String.self) { return true }
@@ -145,7 +146,7 @@ struct ServiceAccountController<Tenants: TenantStore> {
     }
 
     func name(_ account: ServiceAccount) -> String {
-        let scope = account.tenantId.map { "projects/\(projectID)/tenants/\($0)" } ?? "projects/\(projectID)"
+        let scope = account.owner.tenant.map { "projects/\(projectID)/tenants/\($0.key)" } ?? "projects/\(projectID)"
         return "\(scope)/serviceAccounts/\(account.accountId)"
     }
 
@@ -156,16 +157,15 @@ struct ServiceAccountController<Tenants: TenantStore> {
 
     @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<AccountWire> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
-        let tenant = try await tenants.tenantID(of: context)
         return JSONResponse(
             try await create(
-                tenant: tenant, displayName: body.displayName ?? "", publicKeyPem: body.publicKeyPem,
+                owner: context.owner, displayName: body.displayName ?? "", publicKeyPem: body.publicKeyPem,
                 logger: context.logger))
     }
 
     /// Creates an account with the given public key, or with a new key pair whose private half is in
     /// this answer only (the admin API and the console alike).
-    func create(tenant: String?, displayName: String, publicKeyPem pem: String?, logger: Logger) async throws
+    func create(owner: Owner, displayName: String, publicKeyPem pem: String?, logger: Logger) async throws
         -> AccountWire
     {
         let publicKeyPem: String
@@ -182,7 +182,7 @@ struct ServiceAccountController<Tenants: TenantStore> {
             publicKeyPem = key.publicKey.pemRepresentation
         }
         let account = try await store.create(
-            tenant: tenant, displayName: displayName, publicKeyPem: publicKeyPem, logger: logger)
+            owner: owner, displayName: displayName, publicKeyPem: publicKeyPem, logger: logger)
         logger.info(
             "service account created",
             metadata: [
@@ -192,7 +192,7 @@ struct ServiceAccountController<Tenants: TenantStore> {
             project_id: projectID, private_key_id: account.privateKeyId,
             private_key: privateKeyPem.map { $0 + "\n" },
             client_email: account.clientEmail, client_id: account.clientId, name: name(account),
-            accountId: account.accountId, displayName: account.displayName, tenantId: account.tenantId)
+            accountId: account.accountId, displayName: account.displayName, tenantId: account.owner.tenantID)
     }
 
     struct ListResponse: Encodable, Sendable {
@@ -206,7 +206,7 @@ struct ServiceAccountController<Tenants: TenantStore> {
         let size = request.adminPageSize
         let page = Page(
             fetched: try await store.list(
-                tenant: try await tenants.tenantID(of: context), after: request.pageToken, limit: size + 1,
+                owner: context.owner, after: request.pageToken, limit: size + 1,
                 logger: context.logger),
             size: size)
         return JSONResponse(
@@ -215,7 +215,8 @@ struct ServiceAccountController<Tenants: TenantStore> {
                     ListedAccount(
                         name: name($0), accountId: $0.accountId, displayName: $0.displayName,
                         clientEmail: $0.clientEmail, clientId: $0.clientId, privateKeyId: $0.privateKeyId,
-                        publicKeyPem: $0.publicKeyPem, tenantId: $0.tenantId, createTime: RFC3339.seconds($0.createTime)
+                        publicKeyPem: $0.publicKeyPem, tenantId: $0.owner.tenantID,
+                        createTime: RFC3339.seconds($0.createTime)
                     )
                 }, nextPageToken: page.nextToken(\.accountId)))
     }
@@ -224,7 +225,7 @@ struct ServiceAccountController<Tenants: TenantStore> {
         let id = try context.parameters.require("account")
         guard
             try await store.revoke(
-                accountId: id, tenant: try await tenants.tenantID(of: context), logger: context.logger)
+                accountId: id, owner: context.owner, logger: context.logger)
         else {
             throw FirebaseError.configurationNotFound
         }
@@ -294,7 +295,7 @@ enum CustomTokens {
         }
         guard iat <= nowSeconds + clockSkew else { throw invalid("The custom token was issued in the future.") }
         if Scope(wire: payload.tenant_id) != scope { throw FirebaseError.invalid(.tenantIdMismatch) }
-        if let own = account.tenantId, Scope(key: own) != scope { throw FirebaseError.invalid(.credentialMismatch) }
+        if let own = account.owner.tenant, own != scope { throw FirebaseError.invalid(.credentialMismatch) }
         guard let uid = payload.uid?.stringValue, !uid.isEmpty else {
             throw FirebaseError.invalid(.missingIdentifier)
         }
@@ -337,7 +338,7 @@ extension CustomTokenAccounts {
                     """
                     INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,
                         custom_auth)
-                    VALUES (\(scope), \(verified.uid), \(now / 1000), \(now), \(now), \(now), true)
+                    VALUES (\(scope: scope), \(verified.uid), \(now / 1000), \(now), \(now), \(now), true)
                     ON CONFLICT (tenant_id, local_id) DO NOTHING RETURNING local_id
                     """, logger: logger)
                 for try await _ in inserted.decode(String.self) { isNewUser = true }
@@ -354,7 +355,7 @@ extension CustomTokenAccounts {
                     """
                     UPDATE users SET last_login_at = \(now), custom_auth = true, is_anonymous = false,
                         anonymous_due_at = NULL
-                    WHERE tenant_id = \(scope) AND local_id = \(verified.uid)
+                    WHERE tenant_id = \(scope: scope) AND local_id = \(verified.uid)
                     """, logger: logger)
             }
             let session = try await AccountRows.createSession(

@@ -104,7 +104,7 @@ enum RateLimiter {
         let rows = try await connection.query(
             """
             INSERT INTO rate_counters (tenant_id, bucket, key, window_start, count)
-            VALUES (\(scope), \(bucket), \(hashedKey(key)), to_timestamp(floor(extract(epoch FROM now()) / \(window)) * \(window)), 1)
+            VALUES (\(scope: scope), \(bucket), \(hashedKey(key)), to_timestamp(floor(extract(epoch FROM now()) / \(window)) * \(window)), 1)
             ON CONFLICT (tenant_id, bucket, key, window_start) DO UPDATE SET count = rate_counters.count + 1
             RETURNING count, ceil(extract(epoch FROM window_start) + \(window) - extract(epoch FROM now()))::bigint
             """, logger: logger)

@@ -2,14 +2,41 @@ import NIOCore
 import PostgresNIO
 import TesseraShared
 
-/// A scope binds as its `tenant_id` text.
-extension Scope: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
-    public static var psqlType: PostgresDataType { .text }
-    public static var psqlFormat: PostgresFormat { .binary }
+// How a scope meets PostgreSQL (docs/architecture.md, "Tenancy"). A `Scope` is not
+// `PostgresEncodable`: the only ways to bind a `tenant_id` are the interpolations and the binding
+// below, so a search for them finds every tenant filter, and `TenancyBindingTests` fails on a query
+// that binds `tenant_id` any other way.
 
-    public func encode<JSONEncoder: PostgresJSONEncoder>(
-        into byteBuffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>
-    ) {
-        key.encode(into: &byteBuffer, context: context)
+extension PostgresQuery.StringInterpolation {
+    /// Binds a scope as its `tenant_id` value.
+    public mutating func appendInterpolation(scope: Scope) {
+        appendInterpolation(scope.key)
+    }
+
+    /// Binds scopes as a `text[]` of `tenant_id` values (`tenant_id = ANY(\(scopes: …))`).
+    public mutating func appendInterpolation(scopes: [Scope]) {
+        appendInterpolation(scopes.map(\.key))
+    }
+
+    /// Binds a project-or-tenant owner as its nullable `tenant_id` value (NULL: the project).
+    mutating func appendInterpolation(owner: Owner) {
+        appendInterpolation(owner.column)
+    }
+}
+
+extension PostgresBindings {
+    /// A prepared statement's scope parameter (by convention `$1`).
+    public mutating func append(scope: Scope) {
+        append(scope.key)
+    }
+}
+
+/// A `tenant_id` column read back is a scope.
+extension Scope: PostgresDecodable {
+    public init<JSONDecoder: PostgresJSONDecoder>(
+        from byteBuffer: inout ByteBuffer, type: PostgresDataType, format: PostgresFormat,
+        context: PostgresDecodingContext<JSONDecoder>
+    ) throws {
+        self.init(column: try String(from: &byteBuffer, type: type, format: format, context: context))
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 import TesseraShared
 
-/// The self-service settings of one scope: a tenant, or the project's default scope (tenant id "").
+/// The self-service settings of one scope: a tenant, or the project's default scope.
 public struct ScopeSettings: Sendable, Equatable {
-    public var tenantId: String
+    public var scope: Scope
     public var displayName: String
     public var allowPasswordSignup: Bool
     public var enableEmailLinkSignin: Bool
@@ -16,14 +16,12 @@ public struct ScopeSettings: Sendable, Equatable {
     /// The Tenant's `mfaConfig`, the project Config's `mfa` for the default scope.
     public var mfaConfig: MFAConfig = .defaults
 
-    public static let defaultScopeID = ""
-
     public init(
-        tenantId: String, displayName: String = "", allowPasswordSignup: Bool = false,
+        scope: Scope, displayName: String = "", allowPasswordSignup: Bool = false,
         enableEmailLinkSignin: Bool = false, enableAnonymousUser: Bool = false, disableAuth: Bool = false,
         disabledUserSignup: Bool = false, disabledUserDeletion: Bool = false, autodeleteAnonymousUsers: Bool = false
     ) {
-        self.tenantId = tenantId
+        self.scope = scope
         self.displayName = displayName
         self.allowPasswordSignup = allowPasswordSignup
         self.enableEmailLinkSignin = enableEmailLinkSignin

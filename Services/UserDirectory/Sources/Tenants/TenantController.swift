@@ -33,32 +33,32 @@ struct TenantController<Tenants: TenantStore> {
         let displayName = input.displayName ?? "tenant"
         try Self.validateDisplayName(displayName)
         try MFAConfigWire.check(input.mfaConfig, field: "mfaConfig")
-        var settings = ScopeSettings(tenantId: Self.newTenantID(displayName: displayName), displayName: displayName)
+        var settings = ScopeSettings(
+            scope: Scope(minted: Self.newTenantID(displayName: displayName)), displayName: displayName)
         for apply in TenantWire.fields.values { apply(&settings, input) }
         settings.displayName = displayName
         let created = try await store.create(settings, logger: context.logger)
-        context.logger.info("tenant created", metadata: ["tenant.id": .string(created.tenantId)])
+        context.logger.info("tenant created", metadata: ["tenant.id": .string(created.scope.key)])
         return JSONResponse(try await answer(created, logger: context.logger))
     }
 
     @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantList> {
         let requested = request.uri.queryParameters.get("pageSize", as: Int.self) ?? 0
         let pageSize = requested == 0 ? 20 : (requested < 0 ? 100_000 : min(requested, 1000))
-        let rows = try await store.list(after: request.pageToken, limit: pageSize, logger: context.logger)
+        let rows = try await store.list(
+            after: request.pageToken.map { Scope(wire: $0) }, limit: pageSize, logger: context.logger)
         // A full page always gets a token, even when nothing follows (the next page is then empty),
         // as the Firebase emulator's spec has it; a negative pageSize (all) never does.
         let full = requested >= 0 && rows.count == pageSize
         return JSONResponse(
             TenantList(
                 tenants: rows.map { TenantWire($0, projectID: projectID) },
-                nextPageToken: full ? rows.last?.tenantId : nil))
+                nextPageToken: full ? rows.last?.scope.key : nil))
     }
 
     @Sendable func get(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
-        let tenantId = try context.parameters.require("tenant")
-        guard !tenantId.isEmpty, let settings = try await store.get(tenantId, logger: context.logger) else {
-            throw FirebaseError.invalid(.tenantNotFound)
-        }
+        // The tenant's settings were read when its path was resolved.
+        guard let settings = context.pathScope.settings else { throw FirebaseError.invalid(.tenantNotFound) }
         return JSONResponse(try await answer(settings, logger: context.logger))
     }
 
@@ -66,33 +66,33 @@ struct TenantController<Tenants: TenantStore> {
     /// tenant's read-only hash config (docs/protocol/accounts.md#firebase-scrypt), so a GET equals the create's answer.
     func answer(_ settings: ScopeSettings, logger: Logger) async throws -> TenantWire {
         var tenant = TenantWire(settings, projectID: projectID)
-        tenant.hashConfig = try await hashConfig(Scope(key: settings.tenantId), logger)
+        tenant.hashConfig = try await hashConfig(settings.scope, logger)
         return tenant
     }
 
     @Sendable func update(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
-        let tenantId = try context.parameters.require("tenant")
+        let scope = try context.scope
         let input = try await request.decodeJSON(TenantWire.self, context: context)
         if let displayName = input.displayName { try Self.validateDisplayName(displayName) }
         try MFAConfigWire.check(input.mfaConfig, field: "mfaConfig")
         let paths = try Self.maskPaths(request, known: TenantWire.fields.keys)
-        guard !tenantId.isEmpty,
+        guard !scope.isProject,
             let updated = try await store.update(
-                tenantId, logger: context.logger,
+                scope, logger: context.logger,
                 { settings in
                     for path in paths { TenantWire.fields[path]?(&settings, input) }
                 })
         else { throw FirebaseError.invalid(.tenantNotFound) }
-        context.logger.info("tenant updated", metadata: ["tenant.id": .string(tenantId)])
+        context.logger.info("tenant updated", metadata: ["tenant.id": .string(scope.key)])
         return JSONResponse(try await answer(updated, logger: context.logger))
     }
 
     @Sendable func delete(_ request: Request, context: AdminContext) async throws -> JSONResponse<EmptyObject> {
-        let tenantId = try context.parameters.require("tenant")
-        guard try await store.delete(tenantId, logger: context.logger) else {
+        let scope = try context.scope
+        guard try await store.delete(scope, logger: context.logger) else {
             throw FirebaseError.invalid(.tenantNotFound)
         }
-        context.logger.info("tenant deleted", metadata: ["tenant.id": .string(tenantId)])
+        context.logger.info("tenant deleted", metadata: ["tenant.id": .string(scope.key)])
         return JSONResponse(EmptyObject())
     }
 

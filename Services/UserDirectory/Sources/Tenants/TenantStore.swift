@@ -6,16 +6,15 @@ import TesseraShared
 /// Tenants, the default scope's settings and the project config.
 public protocol TenantStore: Sendable {
     func create(_ settings: ScopeSettings, logger: Logger) async throws -> ScopeSettings
-    /// `""` is the default scope.
-    func get(_ tenantId: String, logger: Logger) async throws -> ScopeSettings?
+    func get(_ scope: Scope, logger: Logger) async throws -> ScopeSettings?
     /// Tenants ordered by id, after `after`, at most `limit` (the default scope is never listed).
-    func list(after: String?, limit: Int, logger: Logger) async throws -> [ScopeSettings]
+    func list(after: Scope?, limit: Int, logger: Logger) async throws -> [ScopeSettings]
     /// Reads the scope under a row lock, applies `change`, writes it back; nil if it does not exist.
     func update(
-        _ tenantId: String, logger: Logger, _ change: @Sendable (inout ScopeSettings) throws -> Void
+        _ scope: Scope, logger: Logger, _ change: @Sendable (inout ScopeSettings) throws -> Void
     ) async throws -> ScopeSettings?
-    /// Deletes a tenant and everything it owns; false if it did not exist.
-    func delete(_ tenantId: String, logger: Logger) async throws -> Bool
+    /// Deletes a tenant and everything it owns; false if it did not exist (or is the default scope).
+    func delete(_ scope: Scope, logger: Logger) async throws -> Bool
     func projectConfig(logger: Logger) async throws -> (ScopeSettings, ProjectSettings)
     func updateProjectConfig(
         logger: Logger, _ change: @Sendable (inout ScopeSettings, inout ProjectSettings) throws -> Void
@@ -32,7 +31,7 @@ public struct PostgresTenantStore: TenantStore {
         self.anonymousRetention = anonymousRetention
     }
 
-    typealias Row = (String, String, Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, String?)
+    typealias Row = (Scope, String, Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, String?)
     static let columns = """
         tenant_id, display_name, allow_password_signup, enable_email_link_signin, enable_anonymous_user,
         disable_auth, disabled_user_signup, disabled_user_deletion, autodelete_anonymous_users, rate_limits,
@@ -41,7 +40,7 @@ public struct PostgresTenantStore: TenantStore {
 
     static func settings(_ row: Row) -> ScopeSettings {
         var settings = ScopeSettings(
-            tenantId: row.0, displayName: row.1, allowPasswordSignup: row.2, enableEmailLinkSignin: row.3,
+            scope: row.0, displayName: row.1, allowPasswordSignup: row.2, enableEmailLinkSignin: row.3,
             enableAnonymousUser: row.4, disableAuth: row.5, disabledUserSignup: row.6, disabledUserDeletion: row.7,
             autodeleteAnonymousUsers: row.8)
         settings.rateLimits = RateLimitSettings.decode(row.9)
@@ -56,7 +55,7 @@ public struct PostgresTenantStore: TenantStore {
             INSERT INTO tenants (tenant_id, display_name, allow_password_signup, enable_email_link_signin,
                 enable_anonymous_user, disable_auth, disabled_user_signup, disabled_user_deletion,
                 autodelete_anonymous_users, autodelete_enabled_at, rate_limits, mfa_config)
-            VALUES (\(s.tenantId), \(s.displayName), \(s.allowPasswordSignup), \(s.enableEmailLinkSignin),
+            VALUES (\(scope: s.scope), \(s.displayName), \(s.allowPasswordSignup), \(s.enableEmailLinkSignin),
                 \(s.enableAnonymousUser), \(s.disableAuth), \(s.disabledUserSignup), \(s.disabledUserDeletion),
                 \(s.autodeleteAnonymousUsers), CASE WHEN \(s.autodeleteAnonymousUsers) THEN now() END,
                 \(s.rateLimits.encoded), \(s.mfaConfig.encoded))
@@ -64,18 +63,18 @@ public struct PostgresTenantStore: TenantStore {
         return settings
     }
 
-    public func get(_ tenantId: String, logger: Logger) async throws -> ScopeSettings? {
+    public func get(_ scope: Scope, logger: Logger) async throws -> ScopeSettings? {
         let rows = try await client.query(
-            "SELECT \(unescaped: Self.columns) FROM tenants WHERE tenant_id = \(tenantId)", logger: logger)
+            "SELECT \(unescaped: Self.columns) FROM tenants WHERE tenant_id = \(scope: scope)", logger: logger)
         for try await row in rows.decode(Row.self) { return Self.settings(row) }
         return nil
     }
 
-    public func list(after: String?, limit: Int, logger: Logger) async throws -> [ScopeSettings] {
+    public func list(after: Scope?, limit: Int, logger: Logger) async throws -> [ScopeSettings] {
         let rows = try await client.query(
             """
             SELECT \(unescaped: Self.columns) FROM tenants
-            WHERE tenant_id <> '' AND tenant_id > \(after ?? "")
+            WHERE tenant_id <> \(scope: .project) AND tenant_id > \(scope: after ?? .project)
             ORDER BY tenant_id LIMIT \(limit)
             """, logger: logger)
         var result: [ScopeSettings] = []
@@ -84,19 +83,19 @@ public struct PostgresTenantStore: TenantStore {
     }
 
     public func update(
-        _ tenantId: String, logger: Logger, _ change: @Sendable (inout ScopeSettings) throws -> Void
+        _ scope: Scope, logger: Logger, _ change: @Sendable (inout ScopeSettings) throws -> Void
     ) async throws -> ScopeSettings? {
         let retentionSeconds = anonymousRetention.timeInterval
         return try await client.transaction(logger: logger) { connection in
             let rows = try await connection.query(
-                "SELECT \(unescaped: Self.columns) FROM tenants WHERE tenant_id = \(tenantId) FOR UPDATE",
+                "SELECT \(unescaped: Self.columns) FROM tenants WHERE tenant_id = \(scope: scope) FOR UPDATE",
                 logger: logger)
             var current: ScopeSettings?
             for try await row in rows.decode(Row.self) { current = Self.settings(row) }
             guard let before = current else { return nil }
             var after = before
             try change(&after)
-            after.tenantId = before.tenantId
+            after.scope = before.scope
             try await Self.write(after, before: before, retentionSeconds: retentionSeconds, connection, logger)
             return after
         }
@@ -119,27 +118,27 @@ public struct PostgresTenantStore: TenantStore {
                 autodelete_anonymous_users = \(s.autodeleteAnonymousUsers),
                 autodelete_enabled_at = CASE WHEN \(enabling) THEN now() ELSE autodelete_enabled_at END,
                 rate_limits = \(s.rateLimits.encoded), mfa_config = \(s.mfaConfig.encoded), updated_at = now()
-            WHERE tenant_id = \(s.tenantId)
+            WHERE tenant_id = \(scope: s.scope)
             """, logger: logger)
         if enabling {
             try await connection.query(
                 """
                 UPDATE users SET anonymous_due_at = now() + make_interval(secs => \(retentionSeconds))
-                WHERE tenant_id = \(s.tenantId) AND is_anonymous AND anonymous_due_at IS NULL
+                WHERE tenant_id = \(scope: s.scope) AND is_anonymous AND anonymous_due_at IS NULL
                 """, logger: logger)
         }
     }
 
-    public func delete(_ tenantId: String, logger: Logger) async throws -> Bool {
-        guard !tenantId.isEmpty else { return false }
+    public func delete(_ scope: Scope, logger: Logger) async throws -> Bool {
+        guard !scope.isProject else { return false }
         let rows = try await client.query(
-            "DELETE FROM tenants WHERE tenant_id = \(tenantId) RETURNING tenant_id", logger: logger)
-        for try await _ in rows.decode(String.self) { return true }
+            "DELETE FROM tenants WHERE tenant_id = \(scope: scope) RETURNING tenant_id", logger: logger)
+        for try await _ in rows.decode(Scope.self) { return true }
         return false
     }
 
     public func projectConfig(logger: Logger) async throws -> (ScopeSettings, ProjectSettings) {
-        guard let scope = try await get(ScopeSettings.defaultScopeID, logger: logger) else {
+        guard let scope = try await get(.project, logger: logger) else {
             throw FirebaseError.internal
         }
         let rows = try await client.query(
@@ -161,7 +160,8 @@ public struct PostgresTenantStore: TenantStore {
         let retentionSeconds = anonymousRetention.timeInterval
         return try await client.transaction(logger: logger) { connection in
             let scopeRows = try await connection.query(
-                "SELECT \(unescaped: Self.columns) FROM tenants WHERE tenant_id = '' FOR UPDATE", logger: logger)
+                "SELECT \(unescaped: Self.columns) FROM tenants WHERE tenant_id = \(scope: .project) FOR UPDATE",
+                logger: logger)
             var scope: ScopeSettings?
             for try await row in scopeRows.decode(Row.self) { scope = Self.settings(row) }
             let projectRows = try await connection.query(
@@ -179,7 +179,7 @@ public struct PostgresTenantStore: TenantStore {
             var newScope = scopeBefore
             var newProject = projectBefore
             try change(&newScope, &newProject)
-            newScope.tenantId = ScopeSettings.defaultScopeID
+            newScope.scope = .project
             try await Self.write(newScope, before: scopeBefore, retentionSeconds: retentionSeconds, connection, logger)
             try await connection.query(
                 """

@@ -70,8 +70,8 @@ struct TenantWire: Codable, Sendable {
     var hashConfig: ProjectConfigWire.HashConfigWire?
 
     init(_ settings: ScopeSettings, projectID: String) {
-        name = "projects/\(projectID)/tenants/\(settings.tenantId)"
-        tenantId = settings.tenantId
+        name = "projects/\(projectID)/tenants/\(settings.scope.key)"
+        tenantId = settings.scope.tenantID
         // A cleared display name is left out, as Identity Platform leaves out unset fields.
         displayName = settings.displayName.isEmpty ? nil : settings.displayName
         allowPasswordSignup = settings.allowPasswordSignup
