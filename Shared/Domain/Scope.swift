@@ -1,4 +1,4 @@
-/// A tenancy scope: the project's default scope, or one tenant (docs/architecture.md, "Tenancy").
+/// A tenancy scope: the project's default scope, or one tenant (docs/architecture.md, "Where tenancy is enforced").
 ///
 /// A scope comes from three places only, and nothing else can make one:
 /// - the wire, once, at the edge: a request's `tenantId` (absent or `""` for the default scope) is

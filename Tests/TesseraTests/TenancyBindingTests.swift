@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The tenancy rule the compiler cannot check by itself (docs/architecture.md, "Tenancy"): every
+/// The tenancy rule the compiler cannot check by itself (docs/architecture.md, "Where tenancy is enforced"): every
 /// statement of the services binds `tenant_id` through `\(scope:)`, `\(scopes:)` or `\(owner:)`
 /// (or, in a prepared statement, `$1` bound by `append(scope:)`), never a string of its own.
 /// `Scope` is not `PostgresEncodable`, so a scope cannot be bound any other way; this reads every

@@ -2,7 +2,7 @@ import NIOCore
 import PostgresNIO
 import TesseraShared
 
-// How a scope meets PostgreSQL (docs/architecture.md, "Tenancy"). A `Scope` is not
+// How a scope meets PostgreSQL (docs/architecture.md, "Where tenancy is enforced"). A `Scope` is not
 // `PostgresEncodable`: the only ways to bind a `tenant_id` are the interpolations and the binding
 // below, so a search for them finds every tenant filter, and `TenancyBindingTests` fails on a query
 // that binds `tenant_id` any other way.
