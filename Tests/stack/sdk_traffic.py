@@ -2,7 +2,10 @@
 
 ``AppleSDK`` (firebase-ios-sdk 12.19.0, ``Auth.auth().useEmulator``) and ``JsSDK`` (@firebase/auth 1.13.5 /
 firebase 12.18.0, ``connectAuthEmulator``) expose the SDKs' public calls (``sign_in_anonymously``,
-``link_email_password``, ``commit_profile_changes`` / ``update_profile``, ...). Each issues the request
+``link_email_password``, ``commit_profile_changes`` / ``update_profile``, ...), and the same call under one
+name where the SDKs name it differently (``update_profile``, ``send_password_reset``, ``send_sign_in_link``,
+``fetch_sign_in_methods``, ``revoke_token``, ``get_project_config``) for the conformance suite that runs the
+same scenarios on both (test_sdk_conformance.py). Each issues the request
 sequence the SDK issues — same URLs, methods, headers and bodies (docs/protocol/sdks.md#the-apple-sdk, #the-js-sdk) — keeps the signed-in
 user the way the SDK does, and runs every answer through a check of what the SDK's decoder reads: one function
 per response type, named after the SDK's class (``apple_GetAccountInfoResponse``, ``js_IdTokenResponse``, ...),
@@ -1363,6 +1366,11 @@ class AppleSDK(_SdkBase):
         self.user = None
         return data
 
+    # -- the conformance suite's common names (test_sdk_conformance.py) --------------------------------
+
+    # JS's updateProfile; a None here omits the key (UserProfileChangeRequest) where JS sends a JSON null.
+    update_profile = commit_profile_changes
+
 
 # ======================================================================================
 # JS
@@ -1819,6 +1827,19 @@ class JsSDK(_SdkBase):
         data = self._signing_out(lambda: self.api("POST", "/v1/accounts:delete", {"idToken": token}))
         self.user = None
         return data
+
+    # -- the conformance suite's common names (test_sdk_conformance.py) --------------------------------
+
+    send_password_reset = send_password_reset_email
+    send_sign_in_link = send_sign_in_link_to_email
+    fetch_sign_in_methods = fetch_sign_in_methods_for_email
+    # Auth.revokeAccessToken; Apple's revokeToken(withAuthorizationCode:) sends tokenType "3" and no tenantId.
+    revoke_token = revoke_access_token
+
+    def get_project_config(self) -> dict:
+        """_getProjectConfig (api/project_config/get_project_config.ts): GET /v1/projects, no tenantId (origin
+        validation outside emulator mode)."""
+        return js_GetProjectConfigResponse(self.api("GET", "/v1/projects", {}))
 
 
 # ======================================================================================

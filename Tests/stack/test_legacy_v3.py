@@ -2,7 +2,7 @@
 without the Google host prefix; the admin export and import with `targetProjectId`; the project config
 and the session-cookie keys; what the v2 reCAPTCHA, password-policy and token-revocation calls answer;
 re-authentication (`autoCreate: false`) never creating a user. The SDKs' call sequences over these
-paths are in test_sdk_apple.py."""
+paths are in test_sdk_conformance.py."""
 
 from __future__ import annotations
 
