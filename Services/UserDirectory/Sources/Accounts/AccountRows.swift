@@ -6,13 +6,62 @@ import TesseraShared
 /// The statements the account services share, on a connection they hold (narrow, and
 /// scope-bound: each takes the `Scope` and binds it).
 enum AccountRows {
-    /// A user's columns, then one provider link's (null for a user without links), then the user's
-    /// `initial_email` (migration 18). The user's are all null in a row that has no user (a refused
-    /// rotation, a lookup of no such user); `UserRows` skips those.
-    typealias UserRow = (
-        String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?, Int64?,
-        String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?, String?
-    )
+    /// A user and one of its provider links, a row of `UsersByID.columns`. The user's columns are all
+    /// null in a row that has no user (a refused rotation, a lookup of no such user); `UserRows` skips
+    /// those.
+    struct UserRow: NamedRow {
+        var scope: Scope?
+        var localId: String?
+        var email: String?
+        var emailVerified: Bool?
+        var displayName: String?
+        var photoUrl: String?
+        var disabled: Bool?
+        var customAttributes: String?
+        var validSince: Int64?
+        var createdAt: Int64?
+        var lastLoginAt: Int64?
+        var lastRefreshAt: Int64?
+        /// When the password was set; null without a password.
+        var passwordUpdatedAt: Int64?
+        var phoneNumber: String?
+        var customAuth: Bool?
+        var emailLinkSignin: Bool?
+        var initialEmail: String?
+        /// The row's provider link; nil for a user without links.
+        var link: ProviderUserInfo?
+
+        init(_ row: PostgresRandomAccessRow) throws {
+            scope = try row.value("tenant_id")
+            localId = try row.value("local_id")
+            email = try row.value("email")
+            emailVerified = try row.value("email_verified")
+            displayName = try row.value("display_name")
+            photoUrl = try row.value("photo_url")
+            disabled = try row.value("disabled")
+            customAttributes = try row.value("custom_attributes")
+            validSince = try row.value("valid_since")
+            createdAt = try row.value("created_at")
+            lastLoginAt = try row.value("last_login_at")
+            lastRefreshAt = try row.value("last_refresh_at")
+            passwordUpdatedAt = try row.value("password_updated_at")
+            phoneNumber = try row.value("phone_number")
+            customAuth = try row.value("custom_auth")
+            emailLinkSignin = try row.value("email_link_signin")
+            initialEmail = try row.value("initial_email")
+            if let providerId: String = try row.value("link_provider_id"),
+                let rawId: String = try row.value("link_raw_id")
+            {
+                // Every entry has a federatedId (docs/protocol/sdks.md#what-the-sdks-depend-on: the Apple
+                // SDK reads it as the entry's uid); an imported link may have come without one, and then
+                // it is the raw id, as Firebase answers.
+                link = ProviderUserInfo(
+                    providerId: providerId, rawId: rawId, federatedId: try row.value("link_federated_id") ?? rawId,
+                    email: try row.value("link_email"), displayName: try row.value("link_display_name"),
+                    photoUrl: try row.value("link_photo_url"), screenName: try row.value("link_screen_name"))
+            }
+        }
+    }
 
     /// Users of one scope by id, with their provider links, in the order asked for: one statement,
     /// a row per link (a user without links has one row whose link columns are null).
@@ -29,7 +78,30 @@ enum AccountRows {
         return unique.compactMap { users.byId[$0] }
     }
 
-    typealias RotationRow = (String, String?, UUID?, String?, String?, Int64?, String?, String?, Int64?)
+    /// What the rotation function (migration 11) answers: its outcome and, when it found the session,
+    /// the session's columns.
+    struct RotationRow: NamedRow {
+        var outcome: String
+        var familyId: UUID?
+        var localId: String?
+        var provider: String?
+        var authTime: Int64?
+        var extraClaims: String?
+        /// A replayed rotation's successor, sealed as it was first answered.
+        var sealed: String?
+        var tokenIssuedAt: Int64?
+
+        init(_ row: PostgresRandomAccessRow) throws {
+            outcome = try row.value("o_outcome")
+            familyId = try row.value("o_family")
+            localId = try row.value("o_local_id")
+            provider = try row.value("o_provider")
+            authTime = try row.value("o_auth_time")
+            extraClaims = try row.value("o_extra_claims")
+            sealed = try row.value("o_sealed")
+            tokenIssuedAt = try row.value("o_token_issued_at")
+        }
+    }
 
     static func nowMillis() -> Int64 { RFC3339.nowMillis() }
 
@@ -109,26 +181,21 @@ struct UserRows {
     private(set) var byId: [String: UserRecord] = [:]
 
     mutating func add(_ row: AccountRows.UserRow) {
-        // Named in the order of `UsersByID.columns`.
-        let (
-            scope, localId, email, emailVerified, displayName, photoUrl, disabled, customAttributes, validSince,
-            createdAt, lastLoginAt, lastRefreshAt, passwordUpdatedAt, phoneNumber, customAuth, emailLinkSignin,
-            linkProviderId, linkRawId, linkFederatedId, linkEmail, linkDisplayName, linkPhotoUrl, linkScreenName,
-            initialEmail
-        ) = row
-        guard let scope, let localId, let emailVerified, let disabled, let validSince, let createdAt, let customAuth,
-            let emailLinkSignin
+        guard let scope = row.scope, let localId = row.localId, let emailVerified = row.emailVerified,
+            let disabled = row.disabled, let validSince = row.validSince, let createdAt = row.createdAt,
+            let customAuth = row.customAuth, let emailLinkSignin = row.emailLinkSignin
         else { return }
         if byId[localId] == nil {
             var user = UserRecord(
-                tenantId: Scope(column: scope).tenantID, localId: localId, email: email, emailVerified: emailVerified,
-                displayName: displayName, photoUrl: photoUrl, disabled: disabled, customAttributes: customAttributes,
-                validSince: validSince, createdAt: createdAt, lastLoginAt: lastLoginAt, lastRefreshAt: lastRefreshAt,
-                passwordUpdatedAt: passwordUpdatedAt)
-            user.phoneNumber = phoneNumber
+                tenantId: scope.tenantID, localId: localId, email: row.email, emailVerified: emailVerified,
+                displayName: row.displayName, photoUrl: row.photoUrl, disabled: disabled,
+                customAttributes: row.customAttributes, validSince: validSince, createdAt: createdAt,
+                lastLoginAt: row.lastLoginAt, lastRefreshAt: row.lastRefreshAt, passwordUpdatedAt: row.passwordUpdatedAt
+            )
+            user.phoneNumber = row.phoneNumber
             user.customAuth = customAuth ? true : nil
             user.emailLinkSignin = emailLinkSignin ? true : nil
-            user.initialEmail = initialEmail
+            user.initialEmail = row.initialEmail
             // The password provider entry is derived, never stored: present iff an email and a password
             // or an email-link sign-in (docs/protocol/accounts.md#the-user-record).
             if let email = user.email, user.hasPassword || emailLinkSignin {
@@ -139,15 +206,7 @@ struct UserRows {
             }
             byId[localId] = user
         }
-        if let linkProviderId, let linkRawId {
-            // Every entry has a federatedId (docs/protocol/sdks.md#what-the-sdks-depend-on: the Apple SDK
-            // reads it as the entry's uid); an imported link may have come without one, and then it is the
-            // raw id, as Firebase answers.
-            byId[localId]?.providerUserInfo.append(
-                ProviderUserInfo(
-                    providerId: linkProviderId, rawId: linkRawId, federatedId: linkFederatedId ?? linkRawId,
-                    email: linkEmail, displayName: linkDisplayName, photoUrl: linkPhotoUrl, screenName: linkScreenName))
-        }
+        if let link = row.link { byId[localId]?.providerUserInfo.append(link) }
     }
 }
 
@@ -169,13 +228,15 @@ struct UsersByID: ScopedStatement {
             SELECT * FROM provider_links WHERE tenant_id = u.tenant_id AND local_id = u.local_id OFFSET 0) AS l ON true
         """
 
-    /// A user `u` and one of its provider links `l` (`UserRow`).
+    /// A user `u` and one of its provider links `l` (`AccountRows.UserRow`, which reads them by name).
     static let columns = """
         u.tenant_id, u.local_id, u.email, u.email_verified, u.display_name, u.photo_url, u.disabled,
             u.custom_attributes, u.valid_since, u.created_at, u.last_login_at, u.last_refresh_at,
-            CASE WHEN u.password_hash IS NOT NULL THEN u.password_updated_at END, u.phone_number, u.custom_auth,
-            u.email_link_signin, l.provider_id, l.raw_id, l.federated_id, l.email, l.display_name, l.photo_url, l.screen_name,
-            u.initial_email
+            CASE WHEN u.password_hash IS NOT NULL THEN u.password_updated_at END AS password_updated_at,
+            u.phone_number, u.custom_auth, u.email_link_signin, u.initial_email,
+            l.provider_id AS link_provider_id, l.raw_id AS link_raw_id, l.federated_id AS link_federated_id,
+            l.email AS link_email, l.display_name AS link_display_name, l.photo_url AS link_photo_url,
+            l.screen_name AS link_screen_name
         """
     static let sql = """
         SELECT \(columns)
@@ -190,7 +251,7 @@ struct UsersByID: ScopedStatement {
     var localIds: [String]
     var argument: [String] { localIds }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try Row(row.makeRandomAccess()) }
 }
 
 /// A prepared statement whose parameters are `$1` the scope and `$2` one value (ids, an id, an
@@ -226,26 +287,22 @@ struct UserOfEnabledScope: ScopedStatement {
         ORDER BY l.provider_id
         """
     /// The scope's `disable_auth`, the user's `credential_seq` (nil: no such user) and the user.
-    typealias Row = (Bool, Int64?, AccountRows.UserRow)
+    struct Row: NamedRow {
+        var disableAuth: Bool
+        var credentialSeq: Int64?
+        var user: AccountRows.UserRow
+
+        init(_ row: PostgresRandomAccessRow) throws {
+            disableAuth = try row.value("disable_auth")
+            credentialSeq = try row.value("credential_seq")
+            user = try AccountRows.UserRow(row)
+        }
+    }
     var scope: Scope
     var localId: String
     var argument: String { localId }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        let r = try row.decode(
-            (
-                Bool, Int64?, String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?,
-                Int64?, Int64?, Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?,
-                String?, String?
-            ).self)
-        return (
-            r.0, r.1,
-            (
-                r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18, r.19,
-                r.20, r.21, r.22, r.23, r.24, r.25
-            )
-        )
-    }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try Row(row.makeRandomAccess()) }
 }
 
 struct RotateRefreshToken: PostgresPreparedStatement {
@@ -253,14 +310,22 @@ struct RotateRefreshToken: PostgresPreparedStatement {
     /// The rotation (migration 11's function), then the user it read or wrote and its provider links
     /// (a row per link), as `UsersByID` returns them.
     static let sql = """
-        SELECT r.o_outcome, r.o_scope, r.o_family, r.o_local_id, r.o_provider, r.o_auth_time, r.o_extra_claims,
-            r.o_sealed, r.o_token_issued_at, \(UsersByID.columns)
+        SELECT r.o_outcome, r.o_family, r.o_local_id, r.o_provider, r.o_auth_time, r.o_extra_claims, r.o_sealed,
+            r.o_token_issued_at, \(UsersByID.columns)
         FROM tessera_rotate_refresh_token($1, $2, $3, $4, $5, $6) AS r
         CROSS JOIN LATERAL (SELECT (r.o_user).*) AS u
         \(UsersByID.linksJoin)
         ORDER BY l.provider_id
         """
-    typealias Row = (AccountRows.RotationRow, AccountRows.UserRow)
+    struct Row: NamedRow {
+        var rotation: AccountRows.RotationRow
+        var user: AccountRows.UserRow
+
+        init(_ row: PostgresRandomAccessRow) throws {
+            rotation = try AccountRows.RotationRow(row)
+            user = try AccountRows.UserRow(row)
+        }
+    }
     var tokenHash: String
     var newTokenHash: String
     var sealed: String
@@ -279,19 +344,5 @@ struct RotateRefreshToken: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        let r = try row.decode(
-            (
-                String, String?, UUID?, String?, String?, Int64?, String?, String?, Int64?,
-                String?, String?, String?, Bool?, String?, String?, Bool?, String?, Int64?, Int64?, Int64?, Int64?,
-                Int64?, String?, Bool?, Bool?, String?, String?, String?, String?, String?, String?, String?, String?
-            ).self)
-        return (
-            (r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8),
-            (
-                r.9, r.10, r.11, r.12, r.13, r.14, r.15, r.16, r.17, r.18, r.19, r.20, r.21, r.22, r.23, r.24, r.25,
-                r.26, r.27, r.28, r.29, r.30, r.31, r.32
-            )
-        )
-    }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try Row(row.makeRandomAccess()) }
 }

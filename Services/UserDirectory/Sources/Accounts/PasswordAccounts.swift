@@ -71,7 +71,7 @@ final class HashKeyStore: Sendable {
 
 /// The switches of one scope that end-user operations obey. Reading them checks that the scope
 /// exists (`TENANT_NOT_FOUND`) and is enabled (`PROJECT_DISABLED`), so no operation forgets either.
-struct ScopeFlags {
+struct ScopeFlags: NamedRow {
     var allowPasswordSignup: Bool
     var disabledUserSignup: Bool
     var enableAnonymousUser: Bool
@@ -90,7 +90,7 @@ struct ScopeFlags {
             lock
             ? try await connection.execute(ScopeFlagsLocked(scope: scope), logger: logger)
             : try await connection.execute(ScopeFlagsRead(scope: scope), logger: logger)
-        for try await row in rows { return try ScopeFlags(row) }
+        for try await flags in rows { return flags }
         throw FirebaseError.invalid(.tenantNotFound)
     }
 }
@@ -101,19 +101,17 @@ extension ScopeFlags {
         try await client.withConnection { try await read($0, scope: scope, lock: false, logger: logger) }
     }
 
-    /// The switches from a row of `ScopeFlagsRead.columns`.
-    init(_ row: ScopeFlagsRead.Row) throws {
-        // Named in the order of `ScopeFlagsRead.columns`.
-        let (
-            disableAuth, allowPasswordSignup, disabledUserSignup, enableAnonymousUser, disabledUserDeletion,
-            autodeleteAnonymousUsers, emailPrivacy, rateLimits, enableEmailLinkSignin
-        ) = row
-        if disableAuth { throw FirebaseError.invalid(.projectDisabled) }
-        self.init(
-            allowPasswordSignup: allowPasswordSignup, disabledUserSignup: disabledUserSignup,
-            enableAnonymousUser: enableAnonymousUser, disabledUserDeletion: disabledUserDeletion,
-            autodeleteAnonymousUsers: autodeleteAnonymousUsers, emailPrivacy: emailPrivacy,
-            rateLimits: RateLimitSettings.decode(rateLimits), enableEmailLinkSignin: enableEmailLinkSignin)
+    /// The switches from a row of `ScopeFlagsRead.columns`; `PROJECT_DISABLED` for a disabled scope.
+    init(_ row: PostgresRandomAccessRow) throws {
+        if try row.value("disable_auth", as: Bool.self) { throw FirebaseError.invalid(.projectDisabled) }
+        allowPasswordSignup = try row.value("allow_password_signup")
+        disabledUserSignup = try row.value("disabled_user_signup")
+        enableAnonymousUser = try row.value("enable_anonymous_user")
+        disabledUserDeletion = try row.value("disabled_user_deletion")
+        autodeleteAnonymousUsers = try row.value("autodelete_anonymous_users")
+        emailPrivacy = try row.value("enable_improved_email_privacy")
+        rateLimits = RateLimitSettings.decode(try row.value("rate_limits"))
+        enableEmailLinkSignin = try row.value("enable_email_link_signin")
     }
 }
 
@@ -225,12 +223,9 @@ extension PasswordAccounts {
         {
             candidate = row
         }
-        guard let r = candidate else { throw FirebaseError.invalid(.tenantNotFound) }
-        let flags = try ScopeFlags((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8))
-        // The account's columns, named in the order of `PasswordSignInCandidate.sql` (nil: no account).
-        let (accountId, accountDisabled, algorithmColumn, paramsColumn, saltColumn, hashColumn) = (
-            r.9, r.10, r.11, r.12, r.13, r.14
-        )
+        guard let candidate else { throw FirebaseError.invalid(.tenantNotFound) }
+        let flags = candidate.flags
+        let (accountId, accountDisabled) = (candidate.localId, candidate.disabled)
         if !flags.allowPasswordSignup { throw FirebaseError.invalid(.passwordLoginDisabled) }
         // Attempts are counted before any hashing, per account and per address, so guessing costs
         // the guesser, not the hashing threads.
@@ -263,19 +258,17 @@ extension PasswordAccounts {
         // checked: a wrong guess costs the same hashing time and gets the same answer as for any
         // other account (docs/protocol/accounts.md#email-enumeration-protection).
         if disabled, !flags.emailPrivacy { throw FirebaseError.invalid(.userDisabled) }
-        guard let algorithm = algorithmColumn, let params = paramsColumn, let salt = saltColumn, let hash = hashColumn
-        else {
+        guard let stored = candidate.stored else {
             try await hasher.burn(request.password, key: keys.own, client: request.clientIP)
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
-        let stored = StoredPassword(algorithm: algorithm, params: params, salt: salt, hash: hash)
         guard try await hasher.verify(request.password, stored: stored, keys: keys, client: request.clientIP) else {
             if ImportedHash.isBeyondLimits(stored) {
                 logger.warning(
                     "stored password hash is beyond the import limits and never verifies: the user must reset the password",
                     metadata: [
                         "tenant.id": .string(scope.key), "user.id": .string(localId),
-                        "hash.algorithm": .string(algorithm),
+                        "hash.algorithm": .string(stored.algorithm),
                     ])
             }
             logger.notice(
@@ -294,7 +287,7 @@ extension PasswordAccounts {
         var users = UserRows()
         for try await row in try await client.execute(
             PasswordSignIn(
-                scope: scope, localId: localId, verifiedHash: hash, current: current, nowMillis: now,
+                scope: scope, localId: localId, verifiedHash: stored.hash, current: current, nowMillis: now,
                 familyId: familyId, session: request.session),
             logger: logger)
         {
@@ -462,9 +455,9 @@ extension PasswordAccounts {
 
 }
 
-/// The scope's switches (prepared: read by nearly every end-user call), `$1` the scope.
-protocol ScopeFlagsStatement: PostgresPreparedStatement
-where Row == (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool) {
+/// The scope's switches (prepared: read by nearly every end-user call), `$1` the scope. A row of a
+/// disabled scope is `PROJECT_DISABLED`.
+protocol ScopeFlagsStatement: PostgresPreparedStatement where Row == ScopeFlags {
     var scope: Scope { get }
 }
 
@@ -475,7 +468,7 @@ extension ScopeFlagsStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try ScopeFlags(row.makeRandomAccess()) }
 }
 
 struct ScopeFlagsRead: ScopeFlagsStatement {
@@ -487,7 +480,7 @@ struct ScopeFlagsRead: ScopeFlagsStatement {
             t.enable_email_link_signin
         """
     static let sql = "SELECT \(columns) FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1"
-    typealias Row = (Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool)
+    typealias Row = ScopeFlags
     var scope: Scope
 }
 
@@ -495,7 +488,7 @@ struct ScopeFlagsRead: ScopeFlagsStatement {
 struct ScopeFlagsLocked: ScopeFlagsStatement {
     static let name = "tessera_scope_flags_locked"
     static let sql = ScopeFlagsRead.sql + " FOR SHARE OF t"
-    typealias Row = ScopeFlagsRead.Row
+    typealias Row = ScopeFlags
     var scope: Scope
 }
 
@@ -510,14 +503,31 @@ struct PasswordSignInCandidate: ScopedStatement {
         LEFT JOIN users u ON u.tenant_id = t.tenant_id AND u.email = $2
         WHERE t.tenant_id = $1
         """
-    typealias Row = (
-        Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, Bool, String?, Bool?, String?, String?, String?, String?
-    )
+    /// The scope's switches (`PROJECT_DISABLED` for a disabled scope) and the account, if any.
+    struct Row: NamedRow {
+        var flags: ScopeFlags
+        var localId: String?
+        var disabled: Bool?
+        /// The stored password; nil for an account without one.
+        var stored: StoredPassword?
+
+        init(_ row: PostgresRandomAccessRow) throws {
+            flags = try ScopeFlags(row)
+            localId = try row.value("local_id")
+            disabled = try row.value("disabled")
+            if let algorithm: String = try row.value("password_algorithm"),
+                let params: String = try row.value("password_params"),
+                let salt: String = try row.value("password_salt"), let hash: String = try row.value("password_hash")
+            {
+                stored = StoredPassword(algorithm: algorithm, params: params, salt: salt, hash: hash)
+            }
+        }
+    }
     var scope: Scope
     var email: String
     var argument: String { email }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try Row(row.makeRandomAccess()) }
 }
 
 /// A verified password sign-in, in one statement: the login time and the (possibly re-hashed)
@@ -570,7 +580,7 @@ struct PasswordSignIn: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try Row(row.makeRandomAccess()) }
 }
 
 extension AccountRows {

@@ -67,12 +67,12 @@ struct SessionAccounts: Sendable {
         var scopeDisabled: Bool?
         var credentialSeq: Int64 = 0
         var users = UserRows()
-        for try await (disabled, seq, user) in try await client.execute(
+        for try await row in try await client.execute(
             UserOfEnabledScope(scope: scope, localId: localId), logger: logger)
         {
-            scopeDisabled = disabled
-            credentialSeq = seq ?? 0
-            users.add(user)
+            scopeDisabled = row.disableAuth
+            credentialSeq = row.credentialSeq ?? 0
+            users.add(row.user)
         }
         guard let scopeDisabled else { throw FirebaseError.invalid(.tenantNotFound) }
         if scopeDisabled { throw FirebaseError.invalid(.projectDisabled) }
@@ -117,15 +117,15 @@ struct SessionAccounts: Sendable {
             logger: logger)
         var answer: AccountRows.RotationRow?
         var users = UserRows()
-        for try await (rotation, user) in rows {
-            answer = rotation
-            users.add(user)
+        for try await row in rows {
+            answer = row.rotation
+            users.add(row.user)
         }
-        guard let (outcome, _, familyId, localId, provider, authTime, extraClaims, sealed, issuedAt) = answer,
-            outcome == "rotated" || outcome == "replayed", let familyId, let localId, let provider, let authTime,
-            let issuedAt
+        guard let answer, answer.outcome == "rotated" || answer.outcome == "replayed", let familyId = answer.familyId,
+            let localId = answer.localId, let provider = answer.provider, let authTime = answer.authTime,
+            let issuedAt = answer.tokenIssuedAt
         else {
-            switch answer?.0 {
+            switch answer?.outcome {
             case "reuse"?:
                 logger.notice("refresh token reuse detected; session revoked")
                 reuse?.increment()
@@ -133,16 +133,17 @@ struct SessionAccounts: Sendable {
             case let outcome? where AccountRows.rotationErrors.contains(outcome):
                 throw FirebaseError.invalid(ErrorCode(rawValue: outcome)!)
             default:
-                logger.error("unexpected refresh rotation outcome", metadata: ["outcome": "\(answer?.0 ?? "none")"])
+                logger.error(
+                    "unexpected refresh rotation outcome", metadata: ["outcome": "\(answer?.outcome ?? "none")"])
                 throw FirebaseError.internal
             }
         }
         guard let user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
         let session = SessionInfo(
             familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
-            tokenIssuedAt: issuedAt, extraClaims: extraClaims)
-        if outcome == "replayed" {
-            guard let sealed else { throw FirebaseError.internal }
+            tokenIssuedAt: issuedAt, extraClaims: answer.extraClaims)
+        if answer.outcome == "replayed" {
+            guard let sealed = answer.sealed else { throw FirebaseError.internal }
             return .init(outcome: .replayed, user: user, session: session, sealedSuccessor: sealed)
         }
         return .init(outcome: .rotated, user: user, session: session, sealedSuccessor: nil)
