@@ -1,15 +1,10 @@
 import Foundation
 
-/// Server-side authorization flows with identity providers (docs/oauth-flows.md): what the token
-/// service keeps in the directory between sending a browser to a provider (`createAuthUri`, the
-/// hosted handler) and redeeming the provider's answer (`signInWithIdp`). A flow is found by the
-/// SHA-256 of its `state` within its scope, read by the handler's callback, and consumed once.
-extension InternalPath {
-    public static let createAuthFlow = "/internal/v1/authFlows:create"
-    public static let getAuthFlow = "/internal/v1/authFlows:get"
-    public static let consumeAuthFlow = "/internal/v1/authFlows:consume"
-    public static let authorizedDomains = "/internal/v1/projectConfig:authorizedDomains"
-}
+// Server-side authorization flows with identity providers (docs/oauth-flows.md): what the token
+// service keeps in the directory between sending a browser to a provider (`createAuthUri`, the
+// hosted handler) and redeeming the provider's answer (`signInWithIdp`). A flow is found by the
+// SHA-256 of its `state` within its scope, read by the handler's callback, and consumed once
+// (`InternalEndpoints.createAuthFlow`, `getAuthFlow`, `consumeAuthFlow`).
 
 /// Which client started a flow through the hosted handler, and where its answer goes back.
 public struct AuthFlowClient: Codable, Sendable, Equatable {

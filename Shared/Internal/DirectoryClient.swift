@@ -29,30 +29,30 @@ public struct DirectoryClient: Sendable {
         self.timeout = .milliseconds(Int64(timeout.timeInterval * 1000))
     }
 
-    /// POSTs `body` as JSON to an internal path and decodes the answer.
+    /// Calls a POST endpoint with `body` (JSON) and decodes its answer.
     public func call<Body: Encodable, Answer: Decodable>(
-        _ path: String, _ body: Body, as answer: Answer.Type, requestID: String, logger: Logger
+        _ endpoint: InternalEndpoint<Body, Answer>, _ body: Body, requestID: String, logger: Logger
     ) async throws -> Answer {
         let data = try (body as? any DirectJSONEncodable).map { Data($0.jsonBytes()) } ?? JSONEncoder().encode(body)
         var headers = HTTPHeaders()
         headers.add(name: "X-Tessera-Internal", value: secret)
         headers.add(name: "Content-Type", value: "application/json")
         let (status, bytes, retryAfter) = try await send(
-            method: .POST, path: path, headers: headers, body: data, requestID: requestID, logger: logger)
+            method: .POST, path: endpoint.path, headers: headers, body: data, requestID: requestID, logger: logger)
         return try decodeAnswer(
-            Answer.self, status: status, bytes: bytes, retryAfter: retryAfter, path: path, logger: logger)
+            Answer.self, status: status, bytes: bytes, retryAfter: retryAfter, path: endpoint.path, logger: logger)
     }
 
-    /// GETs an internal path and decodes the answer.
+    /// Calls a GET endpoint and decodes its answer.
     public func get<Answer: Decodable>(
-        _ path: String, as answer: Answer.Type, requestID: String, logger: Logger
+        _ endpoint: InternalEndpoint<NoBody, Answer>, requestID: String, logger: Logger
     ) async throws -> Answer {
         var headers = HTTPHeaders()
         headers.add(name: "X-Tessera-Internal", value: secret)
         let (status, bytes, retryAfter) = try await send(
-            method: .GET, path: path, headers: headers, body: nil, requestID: requestID, logger: logger)
+            method: .GET, path: endpoint.path, headers: headers, body: nil, requestID: requestID, logger: logger)
         return try decodeAnswer(
-            Answer.self, status: status, bytes: bytes, retryAfter: retryAfter, path: path, logger: logger)
+            Answer.self, status: status, bytes: bytes, retryAfter: retryAfter, path: endpoint.path, logger: logger)
     }
 
     /// Sends a request body to the directory as it came (POST, or GET with the body's fields in the

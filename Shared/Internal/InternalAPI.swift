@@ -1,32 +1,10 @@
 import Foundation
 import HTTPTypes
 
-/// Paths and bodies of the directory's internal API (authenticated with the shared internal secret
-/// in the `X-Tessera-Internal` header). Operations are semantic: the directory applies the scope's
-/// switches and writes everything one operation needs in one transaction.
-public enum InternalPath {
-    public static let status = "/internal/v1/status"
-    public static let signUpAnonymous = "/internal/v1/accounts:signUpAnonymous"
-    public static let getAccount = "/internal/v1/accounts:get"
-    public static let deleteAccount = "/internal/v1/accounts:delete"
-    public static let rotateRefreshToken = "/internal/v1/refreshTokens:rotate"
-    public static let signUpPassword = "/internal/v1/accounts:signUpPassword"
-    public static let signInWithPassword = "/internal/v1/accounts:signInWithPassword"
-    public static let authMethods = "/internal/v1/accounts:authMethods"
-    public static let updateAccount = "/internal/v1/accounts:update"
-    public static let sendOobCode = "/internal/v1/accounts:sendOobCode"
-    public static let resetPassword = "/internal/v1/accounts:resetPassword"
-    public static let applyOobCode = "/internal/v1/accounts:applyOobCode"
-    public static let checkAdmin = "/internal/v1/admin:check"
-    public static let idpConfig = "/internal/v1/idpConfigs:get"
-    public static let signInWithIdp = "/internal/v1/accounts:signInWithIdp"
-    public static let signInWithCustomToken = "/internal/v1/accounts:signInWithCustomToken"
-    public static let signInWithEmailLink = "/internal/v1/accounts:signInWithEmailLink"
-    public static let cleanupLease = "/internal/v1/cleanup:lease"
-    public static let cleanupDeleteDue = "/internal/v1/cleanup:deleteDue"
-    public static let cleanupHousekeeping = "/internal/v1/cleanup:housekeeping"
-    public static let cleanupFinish = "/internal/v1/cleanup:finish"
-}
+// The bodies of the directory's internal API (its endpoints are `InternalEndpoints`; authenticated
+// with the shared internal secret in the `X-Tessera-Internal` header). Operations are semantic: the
+// directory applies the scope's switches and writes everything one operation needs in one
+// transaction.
 
 /// The sweep lease a worker holds (docs/protocol/admin.md#anonymous-cleanup): one sweep at a time across
 /// every replica. `token` fences a worker that lost it and is the sweep's id.

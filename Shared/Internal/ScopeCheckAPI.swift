@@ -1,9 +1,6 @@
 /// Whether a scope takes sign-ins of a kind (docs/design-notes.md, "Order of checks"): asked by the
-/// token service before it answers a request's input errors, which come after the scope's switches.
-extension InternalPath {
-    public static let checkScope = "/internal/v1/scopes:check"
-}
-
+/// token service before it answers a request's input errors, which come after the scope's switches
+/// (`InternalEndpoints.checkScope`).
 public struct CheckScopeRequest: Codable, Sendable {
     /// The sign-in method the endpoint serves, whose switch is checked after `disableAuth`.
     public enum Method: String, Codable, Sendable {

@@ -172,8 +172,8 @@ public struct Sweeper: Sendable {
         let granted: CleanupLeaseResponse
         do {
             granted = try await directory.call(
-                InternalPath.cleanupLease, CleanupLeaseRequest(holder: configuration.holder, ttlSeconds: ttl),
-                as: CleanupLeaseResponse.self, requestID: requestID, logger: logger)
+                InternalEndpoints.cleanupLease, CleanupLeaseRequest(holder: configuration.holder, ttlSeconds: ttl),
+                requestID: requestID, logger: logger)
         } catch let error as FirebaseError where error.leaseConflict == .held {
             logger.info("sweep skipped: another worker holds the lease")
             report.skipped = true
@@ -187,10 +187,10 @@ public struct Sweeper: Sendable {
             while true {
                 let batchStarted = ContinuousClock.now
                 let answer = try await directory.call(
-                    InternalPath.cleanupDeleteDue,
+                    InternalEndpoints.cleanupDeleteDue,
                     CleanupDeleteDueRequest(
                         lease: lease, ttlSeconds: ttl, scope: tenant, limit: configuration.batchSize),
-                    as: CleanupDeleteDueResponse.self, requestID: requestID, logger: logger)
+                    requestID: requestID, logger: logger)
                 deletedHere += answer.deleted
                 report.deleted += answer.deleted
                 let pause = configuration.pause(after: ContinuousClock.now - batchStarted)
@@ -210,22 +210,22 @@ public struct Sweeper: Sendable {
         var resumeAfter: Scope?
         repeat {
             let part = try await directory.call(
-                InternalPath.cleanupHousekeeping,
+                InternalEndpoints.cleanupHousekeeping,
                 HousekeepingRequest(
                     lease: lease, ttlSeconds: ttl, refreshIdleSeconds: configuration.refreshIdleTTL.timeInterval,
                     sessionRetentionSeconds: configuration.sessionRetention.timeInterval,
                     codeRetentionSeconds: configuration.codeRetention.timeInterval,
                     mailRetentionSeconds: configuration.mailRetention.timeInterval, batchSize: configuration.batchSize,
                     after: resumeAfter),
-                as: HousekeepingResponse.self, requestID: requestID, logger: logger)
+                requestID: requestID, logger: logger)
             report.housekeeping.sessions += part.sessions
             report.housekeeping.codes += part.codes
             report.housekeeping.mails += part.mails
             resumeAfter = part.resumeAfter
         } while resumeAfter != nil
         _ = try await directory.call(
-            InternalPath.cleanupFinish, CleanupFinishRequest(lease: lease, deleted: report.deleted),
-            as: EmptyObject.self, requestID: requestID, logger: logger)
+            InternalEndpoints.cleanupFinish, CleanupFinishRequest(lease: lease, deleted: report.deleted),
+            requestID: requestID, logger: logger)
         let elapsed = ContinuousClock.now - started
         report.seconds = elapsed.timeInterval
         logger.info(
@@ -284,7 +284,7 @@ public func buildCleanupWorker(
     metrics.service.addRoute(to: router)
     router.get("/readyz") { _, context in
         _ = try await directory.get(
-            InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)
+            InternalEndpoints.status, requestID: context.requestID, logger: context.logger)
         return JSONResponse(HealthStatus())
     }
     return Application(

@@ -79,7 +79,7 @@ public func buildTokenApplication(
         metrics.addRoute(to: router)
         router.get("/readyz") { _, context in
             _ = try await directory.get(
-                InternalPath.status, as: DirectoryStatus.self, requestID: context.requestID, logger: context.logger)
+                InternalEndpoints.status, requestID: context.requestID, logger: context.logger)
             return JSONResponse(HealthStatus())
         }
         AccountsController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: clients)

@@ -229,14 +229,13 @@ public func buildDirectoryApplication(
             "TESSERA_OWNER_TOKEN_SCOPE is set: the Admin SDKs' emulator-mode token `Bearer owner` is accepted on the admin plane; every such call is audited as owner",
             metadata: ["owner.scope": .string(scope.setting)])
     }
-    internalGroup.post(RouterPath(InternalPath.checkAdmin)) { request, context in
-        let body = try await request.decodeJSON(CheckAdminRequest.self, context: context)
+    internalGroup.on(InternalEndpoints.checkAdmin) { body, context in
         guard let bearer = Request.bearerToken(in: body.authorization) else { throw FirebaseError.missingCredentials }
         // Limited as the admin plane is, against the end user's address the token service resolved.
         let principal = try await adminFailures.authenticate(
             bearer, from: body.clientIP, credentials: credentials, logger: context.logger)
         if let own = principal.owner.tenant, own != body.scope { throw FirebaseError.insufficientPermission }
-        return JSONResponse(EmptyObject())
+        return EmptyObject()
     }
 
     let serviceAccounts = ServiceAccountController(

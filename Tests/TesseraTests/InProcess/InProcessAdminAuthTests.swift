@@ -136,11 +136,11 @@ struct InProcessAdminAuthTests {
     func internalAPIRequiresTheSecret() async throws {
         try await InProcess.withDirectory { directory in
             let calls: [(HTTPRequest.Method, String, String?)] = [
-                (.get, InternalPath.status, nil),
+                (.get, InternalEndpoints.status.path, nil),
                 (.get, RouteTable.path, nil),
-                (.post, InternalPath.signUpAnonymous, "{}"),
-                (.post, InternalPath.checkAdmin, #"{"authorization":"Bearer \#(InProcess.adminToken)"}"#),
-                (.post, InternalPath.cleanupLease, "{}"),
+                (.post, InternalEndpoints.signUpAnonymous.path, "{}"),
+                (.post, InternalEndpoints.checkAdmin.path, #"{"authorization":"Bearer \#(InProcess.adminToken)"}"#),
+                (.post, InternalEndpoints.cleanupLease.path, "{}"),
             ]
             for (method, path, body) in calls {
                 for headers: HTTPFields in [[:], [.internalSecret: "wrong"], [.internalSecret: ""]] {
@@ -151,9 +151,10 @@ struct InProcessAdminAuthTests {
             }
             // The admin bearer is no internal secret either.
             try expectStatusError(
-                try await directory.admin.get(InternalPath.status), .forbidden, "PERMISSION_DENIED")
+                try await directory.admin.get(InternalEndpoints.status.path), .forbidden, "PERMISSION_DENIED")
             let status = try expectOK(
-                try await directory.http.get(InternalPath.status, headers: [.internalSecret: InProcess.internalSecret]))
+                try await directory.http.get(
+                    InternalEndpoints.status.path, headers: [.internalSecret: InProcess.internalSecret]))
             #expect(status["service"]?.stringValue == "user-directory")
         }
     }

@@ -138,9 +138,9 @@ struct ActionPageController {
         }
         guard let oobCode = link.oobCode else { throw FirebaseError.invalid(.invalidOobCode) }
         let code = try await tokens.directory.call(
-            InternalPath.resetPassword,
+            InternalEndpoints.resetPassword,
             ResetPasswordRequest(scope: link.scope, oobCode: oobCode, newPassword: nil),
-            as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+            requestID: context.requestID, logger: context.logger)
         guard let type = mode.requestType, code.requestType == type else {
             throw FirebaseError.invalid(.invalidOobCode)
         }
@@ -157,21 +157,21 @@ struct ActionPageController {
         case .verifyEmail, .verifyAndChangeEmail, .recoverEmail:
             // A new address's confirmation mails a notice to the old one, whose link is built here.
             let answer = try await tokens.directory.call(
-                InternalPath.applyOobCode,
+                InternalEndpoints.applyOobCode,
                 ApplyOobCodeRequest(
                     scope: link.scope, oobCode: oobCode,
                     recoverLinkPrefix: mode == .verifyAndChangeEmail
                         ? OobController.recoverLinkPrefix(configuration, scope: link.scope, request: request) : nil),
-                as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+                requestID: context.requestID, logger: context.logger)
             // The address the account has now: a new one, or the restored one.
             return answer.newEmail ?? answer.email
         case .resetPassword:
             let password = fields["newPassword"] ?? ""
             try Credentials.checkPassword(password)
             let answer = try await tokens.directory.call(
-                InternalPath.resetPassword,
+                InternalEndpoints.resetPassword,
                 ResetPasswordRequest(scope: link.scope, oobCode: oobCode, newPassword: password),
-                as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+                requestID: context.requestID, logger: context.logger)
             return answer.email
         case .signIn:
             let completed = try await EmailLinkController(tokens: tokens, configuration: configuration).complete(

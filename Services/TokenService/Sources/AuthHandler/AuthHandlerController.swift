@@ -238,8 +238,9 @@ struct AuthHandlerController {
         let flow: AuthFlow
         do {
             flow = try await tokens.directory.call(
-                InternalPath.getAuthFlow, AuthFlowRequest(scope: scope, stateHash: AuthorizationFlows.hexDigest(state)),
-                as: AuthFlowResponse.self, requestID: context.requestID, logger: context.logger
+                InternalEndpoints.getAuthFlow,
+                AuthFlowRequest(scope: scope, stateHash: AuthorizationFlows.hexDigest(state)),
+                requestID: context.requestID, logger: context.logger
             ).flow
         } catch {
             return page.error(HostedPage.firebaseError(error, page: "auth handler", logger: context.logger))

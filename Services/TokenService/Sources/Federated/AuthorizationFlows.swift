@@ -89,8 +89,8 @@ struct AuthorizationFlows: Sendable {
     /// Starts a flow; returns the provider's authorization URL.
     func start(_ start: Start, requestID: String, logger: Logger) async throws -> String {
         let config = try await directory.call(
-            InternalPath.idpConfig, IdpConfigRequest(scope: start.scope, providerId: start.providerId),
-            as: IdpConfigResponse.self, requestID: requestID, logger: logger)
+            InternalEndpoints.idpConfig, IdpConfigRequest(scope: start.scope, providerId: start.providerId),
+            requestID: requestID, logger: logger)
         let kind = try Self.kind(config)
         try Self.checkCredentials(config, kind: kind)
         let state = Self.newState(scope: start.scope)
@@ -137,7 +137,7 @@ struct AuthorizationFlows: Sendable {
             ttlSeconds: Int(lifetime.components.seconds))
         create.clientIP = start.clientIP
         _ = try await directory.call(
-            InternalPath.createAuthFlow, create, as: EmptyObject.self, requestID: requestID, logger: logger)
+            InternalEndpoints.createAuthFlow, create, requestID: requestID, logger: logger)
         return authorizationURL
     }
 
@@ -282,8 +282,8 @@ struct AuthorizationFlows: Sendable {
         }
         // Consumed before anything else is checked: whatever follows, this state is never good again.
         let flow = try await directory.call(
-            InternalPath.consumeAuthFlow, AuthFlowRequest(scope: scope, stateHash: Self.hexDigest(state)),
-            as: AuthFlowResponse.self, requestID: requestID, logger: logger
+            InternalEndpoints.consumeAuthFlow, AuthFlowRequest(scope: scope, stateHash: Self.hexDigest(state)),
+            requestID: requestID, logger: logger
         ).flow
         guard Secrets.constantTimeEquals(flow.apiKeyHash, Self.hexDigest(apiKey)) else {
             throw FirebaseError.invalid(.invalidIdpResponse, "The sign-in was started with another API key.")
@@ -309,8 +309,8 @@ struct AuthorizationFlows: Sendable {
             throw FirebaseError.invalid(.invalidIdpResponse, "The identity provider answered \(code).")
         }
         let config = try await directory.call(
-            InternalPath.idpConfig, IdpConfigRequest(scope: scope, providerId: flow.providerId),
-            as: IdpConfigResponse.self, requestID: requestID, logger: logger)
+            InternalEndpoints.idpConfig, IdpConfigRequest(scope: scope, providerId: flow.providerId),
+            requestID: requestID, logger: logger)
         var credential = try await exchange(answer, flow: flow, config: config, logger: logger)
         credential.nonce = flow.nonce
         var profile = try await providers.verify(credential, config: config, logger: logger)

@@ -84,7 +84,7 @@ struct AccountsController {
             let clientIP = tokens.clientIP(request, context)
             issued = try await tokens.passwordGate.pass(clientIP) { refusedByGate in
                 try await tokens.startSession(
-                    InternalPath.signUpPassword, requestID: context.requestID, logger: context.logger
+                    InternalEndpoints.signUpPassword, requestID: context.requestID, logger: context.logger
                 ) { session in
                     var body = SignUpPasswordRequest(
                         scope: scope, email: email, password: password, displayName: body.displayName,
@@ -138,7 +138,7 @@ struct AccountsController {
             let clientIP = tokens.clientIP(request, context)
             let issued = try await tokens.passwordGate.pass(clientIP) { refusedByGate in
                 try await tokens.startSession(
-                    InternalPath.signInWithPassword, requestID: context.requestID, logger: context.logger
+                    InternalEndpoints.signInWithPassword, requestID: context.requestID, logger: context.logger
                 ) { session in
                     var body = SignInWithPasswordRequest(
                         scope: scope, email: email, password: password, session: session)
@@ -204,8 +204,8 @@ struct AccountsController {
             throw FirebaseError.invalid(.invalidIdentifier)
         }
         let answer = try await tokens.directory.call(
-            InternalPath.authMethods, AuthMethodsRequest(scope: Scope(wire: body.tenantId), email: email),
-            as: AuthMethodsResponse.self, requestID: context.requestID, logger: context.logger)
+            InternalEndpoints.authMethods, AuthMethodsRequest(scope: Scope(wire: body.tenantId), email: email),
+            requestID: context.requestID, logger: context.logger)
         // The app's own session id comes back as it was sent (docs/protocol/accounts.md#end-user-endpoints),
         // else a new one.
         let sessionId = try Self.sessionId(body.sessionId) ?? Secrets.randomAlphanumeric(27)
@@ -375,7 +375,7 @@ struct AccountsController {
             if sensitive || revokeSessions { try await tokens.waitPastIssueSecond(of: verified) }
             let (refreshToken, session) = tokens.newSession()
             let answer = try await tokens.directory.call(
-                InternalPath.updateAccount,
+                InternalEndpoints.updateAccount,
                 UpdateAccountRequest(
                     scope: verified.scope, localId: user.localId, displayName: body.displayName,
                     photoUrl: body.photoUrl, deleteAttribute: deleteAttribute, email: email, password: body.password,
@@ -383,7 +383,7 @@ struct AccountsController {
                     revokeSessions: revokeSessions,
                     recoverLinkPrefix: OobController.recoverLinkPrefix(
                         configuration, scope: verified.scope, request: request)),
-                as: UpdateAccountResponse.self, requestID: context.requestID, logger: context.logger)
+                requestID: context.requestID, logger: context.logger)
             var response = SetAccountInfoResponse(user: answer.user)
             response.newEmail = email
             if let newSession = answer.session {
@@ -427,8 +427,8 @@ struct AccountsController {
             // anonymous users are exempt.
             try tokens.requireRecentSignIn(verified, user: user)
             _ = try await tokens.directory.call(
-                InternalPath.deleteAccount, AccountRequest(scope: verified.scope, localId: user.localId),
-                as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
+                InternalEndpoints.deleteAccount, AccountRequest(scope: verified.scope, localId: user.localId),
+                requestID: context.requestID, logger: context.logger)
             return try JSONResponse(DeleteResponse()).response(from: request, context: context)
         }
     }
@@ -439,9 +439,9 @@ struct AccountsController {
         _ code: String, scope: Scope, recoverLinkPrefix: String?, context: some TokenRequestContext
     ) async throws -> JSONResponse<SetAccountInfoResponse> {
         let answer = try await tokens.directory.call(
-            InternalPath.applyOobCode,
+            InternalEndpoints.applyOobCode,
             ApplyOobCodeRequest(scope: scope, oobCode: code, recoverLinkPrefix: recoverLinkPrefix),
-            as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+            requestID: context.requestID, logger: context.logger)
         guard let user = answer.user else { throw FirebaseError.internal }
         var response = SetAccountInfoResponse(user: user)
         response.newEmail = answer.newEmail

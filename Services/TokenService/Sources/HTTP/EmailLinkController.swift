@@ -65,7 +65,7 @@ struct EmailLinkController {
             try await tokens.waitPastIssueSecond(of: verified)
         }
         let (issued, answer) = try await tokens.startSession(
-            InternalPath.signInWithEmailLink, as: SignInWithEmailLinkResponse.self, requestID: requestID,
+            answering: InternalEndpoints.signInWithEmailLink, requestID: requestID,
             logger: logger
         ) { session in
             var call = SignInWithEmailLinkRequest(

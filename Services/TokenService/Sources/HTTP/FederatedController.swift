@@ -145,8 +145,8 @@ struct FederatedController {
                     throw FirebaseError.invalid(.invalidProviderId)
                 }
                 let config = try await tokens.directory.call(
-                    InternalPath.idpConfig, IdpConfigRequest(scope: scope, providerId: given.providerId),
-                    as: IdpConfigResponse.self, requestID: context.requestID, logger: context.logger)
+                    InternalEndpoints.idpConfig, IdpConfigRequest(scope: scope, providerId: given.providerId),
+                    requestID: context.requestID, logger: context.logger)
                 profile = try await providers.verify(given, config: config, logger: context.logger)
                 credential = given
             }
@@ -160,8 +160,8 @@ struct FederatedController {
             let outcome: SignInWithIdpResponse
             do {
                 outcome = try await tokens.directory.call(
-                    InternalPath.signInWithIdp, signIn,
-                    as: SignInWithIdpResponse.self, requestID: context.requestID, logger: context.logger)
+                    InternalEndpoints.signInWithIdp, signIn,
+                    requestID: context.requestID, logger: context.logger)
             } catch let error as FirebaseError
                 where body.returnIdpCredential == true
                 && ["FEDERATED_USER_ID_ALREADY_LINKED", "EMAIL_EXISTS"].contains(error.code)
@@ -215,8 +215,7 @@ struct FederatedController {
             }
             let clientIP = tokens.clientIP(request, context)
             let (issued, answer) = try await tokens.startSession(
-                InternalPath.signInWithCustomToken, as: SignInWithCustomTokenResponse.self,
-                requestID: context.requestID, logger: context.logger
+                answering: InternalEndpoints.signInWithCustomToken, requestID: context.requestID, logger: context.logger
             ) { session in
                 var signIn = SignInWithCustomTokenRequest(
                     scope: Scope(wire: body.tenantId), token: token, session: session)

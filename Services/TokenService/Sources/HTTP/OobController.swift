@@ -84,7 +84,7 @@ struct OobController {
                 continueUrl: continueUrl)
             send.clientIP = tokens.clientIP(request, context)
             let answer = try await tokens.directory.call(
-                InternalPath.sendOobCode, send, as: SendOobCodeResponse.self, requestID: context.requestID,
+                InternalEndpoints.sendOobCode, send, requestID: context.requestID,
                 logger: context.logger)
             return try JSONResponse(SendResponse(email: answer.email ?? email)).response(
                 from: request, context: context)
@@ -157,10 +157,10 @@ struct OobController {
             guard let code = body.oobCode, !code.isEmpty else { throw FirebaseError.invalid(.missingOobCode) }
             if let password = body.newPassword { try Credentials.checkPassword(password) }
             let answer = try await tokens.directory.call(
-                InternalPath.resetPassword,
+                InternalEndpoints.resetPassword,
                 ResetPasswordRequest(
                     scope: Scope(wire: body.tenantId), oobCode: code, newPassword: body.newPassword),
-                as: OobCodeResponse.self, requestID: context.requestID, logger: context.logger)
+                requestID: context.requestID, logger: context.logger)
             // An email-link code's inspection names its address, which the emulator leaves out: the
             // Apple SDK's checkActionCode stops the app without it (docs/design-notes.md, "Where
             // Tessera differs from the Firebase emulator").

@@ -41,10 +41,10 @@ struct SessionCookieController {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let requested = Scope(wire: context.parameters.get("tenant") ?? body.tenantId)
         _ = try await tokens.directory.call(
-            InternalPath.checkAdmin,
+            InternalEndpoints.checkAdmin,
             CheckAdminRequest(
                 authorization: authorization, scope: requested, clientIP: tokens.clientIP(request, context)),
-            as: EmptyObject.self, requestID: context.requestID, logger: context.logger)
+            requestID: context.requestID, logger: context.logger)
         if let project = context.parameters.get("project"), project != configuration.projectID {
             throw FirebaseError.invalid(.projectNotFound)
         }

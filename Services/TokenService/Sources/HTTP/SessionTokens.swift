@@ -29,7 +29,7 @@ struct SessionTokens: Sendable {
     func currentLinks(requestID: String, logger: Logger) async throws -> ActionLinks {
         var links = configuration.links
         links.authorizedDomains = try await directory.get(
-            InternalPath.authorizedDomains, as: AuthorizedDomainsResponse.self, requestID: requestID, logger: logger
+            InternalEndpoints.authorizedDomains, requestID: requestID, logger: logger
         ).authorizedDomains
         return links
     }
@@ -43,19 +43,20 @@ struct SessionTokens: Sendable {
 
     /// Runs a directory operation that starts a session and mints its tokens.
     func startSession<Body: Encodable>(
-        _ path: String, requestID: String, logger: Logger, _ body: (NewSession) -> Body
+        _ endpoint: InternalEndpoint<Body, SessionCreatedResponse>, requestID: String, logger: Logger,
+        _ body: (NewSession) -> Body
     ) async throws -> Issued {
-        try await startSession(path, as: SessionCreatedResponse.self, requestID: requestID, logger: logger, body)
-            .issued
+        try await startSession(answering: endpoint, requestID: requestID, logger: logger, body).issued
     }
 
     /// The same, for an operation whose answer says more than the user and the session (whether the
     /// user is new, for a custom-token or email-link sign-in).
     func startSession<Body: Encodable, Answer: SessionAnswer>(
-        _ path: String, as answer: Answer.Type, requestID: String, logger: Logger, _ body: (NewSession) -> Body
+        answering endpoint: InternalEndpoint<Body, Answer>, requestID: String, logger: Logger,
+        _ body: (NewSession) -> Body
     ) async throws -> (issued: Issued, answer: Answer) {
         let (refreshToken, session) = newSession()
-        let created = try await directory.call(path, body(session), as: answer, requestID: requestID, logger: logger)
+        let created = try await directory.call(endpoint, body(session), requestID: requestID, logger: logger)
         let idToken = try issuer.mint(user: created.user, session: created.session)
         issuer.countIssued("refresh_token", provider: created.session.signInProvider)
         return (Issued(user: created.user, idToken: idToken, refreshToken: refreshToken), created)
@@ -64,7 +65,7 @@ struct SessionTokens: Sendable {
     func signUpAnonymous(scope: Scope, clientIP: String?, requestID: String, logger: Logger) async throws
         -> Issued
     {
-        try await startSession(InternalPath.signUpAnonymous, requestID: requestID, logger: logger) { session in
+        try await startSession(InternalEndpoints.signUpAnonymous, requestID: requestID, logger: logger) { session in
             var body = SignUpAnonymousRequest(
                 scope: scope, refreshTokenHash: session.refreshTokenHash, sessionExpiresAt: session.expiresAt)
             body.clientIP = clientIP
@@ -101,13 +102,13 @@ struct SessionTokens: Sendable {
         guard RefreshTokens.isWellFormed(token) else { throw FirebaseError.invalid(.invalidRefreshToken) }
         let successor = RefreshTokens.generate()
         let answer = try await directory.call(
-            InternalPath.rotateRefreshToken,
+            InternalEndpoints.rotateRefreshToken,
             RotateRefreshTokenRequest(
                 tokenHash: Secrets.tokenHash(token), newTokenHash: Secrets.tokenHash(successor),
                 sealedSuccessor: try RefreshTokens.seal(successor: successor, with: token),
                 graceSeconds: configuration.refreshGrace.wholeSeconds,
                 idleSeconds: configuration.refreshIdleTTL.wholeSeconds),
-            as: RotateRefreshTokenResponse.self, requestID: requestID, logger: logger)
+            requestID: requestID, logger: logger)
         let newToken: String
         switch answer.outcome {
         case .rotated:
@@ -132,11 +133,11 @@ struct SessionTokens: Sendable {
             throw FirebaseError.invalid(.tenantIdMismatch)
         }
         let answer = try await directory.call(
-            InternalPath.getAccount,
+            InternalEndpoints.getAccount,
             AccountRequest(
                 scope: verified.scope, localId: verified.localId, session: verified.session,
                 issuedAt: verified.issuedAt),
-            as: AccountResponse.self, requestID: requestID, logger: logger)
+            requestID: requestID, logger: logger)
         let user = answer.user
         if user.disabled { throw FirebaseError.invalid(.userDisabled) }
         // Whole seconds tell most revoked tokens; one of the revocation's own second is told by its
@@ -216,7 +217,7 @@ extension SessionTokens {
             return try await body()
         } catch let error as FirebaseError where Self.isInputError(error) {
             _ = try await directory.call(
-                InternalPath.checkScope, CheckScopeRequest(scope: scope, method: method), as: EmptyObject.self,
+                InternalEndpoints.checkScope, CheckScopeRequest(scope: scope, method: method),
                 requestID: context.requestID, logger: context.logger)
             throw error
         }

@@ -9,41 +9,36 @@ struct InternalController {
     let schemaVersion: Int
 
     func addRoutes(to group: RouterGroup<DirectoryInternalContext>) {
-        group.get(RouterPath(InternalPath.status)) { _, _ in
-            JSONResponse(DirectoryStatus(service: "user-directory", schemaVersion: schemaVersion))
+        group.on(InternalEndpoints.status) { _ in
+            DirectoryStatus(service: "user-directory", schemaVersion: schemaVersion)
         }
-        group.post(RouterPath(InternalPath.signUpAnonymous), use: signUpAnonymous)
-        group.post(RouterPath(InternalPath.getAccount), use: getAccount)
-        group.post(RouterPath(InternalPath.deleteAccount), use: deleteAccount)
-        group.post(RouterPath(InternalPath.rotateRefreshToken), use: rotate)
-        group.post(RouterPath(InternalPath.signUpPassword), use: signUpPassword)
-        group.post(RouterPath(InternalPath.signInWithPassword), use: signInWithPassword)
-        group.post(RouterPath(InternalPath.authMethods), use: authMethods)
-        group.post(RouterPath(InternalPath.updateAccount), use: updateAccount)
-        group.post(RouterPath(InternalPath.checkScope)) { request, context in
-            let body = try await request.decodeJSON(CheckScopeRequest.self, context: context)
+        group.on(InternalEndpoints.signUpAnonymous, use: signUpAnonymous)
+        group.on(InternalEndpoints.getAccount, use: getAccount)
+        group.on(InternalEndpoints.deleteAccount, use: deleteAccount)
+        group.on(InternalEndpoints.rotateRefreshToken, use: rotate)
+        group.on(InternalEndpoints.signUpPassword, use: signUpPassword)
+        group.on(InternalEndpoints.signInWithPassword, use: signInWithPassword)
+        group.on(InternalEndpoints.authMethods, use: authMethods)
+        group.on(InternalEndpoints.updateAccount, use: updateAccount)
+        group.on(InternalEndpoints.checkScope) { body, context in
             // PROJECT_DISABLED and TENANT_NOT_FOUND come from reading the switches.
             let flags = try await ScopeFlags.read(accounts.passwords.client, scope: body.scope, logger: context.logger)
             switch body.method {
             case .password where !flags.allowPasswordSignup: throw FirebaseError.invalid(.passwordLoginDisabled)
             case .emailLink where !flags.enableEmailLinkSignin: throw FirebaseError.invalid(.operationNotAllowed)
-            default: return JSONResponse(EmptyObject())
+            default: return EmptyObject()
             }
         }
-        group.post(RouterPath(InternalPath.sendOobCode)) { request, context in
-            let body = try await request.decodeJSON(SendOobCodeRequest.self, context: context)
-            return JSONResponse(try await accounts.oob.sendOobCode(body, logger: context.logger))
+        group.on(InternalEndpoints.sendOobCode) { body, context in
+            return try await accounts.oob.sendOobCode(body, logger: context.logger)
         }
-        group.post(RouterPath(InternalPath.resetPassword)) { request, context in
-            let body = try await request.decodeJSON(ResetPasswordRequest.self, context: context)
-            return JSONResponse(try await accounts.oob.resetPassword(body, logger: context.logger))
+        group.on(InternalEndpoints.resetPassword) { body, context in
+            return try await accounts.oob.resetPassword(body, logger: context.logger)
         }
-        group.post(RouterPath(InternalPath.idpConfig)) { request, context in
-            let body = try await request.decodeJSON(IdpConfigRequest.self, context: context)
-            return JSONResponse(try await accounts.federated.idpConfig(body, logger: context.logger))
+        group.on(InternalEndpoints.idpConfig) { body, context in
+            return try await accounts.federated.idpConfig(body, logger: context.logger)
         }
-        group.post(RouterPath(InternalPath.signInWithIdp)) { request, context in
-            let body = try await request.decodeJSON(SignInWithIdpRequest.self, context: context)
+        group.on(InternalEndpoints.signInWithIdp) { body, context in
             let answer = try await accounts.federated.signInWithIdp(body, logger: context.logger)
             context.logger.info(
                 "federated sign-in",
@@ -53,10 +48,9 @@ struct InternalController {
                     "outcome": .string(answer.outcome.rawValue), "user.new": .stringConvertible(answer.isNewUser),
                     "user.id": .string(answer.user?.localId ?? "-"), "link": .stringConvertible(body.linkTo != nil),
                 ])
-            return JSONResponse(answer)
+            return answer
         }
-        group.post(RouterPath(InternalPath.signInWithCustomToken)) { request, context in
-            let body = try await request.decodeJSON(SignInWithCustomTokenRequest.self, context: context)
+        group.on(InternalEndpoints.signInWithCustomToken) { body, context in
             let answer = try await accounts.customTokens.signInWithCustomToken(body, logger: context.logger)
             context.logger.info(
                 "custom-token sign-in",
@@ -64,10 +58,9 @@ struct InternalController {
                     "tenant.id": .string(body.scope.key), "user.id": .string(answer.user.localId),
                     "user.new": .stringConvertible(answer.isNewUser),
                 ])
-            return JSONResponse(answer)
+            return answer
         }
-        group.post(RouterPath(InternalPath.signInWithEmailLink)) { request, context in
-            let body = try await request.decodeJSON(SignInWithEmailLinkRequest.self, context: context)
+        group.on(InternalEndpoints.signInWithEmailLink) { body, context in
             let answer = try await accounts.emailLinks.signInWithEmailLink(body, logger: context.logger)
             context.logger.info(
                 "email-link sign-in",
@@ -75,44 +68,39 @@ struct InternalController {
                     "tenant.id": .string(body.scope.key), "user.id": .string(answer.user.localId),
                     "user.new": .stringConvertible(answer.isNewUser), "link": .stringConvertible(body.linkTo != nil),
                 ])
-            return JSONResponse(answer)
+            return answer
         }
-        group.post(RouterPath(InternalPath.applyOobCode)) { request, context in
-            let body = try await request.decodeJSON(ApplyOobCodeRequest.self, context: context)
-            return JSONResponse(try await accounts.oob.applyOobCode(body, logger: context.logger))
+        group.on(InternalEndpoints.applyOobCode) { body, context in
+            return try await accounts.oob.applyOobCode(body, logger: context.logger)
         }
     }
 
-    @Sendable func signUpPassword(_ request: Request, context: DirectoryInternalContext) async throws
-        -> JSONResponse<SessionCreatedResponse>
+    @Sendable func signUpPassword(_ body: SignUpPasswordRequest, context: DirectoryInternalContext) async throws
+        -> SessionCreatedResponse
     {
-        let body = try await request.decodeJSON(SignUpPasswordRequest.self, context: context)
         let (user, session) = try await accounts.passwords.signUpPassword(body, logger: context.logger)
         context.logger.info(
             body.localId == nil ? "password user created" : "password linked to user",
             metadata: ["tenant.id": .string(body.scope.key), "user.id": .string(user.localId)])
-        return JSONResponse(SessionCreatedResponse(user: user, session: session))
+        return SessionCreatedResponse(user: user, session: session)
     }
 
-    @Sendable func signInWithPassword(_ request: Request, context: DirectoryInternalContext) async throws
-        -> JSONResponse<SessionCreatedResponse>
+    @Sendable func signInWithPassword(_ body: SignInWithPasswordRequest, context: DirectoryInternalContext) async throws
+        -> SessionCreatedResponse
     {
-        let body = try await request.decodeJSON(SignInWithPasswordRequest.self, context: context)
         let (user, session) = try await accounts.passwords.signInWithPassword(body, logger: context.logger)
-        return JSONResponse(SessionCreatedResponse(user: user, session: session))
+        return SessionCreatedResponse(user: user, session: session)
     }
 
-    @Sendable func authMethods(_ request: Request, context: DirectoryInternalContext) async throws
-        -> JSONResponse<AuthMethodsResponse>
+    @Sendable func authMethods(_ body: AuthMethodsRequest, context: DirectoryInternalContext) async throws
+        -> AuthMethodsResponse
     {
-        let body = try await request.decodeJSON(AuthMethodsRequest.self, context: context)
-        return JSONResponse(try await accounts.passwords.authMethods(body, logger: context.logger))
+        return try await accounts.passwords.authMethods(body, logger: context.logger)
     }
 
-    @Sendable func updateAccount(_ request: Request, context: DirectoryInternalContext) async throws
-        -> JSONResponse<UpdateAccountResponse>
+    @Sendable func updateAccount(_ body: UpdateAccountRequest, context: DirectoryInternalContext) async throws
+        -> UpdateAccountResponse
     {
-        let body = try await request.decodeJSON(UpdateAccountRequest.self, context: context)
         let answer = try await accounts.passwords.updateAccount(body, logger: context.logger)
         context.logger.info(
             "user updated itself",
@@ -120,55 +108,49 @@ struct InternalController {
                 "tenant.id": .string(body.scope.key), "user.id": .string(body.localId),
                 "credentials.changed": .stringConvertible(answer.session != nil),
             ])
-        return JSONResponse(answer)
+        return answer
     }
 
-    @Sendable func signUpAnonymous(_ request: Request, context: DirectoryInternalContext) async throws
-        -> JSONResponse<SessionCreatedResponse>
+    @Sendable func signUpAnonymous(_ body: SignUpAnonymousRequest, context: DirectoryInternalContext) async throws
+        -> SessionCreatedResponse
     {
-        let body = try await request.decodeJSON(SignUpAnonymousRequest.self, context: context)
         let (user, session) = try await accounts.sessions.signUpAnonymous(
             scope: body.scope, refreshTokenHash: body.refreshTokenHash,
             sessionExpiresAt: body.sessionExpiresAt, clientIP: body.clientIP, logger: context.logger)
         context.logger.info(
             "anonymous user created",
             metadata: ["tenant.id": .string(body.scope.key), "user.id": .string(user.localId)])
-        return JSONResponse(SessionCreatedResponse(user: user, session: session))
+        return SessionCreatedResponse(user: user, session: session)
     }
 
-    @Sendable func getAccount(_ request: Request, context: DirectoryInternalContext) async throws -> JSONResponse<
-        AccountResponse
-    > {
-        let body = try await request.decodeJSON(AccountRequest.self, context: context)
+    @Sendable func getAccount(_ body: AccountRequest, context: DirectoryInternalContext) async throws -> AccountResponse
+    {
         let (user, credentialSeq) = try await accounts.sessions.userAndCredentialSeq(
             scope: body.scope, localId: body.localId, logger: context.logger)
         // Only a token of the second `validSince` names needs its session looked at (older ones are
         // refused and later ones stand by the second alone), and only when something ever revoked
         // the user's sessions: a user as signed up has `credential_seq` 0 and nothing to look at.
         guard let session = body.session, body.issuedAt == user.validSince, credentialSeq > 0 else {
-            return JSONResponse(AccountResponse(user: user))
+            return AccountResponse(user: user)
         }
         let ended = try await accounts.sessions.sessionEnded(
             scope: body.scope, localId: body.localId, familyId: session, logger: context.logger)
-        return JSONResponse(AccountResponse(user: user, sessionEnded: ended))
+        return AccountResponse(user: user, sessionEnded: ended)
     }
 
-    @Sendable func deleteAccount(_ request: Request, context: DirectoryInternalContext) async throws -> JSONResponse<
-        EmptyObject
-    > {
-        let body = try await request.decodeJSON(AccountRequest.self, context: context)
+    @Sendable func deleteAccount(_ body: AccountRequest, context: DirectoryInternalContext) async throws -> EmptyObject
+    {
         try await accounts.sessions.deleteByUser(
             scope: body.scope, localId: body.localId, logger: context.logger)
         context.logger.info(
             "user deleted itself",
             metadata: ["tenant.id": .string(body.scope.key), "user.id": .string(body.localId)])
-        return JSONResponse(EmptyObject())
+        return EmptyObject()
     }
 
-    @Sendable func rotate(_ request: Request, context: DirectoryInternalContext) async throws
-        -> JSONResponse<RotateRefreshTokenResponse>
+    @Sendable func rotate(_ body: RotateRefreshTokenRequest, context: DirectoryInternalContext) async throws
+        -> RotateRefreshTokenResponse
     {
-        let body = try await request.decodeJSON(RotateRefreshTokenRequest.self, context: context)
-        return JSONResponse(try await accounts.sessions.rotateRefreshToken(body, logger: context.logger))
+        return try await accounts.sessions.rotateRefreshToken(body, logger: context.logger)
     }
 }

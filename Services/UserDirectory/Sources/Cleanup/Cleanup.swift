@@ -402,22 +402,18 @@ struct CleanupInternalController {
     let store: CleanupStore
 
     func addRoutes(to group: RouterGroup<DirectoryInternalContext>) {
-        group.post(RouterPath(InternalPath.cleanupLease)) { request, context in
-            let body = try await request.decodeJSON(CleanupLeaseRequest.self, context: context)
-            return JSONResponse(try await store.acquire(body, logger: context.logger))
+        group.on(InternalEndpoints.cleanupLease) { body, context in
+            try await store.acquire(body, logger: context.logger)
         }
-        group.post(RouterPath(InternalPath.cleanupDeleteDue)) { request, context in
-            let body = try await request.decodeJSON(CleanupDeleteDueRequest.self, context: context)
-            return JSONResponse(try await store.deleteDue(body, requestID: context.requestID, logger: context.logger))
+        group.on(InternalEndpoints.cleanupDeleteDue) { body, context in
+            try await store.deleteDue(body, requestID: context.requestID, logger: context.logger)
         }
-        group.post(RouterPath(InternalPath.cleanupHousekeeping)) { request, context in
-            let body = try await request.decodeJSON(HousekeepingRequest.self, context: context)
-            return JSONResponse(try await store.housekeeping(body, logger: context.logger))
+        group.on(InternalEndpoints.cleanupHousekeeping) { body, context in
+            try await store.housekeeping(body, logger: context.logger)
         }
-        group.post(RouterPath(InternalPath.cleanupFinish)) { request, context in
-            let body = try await request.decodeJSON(CleanupFinishRequest.self, context: context)
+        group.on(InternalEndpoints.cleanupFinish) { body, context in
             try await store.finish(body, logger: context.logger)
-            return JSONResponse(EmptyObject())
+            return EmptyObject()
         }
     }
 }

@@ -686,7 +686,7 @@ public struct PasswordHasher: Sendable {
 }
 
 /// The internal paths of signed-in users' requests: a refresh-token rotation, an account read.
-private let signedInPaths: Set<String> = [InternalPath.rotateRefreshToken, InternalPath.getAccount]
+private let signedInPaths: Set<String> = [InternalEndpoints.rotateRefreshToken.path, InternalEndpoints.getAccount.path]
 
 /// Counts signed-in users' requests (refresh-token rotations, account reads) for the hashing
 /// pool's `isInteractive()`.

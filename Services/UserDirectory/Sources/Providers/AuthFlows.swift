@@ -89,8 +89,7 @@ struct AuthFlowStore: Sendable {
         .invalidIdpResponse, "The sign-in session is unknown, has expired or was already used; sign in again.")
 
     func addRoutes(to group: RouterGroup<DirectoryInternalContext>) {
-        group.post(RouterPath(InternalPath.createAuthFlow)) { request, context in
-            let body = try await request.decodeJSON(CreateAuthFlowRequest.self, context: context)
+        group.on(InternalEndpoints.createAuthFlow) { body, context in
             try await create(body, logger: context.logger)
             context.logger.info(
                 "identity provider sign-in started",
@@ -98,15 +97,13 @@ struct AuthFlowStore: Sendable {
                     "tenant.id": .string(body.scope.key), "provider.id": .string(body.flow.providerId),
                     "client.platform": .string(body.flow.client?.platform.rawValue ?? "app"),
                 ])
-            return JSONResponse(EmptyObject())
+            return EmptyObject()
         }
-        group.post(RouterPath(InternalPath.getAuthFlow)) { request, context in
-            let body = try await request.decodeJSON(AuthFlowRequest.self, context: context)
-            return JSONResponse(AuthFlowResponse(flow: try await get(body, logger: context.logger)))
+        group.on(InternalEndpoints.getAuthFlow) { body, context in
+            AuthFlowResponse(flow: try await get(body, logger: context.logger))
         }
-        group.post(RouterPath(InternalPath.consumeAuthFlow)) { request, context in
-            let body = try await request.decodeJSON(AuthFlowRequest.self, context: context)
-            return JSONResponse(AuthFlowResponse(flow: try await consume(body, logger: context.logger)))
+        group.on(InternalEndpoints.consumeAuthFlow) { body, context in
+            AuthFlowResponse(flow: try await consume(body, logger: context.logger))
         }
     }
 }
@@ -132,8 +129,8 @@ struct AuthorizedDomains: Sendable {
     }
 
     func addRoutes(to group: RouterGroup<DirectoryInternalContext>) {
-        group.get(RouterPath(InternalPath.authorizedDomains)) { _, context in
-            JSONResponse(AuthorizedDomainsResponse(authorizedDomains: try await current(logger: context.logger)))
+        group.on(InternalEndpoints.authorizedDomains) { context in
+            AuthorizedDomainsResponse(authorizedDomains: try await current(logger: context.logger))
         }
     }
 }
