@@ -106,6 +106,14 @@ let package = Package(
             path: "Services/Command",
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "TesseraConsole",
+            dependencies: ["TesseraShared"]
+                + products("Hummingbird", "Mustache@swift-mustache", "HTTPTypes@swift-http-types", "NIOCore@swift-nio"),
+            path: "Services/Console/Sources",
+            resources: [.embedInCode("Templates"), .embedInCode("Assets")],
+            swiftSettings: swiftSettings
+        ),
     ]
         + service(
             "UserDirectory",
@@ -113,7 +121,7 @@ let package = Package(
                 "Hummingbird", "PostgresNIO@postgres-nio", "Crypto@swift-crypto", "_CryptoExtras@swift-crypto",
                 "ServiceLifecycle@swift-service-lifecycle", "Logging@swift-log", "HTTPTypes@swift-http-types",
                 "NIOCore@swift-nio", "NIOPosix@swift-nio", "NIOSSL@swift-nio-ssl", "HummingbirdBcrypt@hummingbird-auth",
-                "Prometheus@swift-prometheus", "Mustache@swift-mustache"))
+                "Prometheus@swift-prometheus", "Mustache@swift-mustache") + ["TesseraConsole"])
         + service(
             "TokenService",
             dependencies: products(
@@ -165,7 +173,7 @@ let package = Package(
             .testTarget(
                 name: "TesseraTests",
                 dependencies: [
-                    "TesseraShared", "UserDirectory", "TokenService", "CleanupWorker",
+                    "TesseraShared", "TesseraConsole", "UserDirectory", "TokenService", "CleanupWorker",
                     .product(name: "HummingbirdTesting", package: "hummingbird"),
                     .product(name: "JWTKit", package: "jwt-kit"),
                     .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import ServiceLifecycle
+import TesseraConsole
 import TesseraShared
 
 public struct DirectoryConfiguration: Sendable {

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TesseraConsole
 import TesseraShared
 
 /// The admin console (issue #25): server-rendered pages at `/console/` on the admin plane. Its

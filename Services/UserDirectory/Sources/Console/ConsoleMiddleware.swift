@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import TesseraConsole
 import TesseraShared
 
 /// Where a console request goes instead of being answered (a page that needs a session, a form

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import TesseraConsole
 import TesseraShared
 
 /// What a user page's action buttons do; each is a POST to `…/users/{localId}/{rawValue}`.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import TesseraConsole
 import TesseraShared
 
 /// The console's identity providers page: the built-in providers and the scope's OIDC providers with their

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TesseraConsole
 import TesseraShared
 
 /// Moving users in and out from the console: the export is the Firebase CLI's format

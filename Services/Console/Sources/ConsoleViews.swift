@@ -6,21 +6,25 @@ import NIOCore
 import TesseraShared
 
 /// Renders the console's pages (`ConsoleTemplates`) into responses.
-struct ConsoleViews: Sendable {
+public struct ConsoleViews: Sendable {
     let library: MustacheLibrary
 
-    init() throws {
+    public init() throws {
         library = try ConsoleTemplates.library()
     }
 
-    func render(_ template: String, _ model: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
-        let html = library.render(model, withTemplate: template) ?? ""
-        return Response(
+    public func render(_ template: String, _ model: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
+        Response(
             status: status, headers: [.contentType: "text/html; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(string: html)))
+            body: .init(byteBuffer: ByteBuffer(string: html(template, model))))
     }
 
-    func error(_ status: HTTPResponse.Status, heading: String, message: String) -> Response {
+    /// A page's HTML; empty for a template that does not exist.
+    func html(_ template: String, _ model: [String: Any]) -> String {
+        library.render(model, withTemplate: template) ?? ""
+    }
+
+    public func error(_ status: HTTPResponse.Status, heading: String, message: String) -> Response {
         render(
             "error",
             [
@@ -30,7 +34,7 @@ struct ConsoleViews: Sendable {
     }
 
     /// An API error in words: the code's message where it is the admin's to fix, generic otherwise.
-    func error(for error: FirebaseError) -> Response {
+    public func error(for error: FirebaseError) -> Response {
         switch error.status.code {
         case 403:
             return self.error(
