@@ -180,7 +180,7 @@ struct TenancyBindingTests {
         for (path, text) in sources {
             statements += TenancyBindingAudit.matches(#"\\\((?:scope|scopes|owner):"#, in: text).count
             for violation in TenancyBindingAudit.violations(
-                in: text, migrations: path.hasSuffix("Migrations.swift"), bindingProtocols: protocols)
+                in: text, migrations: path.contains("/Database/Migrations"), bindingProtocols: protocols)
             {
                 Issue.record("\(path): \(violation)")
             }
