@@ -267,6 +267,18 @@ struct Directory: Sendable {
         try #require(try await createTenant(fields)["tenantId"]?.stringValue)
     }
 
+    var configPath: String { "/v2/projects/\(InProcess.projectID)/config" }
+
+    /// An admin PATCH with `updateMask` (conftest's `patch_tenant` / `patch_config`).
+    func patch(_ path: String, _ body: String, mask: String? = nil) async throws -> Answer {
+        try await admin.request(.patch, path + (mask.map { "?updateMask=\($0)" } ?? ""), body: body)
+    }
+
+    /// An admin's deletion of one user (conftest's `delete_user_raw`).
+    func deleteUser(_ tenant: String?, _ localId: String) async throws -> Answer {
+        try await admin.post(accountsPath(tenant, "delete"), #"{"localId":"\#(localId)"}"#)
+    }
+
     /// The localIds an admin lookup finds (an absent `users` means none).
     func lookupUsers(_ tenant: String?, _ localIds: [String]) async throws -> [JSONValue] {
         let data = try expectOK(
@@ -291,9 +303,14 @@ struct TokenHarness: Sendable {
         let refreshToken: String
     }
 
-    func signUpAnonymous(_ tenant: String?) async throws -> Session {
+    /// An anonymous sign-up's answer, whatever it is (conftest's `sign_up_raw`).
+    func signUpRaw(_ tenant: String?) async throws -> Answer {
         let body = tenant.map { #"{"returnSecureToken":true,"tenantId":"\#($0)"}"# } ?? #"{"returnSecureToken":true}"#
-        let data = try expectOK(try await client.post("/v1/accounts:signUp", body))
+        return try await client.post("/v1/accounts:signUp", body)
+    }
+
+    func signUpAnonymous(_ tenant: String?) async throws -> Session {
+        let data = try expectOK(try await signUpRaw(tenant))
         return Session(
             localId: try #require(data["localId"]?.stringValue), idToken: try #require(data["idToken"]?.stringValue),
             refreshToken: try #require(data["refreshToken"]?.stringValue))
