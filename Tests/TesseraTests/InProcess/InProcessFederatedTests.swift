@@ -61,9 +61,12 @@ enum FakeGoogle {
 }
 
 extension TokenHarness {
-    /// A tenant with password sign-up, anonymous users and `providers` enabled for `FakeGoogle`'s client.
-    func federatedTenant(_ providers: [String] = ["google.com", "apple.com"]) async throws -> String {
-        let tenant = try await directory.createTenantID(#""allowPasswordSignup":true"#)
+    /// A tenant with password sign-up (unless `fields` say otherwise), anonymous users and `providers`
+    /// enabled for `FakeGoogle`'s client.
+    func federatedTenant(
+        _ providers: [String] = ["google.com", "apple.com"], fields: String = #""allowPasswordSignup":true"#
+    ) async throws -> String {
+        let tenant = try await directory.createTenantID(fields)
         for provider in providers {
             try expectOK(
                 try await directory.admin.post(
