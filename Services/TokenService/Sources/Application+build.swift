@@ -10,27 +10,7 @@ import TesseraShared
 public func buildTokenApplication(
     configuration: TokenServiceConfiguration, logger: Logger
 ) throws -> some ApplicationProtocol {
-    let keys = try KeyStore(directory: configuration.signingKeysDirectory)
-    logger.info(
-        "signing keys loaded",
-        metadata: [
-            "keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))",
-        ])
-    let cookieKeys: KeyStore
-    do {
-        cookieKeys = try KeyStore(directory: configuration.sessionCookieKeysDirectory)
-    } catch {
-        throw KeyDirectoryError.unreadable(
-            configuration.sessionCookieKeysDirectory,
-            "session cookies are signed with keys of their own (\(error)); create one with `token-service keys generate --session-cookies`"
-        )
-    }
-    logger.info(
-        "session cookie keys loaded",
-        metadata: [
-            "keys.signer": .string(cookieKeys.current.signer.kid),
-            "keys.published": "\(cookieKeys.current.keys.map(\.kid))",
-        ])
+    let (keys, cookieKeys) = try loadKeyStores(configuration: configuration, logger: logger)
     configuration.links.logSetting(to: logger)
     let metrics = ServiceMetrics()
     metrics.collectLibraryMetrics()
@@ -60,44 +40,12 @@ public func buildTokenApplication(
     let flows = AuthorizationFlows(
         providers: providers, directory: directory, apiKey: configuration.apiKey, lifetime: configuration.idpFlowTTL)
 
-    /// One router per listener, built alike. The public listener of a token service that has an admin
-    /// listener believes no admin bearer (`keepsAuthorization: false`).
+    /// One router per listener, built alike (`buildRouter`).
     func makeRouter(keepsAuthorization: Bool) -> Router<TokenContext> {
-        let router = Router(context: TokenContext.self)
-        router.addTracingMiddleware()
-        metrics.addLibraryRequestMetrics(to: router, if: configuration.libraryRequestMetrics)
-        if !keepsAuthorization { router.add(middleware: DropAuthorizationMiddleware()) }
-        // CORS outside the error middleware: it sees every answer as a response, errors included, and
-        // gives it its headers (inside, it rethrew errors in a wrapper of its own, which became 500s
-        // without CORS headers, so a browser saw a network error instead of EMAIL_EXISTS).
-        router.add(middleware: FirebaseCORSMiddleware<TokenContext>())
-        router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
-        // The routes whose context says who called; keys, health and the hosted pages skip the reading.
-        let clients = router.group().add(middleware: CallerMiddleware(apiKey: configuration.apiKey))
-
-        router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
-        metrics.addRoute(to: router)
-        router.get("/readyz") { _, context in
-            _ = try await directory.get(
-                InternalEndpoints.status, requestID: context.requestID, logger: context.logger)
-            return JSONResponse(HealthStatus())
-        }
-        AccountsController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: clients)
-        FederatedController(tokens: tokens, providers: providers, flows: flows, configuration: configuration)
-            .addRoutes(to: clients)
-        TokenController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
-        OobController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
-        SessionCookieController(tokens: tokens, cookieKeys: cookieKeys, configuration: configuration).addRoutes(
-            to: router)
-        KeysController(keys: keys, cookieKeys: cookieKeys, configuration: configuration).addRoutes(to: router)
-        ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
-        LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-        EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
-        ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
-        AuthHandlerController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: router)
-        OutOfScope.addRoutes(to: router)
-        router.addRouteTable(internalSecret: configuration.internalSecret)
-        return router
+        buildRouter(
+            keepsAuthorization: keepsAuthorization, configuration: configuration, metrics: metrics,
+            directory: directory, tokens: tokens, providers: providers, flows: flows, keys: keys,
+            cookieKeys: cookieKeys)
     }
 
     var services: [any Service] = [
@@ -125,6 +73,78 @@ public func buildTokenApplication(
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
         services: services,
         logger: logger)
+}
+
+/// The ID-token signing keys and the session-cookie keys, each from its directory, logged.
+func loadKeyStores(
+    configuration: TokenServiceConfiguration, logger: Logger
+) throws -> (keys: KeyStore, cookieKeys: KeyStore) {
+    let keys = try KeyStore(directory: configuration.signingKeysDirectory)
+    logger.info(
+        "signing keys loaded",
+        metadata: [
+            "keys.signer": .string(keys.current.signer.kid), "keys.published": "\(keys.current.keys.map(\.kid))",
+        ])
+    let cookieKeys: KeyStore
+    do {
+        cookieKeys = try KeyStore(directory: configuration.sessionCookieKeysDirectory)
+    } catch {
+        throw KeyDirectoryError.unreadable(
+            configuration.sessionCookieKeysDirectory,
+            "session cookies are signed with keys of their own (\(error)); create one with `token-service keys generate --session-cookies`"
+        )
+    }
+    logger.info(
+        "session cookie keys loaded",
+        metadata: [
+            "keys.signer": .string(cookieKeys.current.signer.kid),
+            "keys.published": "\(cookieKeys.current.keys.map(\.kid))",
+        ])
+    return (keys, cookieKeys)
+}
+
+/// The router of one listener: tracing, CORS and errors for every request, the caller's API key and
+/// bearer read for the client routes, then health, metrics and every controller. The public listener
+/// of a token service that has an admin listener believes no admin bearer (`keepsAuthorization: false`).
+func buildRouter(
+    keepsAuthorization: Bool, configuration: TokenServiceConfiguration, metrics: ServiceMetrics,
+    directory: DirectoryClient, tokens: SessionTokens, providers: IdentityProviders, flows: AuthorizationFlows,
+    keys: KeyStore, cookieKeys: KeyStore
+) -> Router<TokenContext> {
+    let router = Router(context: TokenContext.self)
+    router.addTracingMiddleware()
+    metrics.addLibraryRequestMetrics(to: router, if: configuration.libraryRequestMetrics)
+    if !keepsAuthorization { router.add(middleware: DropAuthorizationMiddleware()) }
+    // CORS outside the error middleware: it sees every answer as a response, errors included, and
+    // gives it its headers (inside, it rethrew errors in a wrapper of its own, which became 500s
+    // without CORS headers, so a browser saw a network error instead of EMAIL_EXISTS).
+    router.add(middleware: FirebaseCORSMiddleware<TokenContext>())
+    router.add(middleware: FirebaseErrorMiddleware<TokenContext>(metrics: metrics))
+    // The routes whose context says who called; keys, health and the hosted pages skip the reading.
+    let clients = router.group().add(middleware: CallerMiddleware(apiKey: configuration.apiKey))
+
+    router.get("/healthz") { _, _ in JSONResponse(HealthStatus()) }
+    metrics.addRoute(to: router)
+    router.get("/readyz") { _, context in
+        _ = try await directory.get(InternalEndpoints.status, requestID: context.requestID, logger: context.logger)
+        return JSONResponse(HealthStatus())
+    }
+    AccountsController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: clients)
+    FederatedController(tokens: tokens, providers: providers, flows: flows, configuration: configuration)
+        .addRoutes(to: clients)
+    TokenController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
+    OobController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
+    SessionCookieController(tokens: tokens, cookieKeys: cookieKeys, configuration: configuration).addRoutes(
+        to: router)
+    KeysController(keys: keys, cookieKeys: cookieKeys, configuration: configuration).addRoutes(to: router)
+    ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
+    LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
+    ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
+    AuthHandlerController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: router)
+    OutOfScope.addRoutes(to: router)
+    router.addRouteTable(internalSecret: configuration.internalSecret)
+    return router
 }
 
 /// Features out of scope for now (docs/protocol/README.md#the-surface) answer 501 with a clear message rather than 404.

@@ -164,7 +164,6 @@ public func buildDirectoryApplication(
     let metrics = ServiceMetrics()
     metrics.collectLibraryMetrics()
     let client = Database(target: configuration.database, logger: logger, metrics: metrics)
-    let tenants = PostgresTenantStore(client: client, anonymousRetention: configuration.anonymousRetention)
     configuration.links.logSetting(to: logger)
     // With a worker process the pool's threads only wait for its answers: they keep normal priority, so
     // that a finished hash is handed back at once on a busy host; the worker's threads take the
@@ -191,6 +190,36 @@ public func buildDirectoryApplication(
     let accounts = Accounts(
         client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
         oobCodeTTL: configuration.oobCodeTTL, metrics: metrics)
+    if let scope = configuration.ownerTokenScope {
+        logger.warning(
+            "TESSERA_OWNER_TOKEN_SCOPE is set: the Admin SDKs' emulator-mode token `Bearer owner` is accepted on the admin plane; every such call is audited as owner",
+            metadata: ["owner.scope": .string(scope.setting)])
+    }
+    let router = try buildRouter(
+        configuration: configuration, client: client, accounts: accounts, hashing: hashing, metrics: metrics)
+
+    let migrations = MigrationRunner(client: client)
+    var app = Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
+        services: [
+            client, HashingPoolService(pool: hashing, worker: worker, logger: logger),
+            MailDispatcher(client: client, settings: configuration.mail, logger: logger, metrics: metrics),
+            HeapTrim.service(every: configuration.heapTrimInterval, logger: logger),
+        ],
+        logger: logger)
+    app.beforeServerStarts {
+        try await checkSchema(client: client, migrations: migrations, configuration: configuration, logger: logger)
+    }
+    return app
+}
+
+/// The directory's router: the middlewares every request passes, health and metrics, then the
+/// internal API, the admin console and the admin API (`DirectoryRoutes`).
+func buildRouter(
+    configuration: DirectoryConfiguration, client: Database, accounts: Accounts, hashing: HashingPool,
+    metrics: ServiceMetrics
+) throws -> Router<DirectoryContext> {
     let router = Router(context: DirectoryContext.self)
     router.addTracingMiddleware()
     metrics.addLibraryRequestMetrics(to: router, if: configuration.libraryRequestMetrics)
@@ -212,116 +241,144 @@ public func buildDirectoryApplication(
         return JSONResponse(HealthStatus())
     }
 
-    let internalGroup = router.internalGroup(secret: configuration.internalSecret)
-    InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
-    AuthFlowStore(client: client).addRoutes(to: internalGroup)
-    let domains = AuthorizedDomains(client: client, deploymentDefault: configuration.links.authorizedDomains)
-    domains.addRoutes(to: internalGroup)
-    let cleanup = CleanupStore(client: client, anonymousRetention: configuration.anonymousRetention)
-    CleanupInternalController(store: cleanup).addRoutes(to: internalGroup)
-    // The token service's privileged endpoints (createSessionCookie) authenticate admins here.
-    let credentials = AdminCredentialStore(
-        client: client, bootstrapSecret: configuration.adminToken, ownerScope: configuration.ownerTokenScope)
-    let adminFailures = AdminAuthFailures(
-        client: client, clientAddress: configuration.clientAddress, internalSecret: configuration.internalSecret,
-        limit: configuration.adminAuthFailuresPerHour)
-    if let scope = configuration.ownerTokenScope {
-        logger.warning(
-            "TESSERA_OWNER_TOKEN_SCOPE is set: the Admin SDKs' emulator-mode token `Bearer owner` is accepted on the admin plane; every such call is audited as owner",
-            metadata: ["owner.scope": .string(scope.setting)])
-    }
-    internalGroup.on(InternalEndpoints.checkAdmin) { body, context in
-        guard let bearer = Request.bearerToken(in: body.authorization) else { throw FirebaseError.missingCredentials }
-        // Limited as the admin plane is, against the end user's address the token service resolved.
-        let principal = try await adminFailures.authenticate(
-            bearer, from: body.clientIP, credentials: credentials, logger: context.logger)
-        if let own = principal.owner.tenant, own != body.scope { throw FirebaseError.insufficientPermission }
-        return EmptyObject()
-    }
-
-    let serviceAccounts = ServiceAccountController(
-        store: ServiceAccountStore(client: client, projectID: configuration.projectID), tenants: tenants,
-        projectID: configuration.projectID)
-    ConsoleController(
-        sessions: ConsoleSessionStore(
-            client: client, credentials: credentials, idleTimeout: configuration.consoleIdleTimeout,
-            absoluteTimeout: configuration.consoleSessionLifetime),
-        credentials: credentials, failures: adminFailures, tenants: tenants, accounts: accounts, cleanup: cleanup,
-        mailTemplates: MailTemplateStore(client: client), idpConfigs: IdpConfigStore(client: client),
-        serviceAccounts: serviceAccounts, links: configuration.links, domains: domains, views: try ConsoleViews()
-    ).addRoutes(to: router)
-
-    for prefix in identityToolkitPrefixes {
-        // Authenticated once, then every handler gets an AdminContext; writes are audited on the way out.
-        let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
-            middleware: AdminAuthMiddleware(
-                credentials: credentials, projectID: configuration.projectID,
-                failures: adminFailures, tenants: tenants)
-        ).group(context: AdminContext.self).add(middleware: AdminAuditMiddleware(credentials: credentials))
-        AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
-            .addRoutes(to: admin)
-        TenantController(
-            store: tenants, projectID: configuration.projectID, defaultDomains: configuration.links.authorizedDomains
-        ) { scope, logger in
-            let config = try await accounts.admin.hashConfig(scope: scope, logger: logger)
-            return ProjectConfigWire.HashConfigWire(
-                algorithm: "SCRYPT", signerKey: config.signerKey, saltSeparator: config.saltSeparator,
-                rounds: config.rounds, memoryCost: config.memCost)
-        }.addRoutes(to: admin)
-        let adminAccounts = AdminAccountsController(accounts: accounts, tenants: tenants)
-        adminAccounts.addRoutes(to: admin)
-        ImportController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
-        QueryController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
-        AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links, domains: domains)
-            .addRoutes(to: admin)
-        MailTemplateController(store: MailTemplateStore(client: client), tenants: tenants).addRoutes(to: admin)
-        CleanupController(store: cleanup, tenants: tenants).addRoutes(to: admin)
-        IdpConfigController(store: IdpConfigStore(client: client), tenants: tenants, projectID: configuration.projectID)
-            .addRoutes(to: admin)
-        serviceAccounts.addRoutes(to: admin)
-    }
+    let routes = DirectoryRoutes(configuration: configuration, client: client, accounts: accounts)
+    routes.addInternalRoutes(to: router)
+    try routes.addConsoleRoutes(to: router)
+    routes.addAdminRoutes(to: router)
 
     router.addRouteTable(internalSecret: configuration.internalSecret)
+    return router
+}
 
-    let migrations = MigrationRunner(client: client)
-    var app = Application(
-        router: router,
-        configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        services: [
-            client, HashingPoolService(pool: hashing, worker: worker, logger: logger),
-            MailDispatcher(client: client, settings: configuration.mail, logger: logger, metrics: metrics),
-            HeapTrim.service(every: configuration.heapTrimInterval, logger: logger),
-        ],
-        logger: logger)
-    app.beforeServerStarts {
-        do {
-            try await client.waitForPrimary(within: configuration.databaseStartTimeout)
-        } catch is DeadlineExceeded {
-            throw DatabaseURLError.unusable(
-                "no server of DATABASE_URL took writes within \(configuration.databaseStartTimeout)")
-        }
-        if configuration.autoMigrate {
-            try await migrations.migrate(logger: logger)
-        }
-        let version: Int
-        do {
-            version = try await withDeadline(configuration.databaseStartTimeout) {
-                try await migrations.check(logger: logger)
-            }
-        } catch is DeadlineExceeded {
-            // The pool keeps retrying a connection it cannot make; a service that cannot reach its
-            // database stops instead of waiting for ever, and its log says why at each attempt.
-            throw DatabaseURLError.unusable(
-                "no connection within \(configuration.databaseStartTimeout); the log's \"Connection creation failed\" "
-                    + "lines give the cause, e.g. a TLS certificate that does not verify")
-        } catch let error as PSQLError {
-            // Its description is generic on purpose; the code and the cause (a TLS certificate that
-            // does not verify, a refused connection) are what the operator needs, with the setting.
-            throw DatabaseURLError.unusable("\(error.code)" + (error.underlying.map { ": \($0)" } ?? ""))
-        }
-        logger.info("schema checked", metadata: ["schema.version": "\(version)"])
+/// The directory's routes behind the health checks, and the stores more than one group of them
+/// shares: the internal API, the admin console, and the admin API under each prefix.
+struct DirectoryRoutes: Sendable {
+    let configuration: DirectoryConfiguration
+    let client: Database
+    let accounts: Accounts
+    let tenants: PostgresTenantStore
+    let domains: AuthorizedDomains
+    let cleanup: CleanupStore
+    let credentials: AdminCredentialStore
+    let adminFailures: AdminAuthFailures
+    let serviceAccounts: ServiceAccountController<PostgresTenantStore>
+
+    init(configuration: DirectoryConfiguration, client: Database, accounts: Accounts) {
+        self.configuration = configuration
+        self.client = client
+        self.accounts = accounts
+        tenants = PostgresTenantStore(client: client, anonymousRetention: configuration.anonymousRetention)
+        domains = AuthorizedDomains(client: client, deploymentDefault: configuration.links.authorizedDomains)
+        cleanup = CleanupStore(client: client, anonymousRetention: configuration.anonymousRetention)
+        credentials = AdminCredentialStore(
+            client: client, bootstrapSecret: configuration.adminToken, ownerScope: configuration.ownerTokenScope)
+        adminFailures = AdminAuthFailures(
+            client: client, clientAddress: configuration.clientAddress, internalSecret: configuration.internalSecret,
+            limit: configuration.adminAuthFailuresPerHour)
+        serviceAccounts = ServiceAccountController(
+            store: ServiceAccountStore(client: client, projectID: configuration.projectID), tenants: tenants,
+            projectID: configuration.projectID)
     }
-    return app
+
+    /// The internal API: the token service's and the worker's calls, behind the internal secret.
+    func addInternalRoutes(to router: Router<DirectoryContext>) {
+        let internalGroup = router.internalGroup(secret: configuration.internalSecret)
+        InternalController(accounts: accounts, schemaVersion: Migrations.latestVersion).addRoutes(to: internalGroup)
+        AuthFlowStore(client: client).addRoutes(to: internalGroup)
+        domains.addRoutes(to: internalGroup)
+        CleanupInternalController(store: cleanup).addRoutes(to: internalGroup)
+        // The token service's privileged endpoints (createSessionCookie) authenticate admins here.
+        internalGroup.on(InternalEndpoints.checkAdmin) { body, context in
+            guard let bearer = Request.bearerToken(in: body.authorization) else {
+                throw FirebaseError.missingCredentials
+            }
+            // Limited as the admin plane is, against the end user's address the token service resolved.
+            let principal = try await adminFailures.authenticate(
+                bearer, from: body.clientIP, credentials: credentials, logger: context.logger)
+            if let own = principal.owner.tenant, own != body.scope { throw FirebaseError.insufficientPermission }
+            return EmptyObject()
+        }
+    }
+
+    /// The admin console (`/console/`).
+    func addConsoleRoutes(to router: Router<DirectoryContext>) throws {
+        ConsoleController(
+            sessions: ConsoleSessionStore(
+                client: client, credentials: credentials, idleTimeout: configuration.consoleIdleTimeout,
+                absoluteTimeout: configuration.consoleSessionLifetime),
+            credentials: credentials, failures: adminFailures, tenants: tenants, accounts: accounts, cleanup: cleanup,
+            mailTemplates: MailTemplateStore(client: client), idpConfigs: IdpConfigStore(client: client),
+            serviceAccounts: serviceAccounts, links: configuration.links, domains: domains, views: try ConsoleViews()
+        ).addRoutes(to: router)
+    }
+
+    /// The admin API under each Identity Toolkit prefix.
+    func addAdminRoutes(to router: Router<DirectoryContext>) {
+        for prefix in identityToolkitPrefixes {
+            // Authenticated once, then every handler gets an AdminContext; writes are audited on the way out.
+            let admin = router.group(RouterPath(prefix.isEmpty ? "/" : prefix)).add(
+                middleware: AdminAuthMiddleware(
+                    credentials: credentials, projectID: configuration.projectID,
+                    failures: adminFailures, tenants: tenants)
+            ).group(context: AdminContext.self).add(middleware: AdminAuditMiddleware(credentials: credentials))
+            AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
+                .addRoutes(to: admin)
+            TenantController(
+                store: tenants, projectID: configuration.projectID,
+                defaultDomains: configuration.links.authorizedDomains
+            ) { scope, logger in
+                let config = try await accounts.admin.hashConfig(scope: scope, logger: logger)
+                return ProjectConfigWire.HashConfigWire(
+                    algorithm: "SCRYPT", signerKey: config.signerKey, saltSeparator: config.saltSeparator,
+                    rounds: config.rounds, memoryCost: config.memCost)
+            }.addRoutes(to: admin)
+            let adminAccounts = AdminAccountsController(accounts: accounts, tenants: tenants)
+            adminAccounts.addRoutes(to: admin)
+            ImportController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
+            QueryController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
+            AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links, domains: domains)
+                .addRoutes(to: admin)
+            MailTemplateController(store: MailTemplateStore(client: client), tenants: tenants).addRoutes(to: admin)
+            CleanupController(store: cleanup, tenants: tenants).addRoutes(to: admin)
+            IdpConfigController(
+                store: IdpConfigStore(client: client), tenants: tenants, projectID: configuration.projectID
+            ).addRoutes(to: admin)
+            serviceAccounts.addRoutes(to: admin)
+        }
+    }
+}
+
+/// Before the server starts: waits for a writable primary, applies the migrations if
+/// `TESSERA_AUTO_MIGRATE` is on, and checks the schema, each within the start timeout.
+func checkSchema(
+    client: Database, migrations: MigrationRunner, configuration: DirectoryConfiguration, logger: Logger
+) async throws {
+    do {
+        try await client.waitForPrimary(within: configuration.databaseStartTimeout)
+    } catch is DeadlineExceeded {
+        throw DatabaseURLError.unusable(
+            "no server of DATABASE_URL took writes within \(configuration.databaseStartTimeout)")
+    }
+    if configuration.autoMigrate {
+        try await migrations.migrate(logger: logger)
+    }
+    let version: Int
+    do {
+        version = try await withDeadline(configuration.databaseStartTimeout) {
+            try await migrations.check(logger: logger)
+        }
+    } catch is DeadlineExceeded {
+        // The pool keeps retrying a connection it cannot make; a service that cannot reach its
+        // database stops instead of waiting for ever, and its log says why at each attempt.
+        throw DatabaseURLError.unusable(
+            "no connection within \(configuration.databaseStartTimeout); the log's \"Connection creation failed\" "
+                + "lines give the cause, e.g. a TLS certificate that does not verify")
+    } catch let error as PSQLError {
+        // Its description is generic on purpose; the code and the cause (a TLS certificate that
+        // does not verify, a refused connection) are what the operator needs, with the setting.
+        throw DatabaseURLError.unusable("\(error.code)" + (error.underlying.map { ": \($0)" } ?? ""))
+    }
+    logger.info("schema checked", metadata: ["schema.version": "\(version)"])
 }
 
 /// Applies pending migrations and returns (the `migrate` command), on the writable primary when
