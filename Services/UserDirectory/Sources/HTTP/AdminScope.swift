@@ -32,10 +32,9 @@ extension TenantStore {
     /// The scope of an admin call on users (accounts, import and export, out-of-band links): the
     /// path's `/tenants/{t}` or, on project paths, the body's `tenantId` ("" for the project's default
     /// scope); they must agree, and the tenant must exist. A tenant whose `disableAuth` is set answers
-    /// `PROJECT_DISABLED`,
-    /// as Identity Platform's admins of a disabled tenant cannot manage its users (the project's scope
-    /// likewise). Its settings stay reachable, so sign-in can be turned back on (docs/design-notes.md,
-    /// "Admin API").
+    /// `PROJECT_DISABLED`, as Identity Platform's admins of a disabled tenant cannot manage its users
+    /// (the project's scope likewise). Its settings stay reachable, so sign-in can be turned back on
+    /// (docs/design-notes.md, "Admin API").
     func usersScope(of context: AdminContext, bodyTenant: String? = nil) async throws -> Scope {
         let resolved = try await resolve(context, bodyTenant: bodyTenant)
         // The project's own scope has the switch too (its config's `disableAuth`).
