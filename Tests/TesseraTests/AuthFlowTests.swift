@@ -236,22 +236,22 @@ struct AuthFlowUnitTests {
         config.appleTeamId = "T"
         config.appleKeyId = "K"
         config.applePrivateKey = pem.replacingOccurrences(of: "\n", with: "\r\n")
-        try IdpConfigController<PostgresTenantStore>.validateAppleCodeFlow(&config)
+        try IdpConfigController.validateAppleCodeFlow(&config)
         #expect(
             config.applePrivateKey == pem.trimmingCharacters(in: .newlines) + "\n", "CRLF from a form is read as LF")
         config.appleKeyId = nil
         #expect(throws: FirebaseError.self) {
-            try IdpConfigController<PostgresTenantStore>.validateAppleCodeFlow(&config)
+            try IdpConfigController.validateAppleCodeFlow(&config)
         }
         config.appleKeyId = "K"
         config.applePrivateKey = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"
         #expect(throws: FirebaseError.self) {
-            try IdpConfigController<PostgresTenantStore>.validateAppleCodeFlow(&config)
+            try IdpConfigController.validateAppleCodeFlow(&config)
         }
         var google = IdpConfig(providerId: "google.com", clientId: "c")
         google.appleTeamId = "T"
         #expect(throws: FirebaseError.self) {
-            try IdpConfigController<PostgresTenantStore>.validateAppleCodeFlow(&google)
+            try IdpConfigController.validateAppleCodeFlow(&google)
         }
     }
 

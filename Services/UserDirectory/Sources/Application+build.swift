@@ -261,7 +261,7 @@ struct DirectoryRoutes: Sendable {
     let cleanup: CleanupStore
     let credentials: AdminCredentialStore
     let adminFailures: AdminAuthFailures
-    let serviceAccounts: ServiceAccountController<PostgresTenantStore>
+    let serviceAccounts: ServiceAccountController
 
     init(configuration: DirectoryConfiguration, client: Database, accounts: Accounts) {
         self.configuration = configuration
@@ -276,7 +276,7 @@ struct DirectoryRoutes: Sendable {
             client: client, clientAddress: configuration.clientAddress, internalSecret: configuration.internalSecret,
             limit: configuration.adminAuthFailuresPerHour)
         serviceAccounts = ServiceAccountController(
-            store: ServiceAccountStore(client: client, projectID: configuration.projectID), tenants: tenants,
+            store: ServiceAccountStore(client: client, projectID: configuration.projectID),
             projectID: configuration.projectID)
     }
 
@@ -321,7 +321,7 @@ struct DirectoryRoutes: Sendable {
                     credentials: credentials, projectID: configuration.projectID,
                     failures: adminFailures, tenants: tenants)
             ).group(context: AdminContext.self).add(middleware: AdminAuditMiddleware(credentials: credentials))
-            AdminCredentialController(store: credentials, tenants: tenants, projectID: configuration.projectID)
+            AdminCredentialController(store: credentials, projectID: configuration.projectID)
                 .addRoutes(to: admin)
             TenantController(
                 store: tenants, projectID: configuration.projectID,
@@ -338,11 +338,10 @@ struct DirectoryRoutes: Sendable {
             QueryController(accounts: accounts, tenants: tenants).addRoutes(to: admin)
             AdminOobController(accounts: accounts, tenants: tenants, links: configuration.links, domains: domains)
                 .addRoutes(to: admin)
-            MailTemplateController(store: MailTemplateStore(client: client), tenants: tenants).addRoutes(to: admin)
+            MailTemplateController(store: MailTemplateStore(client: client)).addRoutes(to: admin)
             CleanupController(store: cleanup, tenants: tenants).addRoutes(to: admin)
-            IdpConfigController(
-                store: IdpConfigStore(client: client), tenants: tenants, projectID: configuration.projectID
-            ).addRoutes(to: admin)
+            IdpConfigController(store: IdpConfigStore(client: client), projectID: configuration.projectID)
+                .addRoutes(to: admin)
             serviceAccounts.addRoutes(to: admin)
         }
     }

@@ -124,9 +124,8 @@ public struct AdminCredentialStore: Sendable {
 }
 
 /// `…/adminCredentials` and `…/auditLog` (docs/protocol/admin.md#tesseras-own-admin-resources).
-struct AdminCredentialController<Tenants: TenantStore> {
+struct AdminCredentialController {
     let store: AdminCredentialStore
-    let tenants: Tenants
     let projectID: String
 
     func addRoutes(to group: RouterGroup<AdminContext>) {

@@ -19,7 +19,7 @@ struct ConsoleController<Tenants: TenantStore> {
     let cleanup: CleanupStore
     let mailTemplates: MailTemplateStore
     let idpConfigs: IdpConfigStore
-    let serviceAccounts: ServiceAccountController<Tenants>
+    let serviceAccounts: ServiceAccountController
     let links: ActionLinks
     let domains: AuthorizedDomains
     let views: ConsoleViews

@@ -648,7 +648,7 @@ extension ConsoleController {
         var model = page(context, title: "Mail templates", scope: scope, section: .templates)
         model["notice"] = Self.notice(request)
         // The types and their order are the admin API's (`MailTemplateController.types`).
-        model["types"] = MailTemplateController<Tenants>.types.map { type -> [String: Any] in
+        model["types"] = MailTemplateController.types.map { type -> [String: Any] in
             let template = draft?.type == type ? draft!.template : custom[type] ?? MailTemplate.standard(type)
             let preview = template.render(
                 appName: appName.isEmpty ? "Tessera" : appName,
@@ -667,7 +667,7 @@ extension ConsoleController {
 
     @Sendable func saveTemplate(_ request: Request, context: AdminContext) async throws -> Response {
         let scope = try context.scope
-        let type = try MailTemplateController<Tenants>.type(context)
+        let type = try MailTemplateController.type(context)
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         // Browsers send a textarea's lines with CRLF; the stored body keeps LF, as the API's.
@@ -675,7 +675,7 @@ extension ConsoleController {
             subject: form["subject"]?.trimmingCharacters(in: .whitespaces) ?? "",
             body: (form["body"] ?? "").replacingOccurrences(of: "\r\n", with: "\n"))
         do {
-            try MailTemplateController<Tenants>.check(subject: template.subject, body: template.body)
+            try MailTemplateController.check(subject: template.subject, body: template.body)
         } catch let error as FirebaseError {
             return try await templatePage(
                 request: request, context: context, scope: scope, draft: (type, template, Self.words(error)))
@@ -687,7 +687,7 @@ extension ConsoleController {
     @Sendable func resetTemplate(_ request: Request, context: AdminContext) async throws -> Response {
         let scope = try context.scope
         try await mailTemplates.reset(
-            scope: scope, type: try MailTemplateController<Tenants>.type(context), logger: context.logger)
+            scope: scope, type: try MailTemplateController.type(context), logger: context.logger)
         return Self.redirect(Self.base(scope) + "/templates?notice=saved")
     }
 

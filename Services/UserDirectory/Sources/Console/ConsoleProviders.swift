@@ -98,12 +98,12 @@ extension ConsoleController {
                 config.clientId = clientId
                 if let secret { config.clientSecret = secret }
                 applyApple(&config)
-                try IdpConfigController<Tenants>.validate(&config, oidc: false)
+                try IdpConfigController.validate(&config, oidc: false)
             }
             if updated == nil {
                 var config = IdpConfig(providerId: id, enabled: enabled, clientId: clientId, clientSecret: secret)
                 applyApple(&config)
-                try IdpConfigController<Tenants>.validate(&config, oidc: false)
+                try IdpConfigController.validate(&config, oidc: false)
                 try await idpConfigs.create(scope: scope, config, logger: context.logger)
             }
         } catch let error as FirebaseError where error.errorCode == .invalidConfig {
@@ -118,7 +118,7 @@ extension ConsoleController {
         var request = request
         let form = try await ConsoleSessionMiddleware.form(&request)
         do {
-            let id = try IdpConfigController<Tenants>.checkProviderID(
+            let id = try IdpConfigController.checkProviderID(
                 form["providerId"]?.trimmingCharacters(in: .whitespaces), oidc: true)
             var config = IdpConfig(
                 providerId: id, enabled: form["enabled"] == "on", clientId: form["clientId"] ?? "",
@@ -126,7 +126,7 @@ extension ConsoleController {
                 issuer: form["issuer"]?.trimmingCharacters(in: .whitespaces),
                 displayName: form["displayName"].flatMap { $0.isEmpty ? nil : $0 },
                 trustedEmailDomains: Self.domains(form["trustedEmailDomains"]))
-            try IdpConfigController<Tenants>.validate(&config, oidc: true)
+            try IdpConfigController.validate(&config, oidc: true)
             try await idpConfigs.create(scope: scope, config, logger: context.logger)
         } catch let error as FirebaseError where error.errorCode != nil || error == .configurationExists {
             let message =
@@ -150,7 +150,7 @@ extension ConsoleController {
                     { config in
                         config.enabled = enabled
                         config.trustedEmailDomains = domains
-                        try IdpConfigController<Tenants>.validate(&config, oidc: true)
+                        try IdpConfigController.validate(&config, oidc: true)
                     }) != nil
             else { throw FirebaseError.configurationNotFound }
         } catch let error as FirebaseError where error.errorCode == .invalidConfig {

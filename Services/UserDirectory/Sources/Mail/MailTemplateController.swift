@@ -7,9 +7,8 @@ import TesseraShared
 /// subject and plain-text body of the verification, password-reset, email-change, sign-in and email-recovery
 /// mails, with the placeholders `%APP_NAME%`, `%LINK%`, `%EMAIL%`, `%NEW_EMAIL%`, `%DISPLAY_NAME%`. `DELETE`
 /// returns a template to the built-in default.
-struct MailTemplateController<Tenants: TenantStore> {
+struct MailTemplateController {
     let store: MailTemplateStore
-    let tenants: Tenants
 
     func addRoutes(to group: RouterGroup<AdminContext>) {
         for scope in ["v2/projects/{project}", "v2/projects/{project}/tenants/{tenant}"] {

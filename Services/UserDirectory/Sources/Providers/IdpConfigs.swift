@@ -156,9 +156,8 @@ let idpMaskPaths: [Bool: [String]] = [
 /// `…/defaultSupportedIdpConfigs`, `…/oauthIdpConfigs` and `/v2/defaultSupportedIdps`
 /// (docs/protocol/admin.md#admin-endpoints shapes, docs/protocol/admin.md#self-service-settings: per tenant
 /// over HTTP). The Firebase Admin SDKs' provider-config calls use these paths.
-struct IdpConfigController<Tenants: TenantStore> {
+struct IdpConfigController {
     let store: IdpConfigStore
-    let tenants: Tenants
     let projectID: String
 
     func addRoutes(to group: RouterGroup<AdminContext>) {

@@ -5,9 +5,8 @@ import TesseraShared
 import _CryptoExtras
 
 /// `…/serviceAccounts` (docs/protocol/admin.md#tesseras-own-admin-resources).
-struct ServiceAccountController<Tenants: TenantStore> {
+struct ServiceAccountController {
     let store: ServiceAccountStore
-    let tenants: Tenants
     let projectID: String
 
     func addRoutes(to group: RouterGroup<AdminContext>) {
