@@ -3,7 +3,7 @@ import Hummingbird
 import Logging
 import TesseraShared
 
-/// The internal API for the token service and the cleanup worker (see `InternalPath`).
+/// The internal API for the token service and the cleanup worker (`InternalEndpoints`).
 struct InternalController {
     let accounts: Accounts
     let schemaVersion: Int
@@ -30,13 +30,13 @@ struct InternalController {
             }
         }
         group.on(InternalEndpoints.sendOobCode) { body, context in
-            return try await accounts.oob.sendOobCode(body, logger: context.logger)
+            try await accounts.oob.sendOobCode(body, logger: context.logger)
         }
         group.on(InternalEndpoints.resetPassword) { body, context in
-            return try await accounts.oob.resetPassword(body, logger: context.logger)
+            try await accounts.oob.resetPassword(body, logger: context.logger)
         }
         group.on(InternalEndpoints.idpConfig) { body, context in
-            return try await accounts.federated.idpConfig(body, logger: context.logger)
+            try await accounts.federated.idpConfig(body, logger: context.logger)
         }
         group.on(InternalEndpoints.signInWithIdp) { body, context in
             let answer = try await accounts.federated.signInWithIdp(body, logger: context.logger)
@@ -71,7 +71,7 @@ struct InternalController {
             return answer
         }
         group.on(InternalEndpoints.applyOobCode) { body, context in
-            return try await accounts.oob.applyOobCode(body, logger: context.logger)
+            try await accounts.oob.applyOobCode(body, logger: context.logger)
         }
     }
 
@@ -95,7 +95,7 @@ struct InternalController {
     @Sendable func authMethods(_ body: AuthMethodsRequest, context: DirectoryInternalContext) async throws
         -> AuthMethodsResponse
     {
-        return try await accounts.passwords.authMethods(body, logger: context.logger)
+        try await accounts.passwords.authMethods(body, logger: context.logger)
     }
 
     @Sendable func updateAccount(_ body: UpdateAccountRequest, context: DirectoryInternalContext) async throws
@@ -151,6 +151,6 @@ struct InternalController {
     @Sendable func rotate(_ body: RotateRefreshTokenRequest, context: DirectoryInternalContext) async throws
         -> RotateRefreshTokenResponse
     {
-        return try await accounts.sessions.rotateRefreshToken(body, logger: context.logger)
+        try await accounts.sessions.rotateRefreshToken(body, logger: context.logger)
     }
 }
