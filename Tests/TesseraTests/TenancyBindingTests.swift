@@ -2,12 +2,12 @@ import Foundation
 import Testing
 
 /// The tenancy rule the compiler cannot check by itself (docs/architecture.md, "Where tenancy is enforced"): every
-/// statement of the services binds `tenant_id` through `\(scope:)`, `\(scopes:)` or `\(owner:)`
+/// statement of the services binds `tenant_id` through `\(scope:)` or `\(owner:)`
 /// (or, in a prepared statement, `$1` bound by `append(scope:)`), never a string of its own.
 /// `Scope` is not `PostgresEncodable`, so a scope cannot be bound any other way; this reads every
 /// Swift source of the services for the other half: a `tenant_id` given something else.
 enum TenancyBindingAudit {
-    static let allowed = ["scope:", "scopes:", "owner:"]
+    static let allowed = ["scope:", "owner:"]
 
     /// What binds `tenant_id` the wrong way in one source file, a line each.
     static func violations(
@@ -17,8 +17,8 @@ enum TenancyBindingAudit {
         let comparison = #"(?:=\s*ANY\s*\(|IS\s+(?:NOT\s+)?DISTINCT\s+FROM|<>|!=|<=|>=|=|<|>)"#
         // `tenant_id <op> \(x)` and `\(x) <op> tenant_id`.
         for pattern in [
-            #"\btenant_id\s*"# + comparison + #"\s*\\\((?!scope:|scopes:|owner:)[^\n]*"#,
-            #"\\\((?!scope:|scopes:|owner:)[^()\n]*(?:\([^()\n]*\))?[^()\n]*\)\s*(?:=|<>)\s*(?:\w+\.)?tenant_id\b"#,
+            #"\btenant_id\s*"# + comparison + #"\s*\\\((?!scope:|owner:)[^\n]*"#,
+            #"\\\((?!scope:|owner:)[^()\n]*(?:\([^()\n]*\))?[^()\n]*\)\s*(?:=|<>)\s*(?:\w+\.)?tenant_id\b"#,
         ] {
             found += matches(pattern, in: source).map { "binds tenant_id without a scope: \($0)" }
         }
@@ -178,7 +178,7 @@ struct TenancyBindingTests {
         #expect(protocols.contains("ScopedStatement"), "the statement protocols were not found")
         var statements = 0
         for (path, text) in sources {
-            statements += TenancyBindingAudit.matches(#"\\\((?:scope|scopes|owner):"#, in: text).count
+            statements += TenancyBindingAudit.matches(#"\\\((?:scope|owner):"#, in: text).count
             for violation in TenancyBindingAudit.violations(
                 in: text, migrations: path.contains("/Database/Migrations"), bindingProtocols: protocols)
             {
@@ -219,7 +219,6 @@ struct TenancyBindingTests {
             #"WHERE tenant_id = \(scope: scope) AND local_id = \(localId)"#,
             #"WHERE l.tenant_id = u.tenant_id AND l.local_id = u.local_id"#,
             #"WHERE tenant_id IS NOT DISTINCT FROM \(owner: owner)"#,
-            #"WHERE tenant_id = ANY(\(scopes: scopes))"#,
             #"INSERT INTO users (tenant_id, local_id) VALUES (\(scope: scope), \(localId))"#,
             #"INSERT INTO refresh_tokens (token_hash, tenant_id, family_id) SELECT $11, tenant_id, $9 FROM u"#,
             """

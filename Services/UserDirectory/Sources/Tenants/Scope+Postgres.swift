@@ -13,11 +13,6 @@ extension PostgresQuery.StringInterpolation {
         appendInterpolation(scope.key)
     }
 
-    /// Binds scopes as a `text[]` of `tenant_id` values (`tenant_id = ANY(\(scopes: …))`).
-    public mutating func appendInterpolation(scopes: [Scope]) {
-        appendInterpolation(scopes.map(\.key))
-    }
-
     /// Binds a project-or-tenant owner as its nullable `tenant_id` value (NULL: the project).
     mutating func appendInterpolation(owner: Owner) {
         appendInterpolation(owner.column)
