@@ -80,16 +80,6 @@ public struct CleanupDeleteDueRequest: Codable, Sendable {
         case lease, ttlSeconds, limit
         case scope = "tenantId"
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(lease, forKey: .lease)
-        try container.encode(ttlSeconds, forKey: .ttlSeconds)
-        // `""` for the default scope, as before `Scope` was typed here: a directory of the previous
-        // release, still running during a rolling upgrade, requires the member.
-        try container.encode(scope.key, forKey: .scope)
-        try container.encode(limit, forKey: .limit)
-    }
 }
 
 public struct CleanupDeleteDueResponse: Codable, Sendable {
