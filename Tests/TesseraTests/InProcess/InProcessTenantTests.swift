@@ -158,6 +158,23 @@ struct InProcessTenantTests {
         }
     }
 
+    /// The admin middleware resolves the path's tenant before the handler runs; a PATCH still answers its
+    /// body's error before a missing tenant's, and a well-formed one of a missing tenant is not found.
+    @Test("a PATCH of a missing tenant answers its body's error first, then TENANT_NOT_FOUND")
+    func patchOfMissingTenant() async throws {
+        try await InProcess.withDirectory { directory in
+            let path = "\(directory.tenantsPath)/missing-\(InProcess.uniqueName("t"))?updateMask=displayName"
+            try expectError(
+                try await directory.admin.request(.patch, path, body: #"{"displayName":"1 bad name"}"#),
+                "INVALID_ARGUMENT")
+            try expectError(
+                try await directory.admin.request(.patch, path, body: #"{"displayName":"good-name"}"#),
+                "TENANT_NOT_FOUND")
+            try expectError(
+                try await directory.admin.request(.delete, "\(directory.tenantsPath)/missing-gone"), "TENANT_NOT_FOUND")
+        }
+    }
+
     @Test("a PATCH without a mask replaces the whole tenant")
     func patchWithoutMaskReplaces() async throws {
         try await InProcess.withDirectory { directory in

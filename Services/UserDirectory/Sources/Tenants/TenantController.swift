@@ -71,11 +71,12 @@ struct TenantController<Tenants: TenantStore> {
     }
 
     @Sendable func update(_ request: Request, context: AdminContext) async throws -> JSONResponse<TenantWire> {
-        let scope = try context.scope
         let input = try await request.decodeJSON(TenantWire.self, context: context)
         if let displayName = input.displayName { try Self.validateDisplayName(displayName) }
         try MFAConfigWire.check(input.mfaConfig, field: "mfaConfig")
         let paths = try Self.maskPaths(request, known: TenantWire.fields.keys)
+        // The body's errors come first; a tenant that does not exist is found by the locked read.
+        let scope = context.pathScope.named
         guard !scope.isProject,
             let updated = try await store.update(
                 scope, logger: context.logger,
