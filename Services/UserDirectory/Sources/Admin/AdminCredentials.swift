@@ -175,12 +175,10 @@ struct AdminCredentialController {
     /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page),
     /// docs/protocol/admin.md#tesseras-own-admin-resources.
     @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<ListResponse> {
-        let size = request.adminPageSize
-        let page = Page(
-            fetched: try await store.list(
-                owner: context.owner, after: request.pageToken, limit: size + 1,
-                logger: context.logger),
-            size: size)
+        let owner = try context.owner
+        let page = try await Page.fetch(request) { after, limit in
+            try await store.list(owner: owner, after: after, limit: limit, logger: context.logger)
+        }
         return JSONResponse(
             ListResponse(adminCredentials: page.rows.map { wire($0) }, nextPageToken: page.nextToken(\.credentialId)))
     }
@@ -202,12 +200,10 @@ struct AdminCredentialController {
 
     @Sendable func auditLog(_ request: Request, context: AdminContext) async throws -> JSONResponse<AuditPage> {
         let scope = try context.scope
-        let size = request.adminPageSize
-        let page = Page(
-            fetched: try await store.auditEntries(
-                scope: scope, before: request.pageToken.flatMap { Int64($0) }, limit: size + 1,
-                logger: context.logger),
-            size: size)
+        let page = try await Page.fetch(request) { after, limit in
+            try await store.auditEntries(
+                scope: scope, before: after.flatMap { Int64($0) }, limit: limit, logger: context.logger)
+        }
         return JSONResponse(AuditPage(entries: page.rows.map(\.1), nextPageToken: page.nextToken { String($0.0) }))
     }
 }

@@ -18,6 +18,17 @@ struct Page<Row> {
     }
 }
 
+extension Page {
+    /// A page of one of Tessera's own lists: `pageSize` rows (`adminPageSize`) after `pageToken`, `list`
+    /// asked for one row more.
+    static func fetch(
+        _ request: Request, _ list: (_ after: String?, _ limit: Int) async throws -> [Row]
+    ) async throws -> Page {
+        let size = request.adminPageSize
+        return Page(fetched: try await list(request.pageToken, size + 1), size: size)
+    }
+}
+
 extension Request {
     /// `pageToken`, nil when absent or empty.
     var pageToken: String? {

@@ -105,12 +105,10 @@ struct ServiceAccountController {
     /// `pageSize` (1–1000, default 100) and `pageToken` (the last id of the previous page),
     /// docs/protocol/admin.md#tesseras-own-admin-resources.
     @Sendable func list(_ request: Request, context: AdminContext) async throws -> JSONResponse<ListResponse> {
-        let size = request.adminPageSize
-        let page = Page(
-            fetched: try await store.list(
-                owner: context.owner, after: request.pageToken, limit: size + 1,
-                logger: context.logger),
-            size: size)
+        let owner = try context.owner
+        let page = try await Page.fetch(request) { after, limit in
+            try await store.list(owner: owner, after: after, limit: limit, logger: context.logger)
+        }
         return JSONResponse(
             ListResponse(
                 serviceAccounts: page.rows.map {
