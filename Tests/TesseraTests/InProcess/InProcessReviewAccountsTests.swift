@@ -103,6 +103,19 @@ struct InProcessReviewAccountsTests {
             #"{"tenantId":"\#(tenant)","oobCode":"\#(code)","newPassword":"\#(newPassword)"}"#)
     }
 
+    /// `email` signs in with `current` and not with `refused`.
+    static func expectPassword(
+        _ service: TokenHarness, _ tenant: String, _ email: String, is current: String, isNot refused: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        try expectOK(
+            try await InProcessPasswordTests.signIn(service, tenant, email, password: current),
+            sourceLocation: sourceLocation)
+        #expect(
+            try await InProcessPasswordTests.signIn(service, tenant, email, password: refused).status == .badRequest,
+            sourceLocation: sourceLocation)
+    }
+
     static func passwordTenant(_ directory: Directory) async throws -> String {
         try await directory.createTenantID(#""allowPasswordSignup":true"#)
     }
@@ -292,11 +305,7 @@ struct InProcessReviewAccountsTests {
                 try await InProcessAccountUpdateTests.update(
                     service, tenant, #""localId":"\#(localId)","password":"changed by an admin""#))
             try expectError(try await Self.reset(service, tenant, second, "attacker password"), "INVALID_OOB_CODE")
-            try expectOK(
-                try await InProcessPasswordTests.signIn(service, tenant, email, password: "changed by an admin"))
-            #expect(
-                try await InProcessPasswordTests.signIn(service, tenant, email, password: "attacker password").status
-                    == .badRequest)
+            try await Self.expectPassword(service, tenant, email, is: "changed by an admin", isNot: "attacker password")
         }
     }
 
@@ -315,11 +324,8 @@ struct InProcessReviewAccountsTests {
             let codes = try await Self.mailedCodes(service, email, 2)
             try expectOK(try await Self.reset(service, tenant, codes[1], "from the second code"))
             try expectError(try await Self.reset(service, tenant, codes[0], "from the first code"), "INVALID_OOB_CODE")
-            try expectOK(
-                try await InProcessPasswordTests.signIn(service, tenant, email, password: "from the second code"))
-            #expect(
-                try await InProcessPasswordTests.signIn(service, tenant, email, password: "from the first code").status
-                    == .badRequest)
+            try await Self.expectPassword(
+                service, tenant, email, is: "from the second code", isNot: "from the first code")
         }
     }
 

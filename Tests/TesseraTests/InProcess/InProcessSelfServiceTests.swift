@@ -28,6 +28,18 @@ struct InProcessSelfServiceTests {
         }
     }
 
+    /// Patches `on` into the scope at `path` (masked by `mask`): its next anonymous sign-up is refused with
+    /// `refusal`; patched back to `off`, the next one succeeds.
+    static func expectSwitch(
+        _ service: TokenHarness, _ path: String, tenant: String?, on: String, off: String, mask: String,
+        refusal: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        try expectOK(try await service.directory.patch(path, on, mask: mask), sourceLocation: sourceLocation)
+        try expectError(try await service.signUpRaw(tenant), refusal, sourceLocation: sourceLocation)
+        try expectOK(try await service.directory.patch(path, off, mask: mask), sourceLocation: sourceLocation)
+        try expectOK(try await service.signUpRaw(tenant), sourceLocation: sourceLocation)
+    }
+
     static func tenantPath(_ service: TokenHarness, _ tenant: String) -> String {
         "\(service.directory.tenantsPath)/\(tenant)"
     }
@@ -109,10 +121,9 @@ struct InProcessSelfServiceTests {
             try expectOK(try await service.signUpRaw(tenant))
 
             // disableAuth on: sign-up answers PROJECT_DISABLED; off again restores it.
-            try expectOK(try await directory.patch(path, #"{"disableAuth":true}"#, mask: "disableAuth"))
-            try expectError(try await service.signUpRaw(tenant), "PROJECT_DISABLED")
-            try expectOK(try await directory.patch(path, #"{"disableAuth":false}"#, mask: "disableAuth"))
-            try expectOK(try await service.signUpRaw(tenant))
+            try await Self.expectSwitch(
+                service, path, tenant: tenant, on: #"{"disableAuth":true}"#, off: #"{"disableAuth":false}"#,
+                mask: "disableAuth", refusal: "PROJECT_DISABLED")
         }
     }
 
@@ -216,16 +227,10 @@ struct InProcessSelfServiceTests {
             try expectOK(try await service.lookup(idToken))
 
             // disabledUserSignup → ADMIN_ONLY_OPERATION, immediately; and back.
-            try expectOK(
-                try await directory.patch(
-                    config, #"{"client":{"permissions":{"disabledUserSignup":true}}}"#,
-                    mask: "client.permissions.disabledUserSignup"))
-            try expectError(try await service.signUpRaw(nil), "ADMIN_ONLY_OPERATION")
-            try expectOK(
-                try await directory.patch(
-                    config, #"{"client":{"permissions":{"disabledUserSignup":false}}}"#,
-                    mask: "client.permissions.disabledUserSignup"))
-            try expectOK(try await service.signUpRaw(nil))
+            try await Self.expectSwitch(
+                service, config, tenant: nil, on: #"{"client":{"permissions":{"disabledUserSignup":true}}}"#,
+                off: #"{"client":{"permissions":{"disabledUserSignup":false}}}"#,
+                mask: "client.permissions.disabledUserSignup", refusal: "ADMIN_ONLY_OPERATION")
 
             // The top-level alias in the mask: enableAnonymousUser off.
             answer = try await directory.patch(config, #"{"enableAnonymousUser":false}"#, mask: "enableAnonymousUser")
