@@ -133,10 +133,16 @@ def test_the_popup_closed_before_the_provider_answered_is_reported_to_the_app(
     tenant_id = make_tenant()["tenantId"]
     configure_provider(admin, idp, "google.com", tenant_id=tenant_id)
     app = sdk_app(tenant_id)
+    # The SDK notices the closed popup on its next poll (every 2 s) and then waits 8 s for a late auth event
+    # before it reports the cancellation (sdk_flows.js, pollUserCancellation): the page's clock is moved on
+    # through both waits instead of the test sleeping them. The clock runs normally until then.
+    app.page.clock.install()
     # No account for this hint: the fake provider stops on its refusal page; the user closes the popup.
     flow = app.start_popup("signInWithPopup", "google.com", custom_parameters={"login_hint": "nobody-here"})
     flow.popup.wait_for_load_state()
     flow.popup.close()
+    app.page.clock.fast_forward(2_100)
+    app.page.clock.fast_forward(8_100)
     expect_error(flow.wait(), "auth/popup-closed-by-user")
     assert app.current_user() is None
 
