@@ -185,6 +185,8 @@ let package = Package(
                     .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 ],
                 path: "Tests/TesseraTests",
+                // The console's golden pages (ConsoleSnapshotTests), read from the source tree.
+                exclude: ["ConsoleSnapshots"],
                 swiftSettings: swiftSettings
             ),
         ]
