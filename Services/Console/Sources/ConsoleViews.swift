@@ -13,6 +13,18 @@ public struct ConsoleViews: Sendable {
         library = try ConsoleTemplates.library()
     }
 
+    /// `page` rendered by its template, as an HTML answer.
+    public func render(_ page: some ConsolePage, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: html(page))))
+    }
+
+    /// A page's HTML; empty for a template that does not exist.
+    func html<Page: ConsolePage>(_ page: Page) -> String {
+        library.render(page, withTemplate: Page.template) ?? ""
+    }
+
     public func render(_ template: String, _ model: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status, headers: [.contentType: "text/html; charset=utf-8"],
@@ -25,12 +37,7 @@ public struct ConsoleViews: Sendable {
     }
 
     public func error(_ status: HTTPResponse.Status, heading: String, message: String) -> Response {
-        render(
-            "error",
-            [
-                "title": heading, "heading": heading, "message": message, "back": "/console/",
-                "backLabel": "Back to the console",
-            ], status: status)
+        render(ErrorPage(heading: heading, message: message), status: status)
     }
 
     /// An API error in words: the code's message where it is the admin's to fix, generic otherwise.

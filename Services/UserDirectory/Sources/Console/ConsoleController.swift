@@ -93,7 +93,7 @@ struct ConsoleController<Tenants: TenantStore> {
     // MARK: Signing in and out
 
     @Sendable func signInPage(_ request: Request, context: DirectoryContext) async throws -> Response {
-        views.render("signIn", ["title": "Sign in"])
+        views.render(SignInPage())
     }
 
     @Sendable func signIn(_ request: Request, context: DirectoryContext) async throws -> Response {
@@ -113,12 +113,10 @@ struct ConsoleController<Tenants: TenantStore> {
                 try await failures.refuseUnknown(from: failures.address(request, context), logger: context.logger)
             } catch let error as FirebaseError where error.retryAfterSeconds != nil {
                 return views.render(
-                    "signIn", ["title": "Sign in", "error": "Too many failed attempts from here; try again later."],
-                    status: .tooManyRequests
+                    SignInPage(error: "Too many failed attempts from here; try again later."), status: .tooManyRequests
                 ).retrying(after: error.retryAfterSeconds)
             } catch let error as FirebaseError where error == .invalidCredentials {
-                return views.render(
-                    "signIn", ["title": "Sign in", "error": "This credential is not valid."], status: .unauthorized)
+                return views.render(SignInPage(error: "This credential is not valid."), status: .unauthorized)
             }
         }
         let (token, _) = try await sessions.open(principal, secret: secret, logger: context.logger)
@@ -149,18 +147,17 @@ struct ConsoleController<Tenants: TenantStore> {
             throw ConsoleRedirect(location: "/console/tenants/\(Self.segment(own.key))/users")
         }
         let (project, _) = try await tenants.projectConfig(logger: context.logger)
-        var scopes: [[String: Any]] = [
-            ["name": "Project (default scope)", "id": "—", "link": "/console/project", "state": Self.state(project)]
+        var scopes = [
+            HomePage.Row(
+                name: "Project (default scope)", id: "—", link: "/console/project", state: Self.state(project))
         ]
         for tenant in try await allTenants(logger: context.logger) {
-            scopes.append([
-                "name": tenant.displayName.isEmpty ? tenant.scope.key : tenant.displayName, "id": tenant.scope.key,
-                "link": "/console/tenants/\(Self.segment(tenant.scope.key))", "state": Self.state(tenant),
-            ])
+            scopes.append(
+                HomePage.Row(
+                    name: tenant.displayName.isEmpty ? tenant.scope.key : tenant.displayName, id: tenant.scope.key,
+                    link: "/console/tenants/\(Self.segment(tenant.scope.key))", state: Self.state(tenant)))
         }
-        var model = chrome(principal: principal, csrf: context.consoleCSRF, title: "Scopes")
-        model["scopes"] = scopes
-        return views.render("home", model)
+        return views.render(HomePage(chrome: chrome(principal: principal, csrf: context.consoleCSRF), scopes: scopes))
     }
 
     static func state(_ settings: ScopeSettings) -> String {
@@ -185,33 +182,19 @@ struct ConsoleController<Tenants: TenantStore> {
 
     // MARK: The page frame
 
-    enum Section: String {
-        case users, methods, providers, templates, cleanup, audit, credentials, serviceAccounts
+    /// What the layout shows on a page about no one scope: who is signed in and the sign-out form.
+    func chrome(principal: AdminPrincipal, csrf: String?) -> ConsoleChrome {
+        ConsoleChrome(who: Self.who(principal), csrf: csrf ?? "")
     }
 
-    /// What the layout shows: who is signed in, the sign-out form, and the scope's navigation.
-    func chrome(
-        principal: AdminPrincipal, csrf: String?, title: String, scope: Scope? = nil, section: Section? = nil
-    ) -> [String: Any] {
-        var chrome: [String: Any] = ["who": Self.who(principal), "csrf": csrf ?? ""]
-        if let scope {
-            chrome["scopeName"] = scope.isProject ? "Project (default scope)" : "Tenant \(scope.key)"
-            chrome["base"] = Self.base(scope)
+    /// What the layout shows on a scope's page: who is signed in, the sign-out form, and the scope's
+    /// navigation with `section` marked.
+    func chrome(_ context: AdminContext, scope: Scope, section: ConsoleSection) -> ConsoleChrome {
+        ConsoleChrome(
+            who: Self.who(context.principal), csrf: context.consoleCSRF ?? "",
+            scopeName: scope.isProject ? "Project (default scope)" : "Tenant \(scope.key)", base: Self.base(scope),
             // Credentials are project resources: only project admins see the link (and the pages).
-            chrome["projectAdmin"] = principal.owner == .project
-            if let section {
-                chrome["on" + section.rawValue.prefix(1).uppercased() + section.rawValue.dropFirst()] = true
-            }
-        }
-        return ["title": title, "chrome": chrome]
-    }
-
-    func page(_ context: AdminContext, title: String, scope: Scope, section: Section) -> [String: Any] {
-        var model = chrome(
-            principal: context.principal, csrf: context.consoleCSRF, title: title, scope: scope, section: section)
-        model["base"] = Self.base(scope)
-        model["csrf"] = context.consoleCSRF ?? ""
-        return model
+            projectAdmin: context.principal.owner == .project, section: section)
     }
 
     static func who(_ principal: AdminPrincipal) -> String {

@@ -137,48 +137,41 @@ extension ConsoleController {
         query.offset = pageIndex * Self.pageSize
         let (count, users) = try await accounts.admin.search(query, scope: scope, logger: context.logger)
 
-        var model = page(context, title: "Users", scope: scope, section: .users)
-        model["notice"] = Self.notice(request)
-        model["q"] = q
-        model["providers"] = Self.options(
-            [
-                ("", "Any provider"), ("password", "Email/password"), ("google.com", "Google"), ("apple.com", "Apple"),
-                ("facebook.com", "Facebook"), ("github.com", "GitHub"), ("microsoft.com", "Microsoft"),
-                ("twitter.com", "Twitter"), ("yahoo.com", "Yahoo"),
-            ], selected: provider)
-        model["shows"] = Self.options(
-            [
-                ("all", "All users"), ("anonymous", "Anonymous"), ("disabled", "Disabled"),
-                ("unverified", "Unverified email"),
-            ],
-            selected: show)
-        model["sorts"] = Self.options(
-            [
-                ("created-desc", "Newest first"), ("created-asc", "Oldest first"),
-                ("login-desc", "Last sign-in, latest first"), ("login-asc", "Last sign-in, earliest first"),
-            ], selected: sort)
-        model["countText"] = count == 1 ? "1 user" : "\(count) users"
-        model["rows"] = users.map { user -> [String: Any] in
-            [
-                "localId": user.localId, "localIdPath": Self.segment(user.localId),
-                "emailText": user.email ?? "(no email)",
-                "providers": Self.providers(user), "created": Self.time(millis: user.createdAt),
-                "lastSignIn": Self.time(millis: user.lastLoginAt), "badges": Self.badges(user),
-            ]
+        let rows = users.map { user in
+            UsersPage.Row(
+                localId: user.localId, localIdPath: Self.segment(user.localId), emailText: user.email ?? "(no email)",
+                providers: Self.providers(user), created: Self.time(millis: user.createdAt),
+                lastSignIn: Self.time(millis: user.lastLoginAt), badges: Self.badges(user))
         }
         let here: [(String, String)] = [("q", q), ("provider", provider), ("show", show), ("sort", sort)]
         let base = Self.base(scope) + "/users?"
-        if pageIndex > 0 { model["previous"] = base + Self.query(here + [("page", String(pageIndex - 1))]) }
-        if (pageIndex + 1) * Self.pageSize < count {
-            model["next"] = base + Self.query(here + [("page", String(pageIndex + 1))])
-        }
-        model["newEmail"] = form.email
-        model["newDisplayName"] = form.displayName
-        model["newVerified"] = form.emailVerified
-        model["emailError"] = form.errors["email"]
-        model["passwordError"] = form.errors["password"]
-        model["displayNameError"] = form.errors["displayName"]
-        return views.render("users", model, status: status)
+        let page = UsersPage(
+            chrome: chrome(context, scope: scope, section: .users), notice: Self.notice(request), q: q,
+            providers: Self.options(
+                [
+                    ("", "Any provider"), ("password", "Email/password"), ("google.com", "Google"),
+                    ("apple.com", "Apple"), ("facebook.com", "Facebook"), ("github.com", "GitHub"),
+                    ("microsoft.com", "Microsoft"), ("twitter.com", "Twitter"), ("yahoo.com", "Yahoo"),
+                ], selected: provider),
+            shows: Self.options(
+                [
+                    ("all", "All users"), ("anonymous", "Anonymous"), ("disabled", "Disabled"),
+                    ("unverified", "Unverified email"),
+                ],
+                selected: show),
+            sorts: Self.options(
+                [
+                    ("created-desc", "Newest first"), ("created-asc", "Oldest first"),
+                    ("login-desc", "Last sign-in, latest first"), ("login-asc", "Last sign-in, earliest first"),
+                ], selected: sort),
+            countText: count == 1 ? "1 user" : "\(count) users", rows: rows,
+            previous: pageIndex > 0 ? base + Self.query(here + [("page", String(pageIndex - 1))]) : nil,
+            next: (pageIndex + 1) * Self.pageSize < count
+                ? base + Self.query(here + [("page", String(pageIndex + 1))]) : nil,
+            newEmail: form.email, newDisplayName: form.displayName, newVerified: form.emailVerified,
+            emailError: form.errors["email"], passwordError: form.errors["password"],
+            displayNameError: form.errors["displayName"])
+        return views.render(page, status: status)
     }
 
     /// The new-user form: the admin API's own checks (`AdminAccountsController.checked`), its errors
@@ -230,8 +223,8 @@ extension ConsoleController {
         return parts[0].replacingOccurrences(of: "_", with: " ").lowercased().capitalizingFirst + "."
     }
 
-    static func options(_ choices: [(String, String)], selected: String) -> [[String: Any]] {
-        choices.map { ["value": $0.0, "label": $0.1, "selected": $0.0 == selected] }
+    static func options(_ choices: [(String, String)], selected: String) -> [ConsoleOption] {
+        choices.map { ConsoleOption(value: $0.0, label: $0.1, selected: $0.0 == selected) }
     }
 
     static func providers(_ user: UserRecord) -> String {
@@ -239,13 +232,14 @@ extension ConsoleController {
         return ids.isEmpty ? (user.isAnonymous ? "anonymous" : "—") : ids.joined(separator: ", ")
     }
 
-    static func badges(_ user: UserRecord) -> [[String: String]] {
-        var badges: [[String: String]] = []
-        if user.disabled { badges.append(["kind": "disabled", "label": "Disabled"]) }
-        if user.isAnonymous { badges.append(["kind": "anonymous", "label": "Anonymous"]) }
+    static func badges(_ user: UserRecord) -> [ConsoleBadge] {
+        var badges: [ConsoleBadge] = []
+        if user.disabled { badges.append(ConsoleBadge(kind: "disabled", label: "Disabled")) }
+        if user.isAnonymous { badges.append(ConsoleBadge(kind: "anonymous", label: "Anonymous")) }
         if user.email != nil {
             badges.append(
-                user.emailVerified ? ["kind": "verified", "label": "Verified"] : ["kind": "", "label": "Unverified"])
+                user.emailVerified
+                    ? ConsoleBadge(kind: "verified", label: "Verified") : ConsoleBadge(kind: "", label: "Unverified"))
         }
         return badges
     }
@@ -292,12 +286,6 @@ extension ConsoleController {
     ) async throws -> Response {
         let sessions = try await accounts.admin.sessions(scope: scope, localId: user.localId, logger: context.logger)
         let heading = user.email ?? user.displayName ?? user.localId
-        var model = page(context, title: heading, scope: scope, section: .users)
-        model["notice"] = Self.notice(request)
-        model["heading"] = heading
-        model["localId"] = user.localId
-        model["localIdPath"] = Self.segment(user.localId)
-        model["badges"] = Self.badges(user)
         var facts: [(String, String)] = [
             ("User id", user.localId), ("Email", user.email ?? "—"),
             ("Email verified", user.emailVerified ? "yes" : "no"), ("Display name", user.displayName ?? "—"),
@@ -309,11 +297,7 @@ extension ConsoleController {
             ("Custom claims", user.customAttributes ?? "—"),
         ]
         if user.customAuth == true { facts.append(("Custom-token sign-in", "yes")) }
-        model["facts"] = facts.map { ["name": $0.0, "value": $0.1] }
-        model["links"] = user.providerUserInfo.map {
-            ["providerId": $0.providerId, "rawId": $0.rawId, "email": $0.email ?? "—"]
-        }
-        model["sessions"] = sessions.map { session -> [String: String] in
+        let rows = sessions.map { session in
             let state: String
             if let revoked = session.revokedAt {
                 state = "revoked \(Self.time(revoked))" + (session.revokedReason.map { " (\($0))" } ?? "")
@@ -324,26 +308,25 @@ extension ConsoleController {
             } else {
                 state = "active"
             }
-            return [
-                "provider": session.signInProvider, "started": Self.time(session.startedAt),
-                "lastRefresh": Self.time(session.lastRefreshAt), "ends": Self.time(session.expiresAt), "state": state,
-            ]
+            return UserPage.Session(
+                provider: session.signInProvider, started: Self.time(session.startedAt),
+                lastRefresh: Self.time(session.lastRefreshAt), ends: Self.time(session.expiresAt), state: state)
         }
-        model["actions"] = UserAction.offered(for: user).map {
-            [
-                "verb": $0.rawValue, "label": $0.label, "localIdPath": Self.segment(user.localId),
-                "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
-            ]
-        }
-        model["confirmWord"] = user.email ?? user.localId
-        model["deleteError"] = deleteError
         let form = profile ?? ProfileForm(user)
-        model["profile"] = [
-            "displayName": form.displayName, "email": form.email, "phoneNumber": form.phoneNumber,
-            "claims": form.claims,
-        ]
-        for (field, message) in form.errors { model[field + "Error"] = message }
-        return views.render("user", model, status: status)
+        let page = UserPage(
+            chrome: chrome(context, scope: scope, section: .users), notice: Self.notice(request), heading: heading,
+            localIdPath: Self.segment(user.localId), badges: Self.badges(user),
+            facts: facts.map { ConsoleFact(name: $0.0, value: $0.1) },
+            links: user.providerUserInfo.map {
+                UserPage.Link(providerId: $0.providerId, rawId: $0.rawId, email: $0.email ?? "—")
+            },
+            sessions: rows,
+            actions: UserAction.offered(for: user).map { UserPage.Action(verb: $0.rawValue, label: $0.label) },
+            confirmWord: user.email ?? user.localId, deleteError: deleteError,
+            profile: UserPage.Profile(
+                displayName: form.displayName, email: form.email, phoneNumber: form.phoneNumber, claims: form.claims),
+            errors: form.errors)
+        return views.render(page, status: status)
     }
 
     func act(_ action: UserAction, request: Request, context: AdminContext) async throws -> Response {
@@ -457,21 +440,19 @@ extension ConsoleController {
         request: Request, context: AdminContext, scope: Scope, domainsForm: (text: String, error: String)? = nil
     ) async throws -> Response {
         let settings = try await settings(scope, logger: context.logger)
-        var model = page(context, title: "Sign-in methods", scope: scope, section: .methods)
-        model["notice"] = Self.notice(request)
-        func switches(_ list: [ScopeSwitch]) -> [[String: Any]] {
-            list.map { ["name": $0.rawValue, "label": $0.label, "on": $0.get(settings)] }
+        func switches(_ list: [ScopeSwitch]) -> [MethodsPage.Switch] {
+            list.map { MethodsPage.Switch(name: $0.rawValue, label: $0.label, on: $0.get(settings)) }
         }
         let current = try await domains.current(logger: context.logger)
-        model["authorizedDomains"] = current
-        model["domainsText"] = domainsForm?.text ?? current.joined(separator: "\n")
-        model["domainsError"] = domainsForm?.error
-        model["domainsAreDefault"] = try await tenants.projectConfig(logger: context.logger).1.authorizedDomains == nil
-        // The project's setting, so only on the project's page (where only project admins get).
-        model["canEditDomains"] = scope.isProject
-        model["providerSwitches"] = switches(ScopeSwitch.allCases.filter(\.isProvider))
-        model["selfService"] = switches(ScopeSwitch.allCases.filter { !$0.isProvider })
-        return views.render("methods", model, status: domainsForm == nil ? .ok : .badRequest)
+        let page = MethodsPage(
+            chrome: chrome(context, scope: scope, section: .methods), notice: Self.notice(request),
+            providerSwitches: switches(ScopeSwitch.allCases.filter(\.isProvider)),
+            selfService: switches(ScopeSwitch.allCases.filter { !$0.isProvider }), authorizedDomains: current,
+            domainsText: domainsForm?.text ?? current.joined(separator: "\n"), domainsError: domainsForm?.error,
+            domainsAreDefault: try await tenants.projectConfig(logger: context.logger).1.authorizedDomains == nil,
+            // The project's setting, so only on the project's page (where only project admins get).
+            canEditDomains: scope.isProject)
+        return views.render(page, status: domainsForm == nil ? .ok : .badRequest)
     }
 
     /// The project's authorized domains, one per line, checked as the admin API checks them; or back
@@ -517,26 +498,25 @@ extension ConsoleController {
         let week = 7 * 86_400
         let status = try await cleanup.status(scope: scope, logger: context.logger)
         let preview = try await cleanup.preview(scope: scope, bucketSeconds: week, logger: context.logger)
-        var model = page(context, title: "Anonymous cleanup", scope: scope, section: .cleanup)
-        model["notice"] = Self.notice(request)
-        model["facts"] = [
+        let facts = [
             ("Automatic removal", status.enabled ? "on" : "off"),
             ("Retention", Self.days(status.retention)),
             ("Accounts scheduled", String(status.scheduled)),
             ("Last sweep", status.lastSweepTime.map(Self.time(text:)) ?? "none yet"),
             ("Removed by the last sweep", String(status.lastSweepDeleted)),
             ("Removed in all", String(status.totalDeleted)),
-        ].map { ["name": $0.0, "value": $0.1] }
-        model["toggleValue"] = status.enabled ? "off" : "on"
-        model["toggleLabel"] = status.enabled ? "Turn automatic removal off" : "Turn automatic removal on"
+        ]
         let already = preview.alreadyScheduled
-        model["previewText"] =
-            preview.anonymousUsers == 0
-            ? "This scope has no anonymous account."
-            : "\(preview.anonymousUsers) anonymous accounts would be removed when due (\(already) already scheduled; "
-                + "the others fall due one retention period after removal is turned on)."
-        if !preview.buckets.isEmpty { model["chart"] = Self.chart(preview.buckets) }
-        return views.render("cleanup", model)
+        let page = CleanupPage(
+            chrome: chrome(context, scope: scope, section: .cleanup), notice: Self.notice(request),
+            facts: facts.map { ConsoleFact(name: $0.0, value: $0.1) }, toggleValue: status.enabled ? "off" : "on",
+            toggleLabel: status.enabled ? "Turn automatic removal off" : "Turn automatic removal on",
+            previewText: preview.anonymousUsers == 0
+                ? "This scope has no anonymous account."
+                : "\(preview.anonymousUsers) anonymous accounts would be removed when due (\(already) already scheduled; "
+                    + "the others fall due one retention period after removal is turned on).",
+            chart: preview.buckets.isEmpty ? nil : Self.chart(preview.buckets))
+        return views.render(page)
     }
 
     static func days(_ retention: String) -> String {
@@ -546,25 +526,23 @@ extension ConsoleController {
     }
 
     /// The preview as bars: accounts falling due per week (inline SVG, drawn here).
-    static func chart(_ buckets: [CleanupStore.Bucket]) -> [String: Any] {
+    static func chart(_ buckets: [CleanupStore.Bucket]) -> CleanupPage.Chart {
         let shown = Array(buckets.prefix(12))
         let (width, height, top, bottom) = (720, 220, 20, 40)
         let slot = width / 12
         let highest = max(shown.map(\.count).max() ?? 1, 1)
-        let bars = shown.enumerated().map { index, bucket -> [String: Any] in
+        let bars = shown.enumerated().map { index, bucket in
             let h = Int(Double(height - top - bottom) * Double(bucket.count) / Double(highest))
             let x = index * slot + slot / 6
             let week = String(bucket.dueBefore.prefix(10))
-            return [
-                "x": x, "y": height - bottom - h, "w": slot * 2 / 3, "h": max(h, 1), "labelX": x + slot / 3,
-                "countY": height - bottom - h - 4, "axisY": height - bottom + 16, "count": bucket.count,
-                "week": String(week.dropFirst(5)), "tip": "\(bucket.count) due in the week before \(week)",
-            ]
+            return CleanupPage.Bar(
+                x: x, y: height - bottom - h, w: slot * 2 / 3, h: max(h, 1), labelX: x + slot / 3,
+                countY: height - bottom - h - 4, axisY: height - bottom + 16, count: bucket.count,
+                week: String(week.dropFirst(5)), tip: "\(bucket.count) due in the week before \(week)")
         }
-        return [
-            "width": width, "height": height, "bars": bars,
-            "title": "Anonymous accounts falling due, by week (the date is the week's end)",
-        ]
+        return CleanupPage.Chart(
+            width: width, height: height, bars: bars,
+            title: "Anonymous accounts falling due, by week (the date is the week's end)")
     }
 
     @Sendable func saveCleanup(_ request: Request, context: AdminContext) async throws -> Response {
@@ -602,23 +580,22 @@ extension ConsoleController {
                 (actor.isEmpty || $0.1.actor == actor) && (action.isEmpty || $0.1.action.contains(action))
             }
         }
-        var model = page(context, title: "Audit log", scope: scope, section: .audit)
-        model["actor"] = actor
-        model["action"] = action
         let shown = entries.prefix(50)
-        model["entries"] = shown.map {
-            [
-                "time": Self.time(text: $0.1.time), "actor": $0.1.actor, "action": $0.1.action,
-                "target": $0.1.target, "requestId": $0.1.requestId,
-            ]
-        }
         // Older entries: after the last one shown, or after the last one read when none matched.
+        var older: String?
         if entries.count > 50 || !exhausted, let last = entries.count > 50 ? shown.last?.0 : cursor {
-            model["older"] =
+            older =
                 Self.base(scope) + "/audit?"
                 + Self.query([("actor", actor), ("action", action), ("before", String(last))])
         }
-        return views.render("audit", model)
+        let page = AuditPage(
+            chrome: chrome(context, scope: scope, section: .audit), actor: actor, action: action,
+            entries: shown.map {
+                AuditPage.Entry(
+                    time: Self.time(text: $0.1.time), actor: $0.1.actor, action: $0.1.action, target: $0.1.target,
+                    requestId: $0.1.requestId)
+            }, older: older)
+        return views.render(page)
     }
 
     // MARK: Mail templates
@@ -645,24 +622,21 @@ extension ConsoleController {
     ) async throws -> Response {
         let custom = try await mailTemplates.custom(scope: scope, logger: context.logger)
         let appName = try await settings(scope, logger: context.logger).displayName
-        var model = page(context, title: "Mail templates", scope: scope, section: .templates)
-        model["notice"] = Self.notice(request)
         // The types and their order are the admin API's (`MailTemplateController.types`).
-        model["types"] = MailTemplateController.types.map { type -> [String: Any] in
+        let types = MailTemplateController.types.map { type in
             let template = draft?.type == type ? draft!.template : custom[type] ?? MailTemplate.standard(type)
             let preview = template.render(
                 appName: appName.isEmpty ? "Tessera" : appName,
                 link: "https://app.example.com/__/auth/action?mode=\(type.mode)&oobCode=SAMPLE",
                 email: "ada@example.com", newEmail: "ada.lovelace@example.com", displayName: "Ada")
-            var row: [String: Any] = [
-                "type": type.rawValue, "label": Self.label(type), "subject": template.subject, "body": template.body,
-                "custom": custom[type] != nil, "previewSubject": preview.subject, "previewBody": preview.body,
-                "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
-            ]
-            if let draft, draft.type == type { row["error"] = draft.error }
-            return row
+            return TemplatesPage.MailType(
+                type: type.rawValue, label: Self.label(type), subject: template.subject, body: template.body,
+                custom: custom[type] != nil, previewSubject: preview.subject, previewBody: preview.body,
+                error: draft?.type == type ? draft?.error : nil)
         }
-        return views.render("templates", model, status: draft == nil ? .ok : .badRequest)
+        let page = TemplatesPage(
+            chrome: chrome(context, scope: scope, section: .templates), notice: Self.notice(request), types: types)
+        return views.render(page, status: draft == nil ? .ok : .badRequest)
     }
 
     @Sendable func saveTemplate(_ request: Request, context: AdminContext) async throws -> Response {
@@ -701,18 +675,16 @@ extension ConsoleController {
         request: Request, context: AdminContext, scope: Scope, newSecret: String? = nil, nameError: String? = nil
     ) async throws -> Response {
         let list = try await credentials.list(owner: Owner(of: scope), after: nil, limit: 200, logger: context.logger)
-        var model = page(context, title: "Admin credentials", scope: scope, section: .credentials)
-        model["notice"] = Self.notice(request)
-        model["rows"] = list.map {
-            [
-                "id": $0.credentialId, "name": $0.displayName.isEmpty ? "—" : $0.displayName,
-                "created": Self.time($0.createTime), "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
-            ]
-        }
-        // Shown in this answer only: it is not stored, and the page is not cached (no-store).
-        model["newSecret"] = newSecret
-        model["nameError"] = nameError
-        return views.render("credentials", model)
+        let page = CredentialsPage(
+            chrome: chrome(context, scope: scope, section: .credentials), notice: Self.notice(request),
+            rows: list.map {
+                CredentialsPage.Row(
+                    id: $0.credentialId, name: $0.displayName.isEmpty ? "—" : $0.displayName,
+                    created: Self.time($0.createTime))
+            },
+            // Shown in this answer only: it is not stored, and the page is not cached (no-store).
+            newSecret: newSecret, nameError: nameError)
+        return views.render(page)
     }
 
     @Sendable func createCredential(_ request: Request, context: AdminContext) async throws -> Response {
@@ -750,18 +722,16 @@ extension ConsoleController {
     ) async throws -> Response {
         let list = try await serviceAccounts.store.list(
             owner: Owner(of: scope), after: nil, limit: 200, logger: context.logger)
-        var model = page(context, title: "Service accounts", scope: scope, section: .serviceAccounts)
-        model["notice"] = Self.notice(request)
-        model["rows"] = list.map {
-            [
-                "id": $0.accountId, "name": $0.displayName.isEmpty ? "—" : $0.displayName, "email": $0.clientEmail,
-                "keyId": $0.privateKeyId, "created": Self.time($0.createTime), "base": Self.base(scope),
-                "csrf": context.consoleCSRF ?? "",
-            ]
-        }
-        // The new account's JSON with its private key: in this answer only (no-store), never again.
-        model["keyFile"] = created
-        return views.render("serviceAccounts", model)
+        let page = ServiceAccountsPage(
+            chrome: chrome(context, scope: scope, section: .serviceAccounts), notice: Self.notice(request),
+            rows: list.map {
+                ServiceAccountsPage.Row(
+                    id: $0.accountId, name: $0.displayName.isEmpty ? "—" : $0.displayName, email: $0.clientEmail,
+                    keyId: $0.privateKeyId, created: Self.time($0.createTime))
+            },
+            // The new account's JSON with its private key: in this answer only (no-store), never again.
+            keyFile: created)
+        return views.render(page)
     }
 
     @Sendable func createServiceAccount(_ request: Request, context: AdminContext) async throws -> Response {
@@ -795,20 +765,15 @@ extension ConsoleController {
         request: Request, context: AdminContext, displayName: String = "", nameError: String? = nil,
         deleteError: (tenant: String, message: String)? = nil, status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        var model = chrome(principal: context.principal, csrf: context.consoleCSRF, title: "Tenants")
-        model["notice"] = Self.notice(request)
-        model["csrf"] = context.consoleCSRF ?? ""
-        model["rows"] = try await allTenants(logger: context.logger).map {
-            var row: [String: Any] = [
-                "id": $0.scope.key, "name": $0.displayName.isEmpty ? $0.scope.key : $0.displayName,
-                "csrf": context.consoleCSRF ?? "",
-            ]
-            if let deleteError, deleteError.tenant == $0.scope.key { row["deleteError"] = deleteError.message }
-            return row
+        let rows = try await allTenants(logger: context.logger).map {
+            TenantsPage.Row(
+                id: $0.scope.key, name: $0.displayName.isEmpty ? $0.scope.key : $0.displayName,
+                deleteError: deleteError?.tenant == $0.scope.key ? deleteError?.message : nil)
         }
-        model["displayName"] = displayName
-        model["nameError"] = nameError
-        return views.render("tenants", model, status: status)
+        let page = TenantsPage(
+            chrome: chrome(principal: context.principal, csrf: context.consoleCSRF), notice: Self.notice(request),
+            rows: rows, displayName: displayName, nameError: nameError)
+        return views.render(page, status: status)
     }
 
     @Sendable func createTenant(_ request: Request, context: AdminContext) async throws -> Response {

@@ -19,43 +19,32 @@ extension ConsoleController {
         let builtIn = try await idpConfigs.list(
             scope: scope, oidc: false, after: nil, limit: 100, logger: context.logger)
         let oidc = try await idpConfigs.list(scope: scope, oidc: true, after: nil, limit: 100, logger: context.logger)
-        var model = page(context, title: "Identity providers", scope: scope, section: .providers)
-        model["notice"] = Self.notice(request)
-        let redirectUri = redirectURI
-        model["redirectUri"] = redirectUri
-        model["publicURLUnset"] = links.publicURL == nil
-        model["builtIn"] = FederatedProviders.builtIn.map { provider -> [String: Any] in
+        let builtInRows = FederatedProviders.builtIn.map { provider in
             let config = builtIn.first { $0.providerId == provider.id }
-            var row: [String: Any] = [
-                "id": provider.id, "label": provider.description,
-                "field": provider.id.replacingOccurrences(of: ".", with: "-"),
-                "enabled": config?.enabled ?? false, "clientId": config?.clientId ?? "",
-                "secretSet": config?.clientSecret != nil, "base": Self.base(scope), "csrf": context.consoleCSRF ?? "",
-                "trustedFor": FederatedProviders.trustedFor(provider.id), "redirectUri": redirectUri,
-            ]
-            if provider.id == "apple.com" {
-                row["apple"] = [
-                    "teamId": config?.appleTeamId ?? "", "keyId": config?.appleKeyId ?? "",
-                    "keySet": config?.applePrivateKey != nil,
-                ]
-            }
-            if let error, error.provider == provider.id { row["error"] = error.message }
-            return row
+            return ProvidersPage.BuiltIn(
+                id: provider.id, label: provider.description,
+                field: provider.id.replacingOccurrences(of: ".", with: "-"), enabled: config?.enabled ?? false,
+                clientId: config?.clientId ?? "", secretSet: config?.clientSecret != nil,
+                trustedFor: FederatedProviders.trustedFor(provider.id),
+                apple: provider.id == "apple.com"
+                    ? ProvidersPage.Apple(
+                        teamId: config?.appleTeamId ?? "", keyId: config?.appleKeyId ?? "",
+                        keySet: config?.applePrivateKey != nil) : nil,
+                error: error?.provider == provider.id ? error?.message : nil)
         }
-        model["oidc"] = oidc.map { config -> [String: Any] in
-            var row: [String: Any] = [
-                "id": config.providerId, "field": config.providerId.replacingOccurrences(of: ".", with: "-"),
-                "name": config.displayName ?? config.providerId, "issuer": config.issuer ?? "",
-                "clientId": config.clientId, "enabled": config.enabled,
-                "domains": config.trustedEmailDomains.joined(separator: ", "), "base": Self.base(scope),
-                "csrf": context.consoleCSRF ?? "", "redirectUri": redirectUri,
-                "flow": config.responseCode ? "code flow with the client secret" : "ID token (form_post)",
-            ]
-            if let error, error.provider == config.providerId { row["error"] = error.message }
-            return row
+        let oidcRows = oidc.map { config in
+            ProvidersPage.OIDC(
+                id: config.providerId, field: config.providerId.replacingOccurrences(of: ".", with: "-"),
+                name: config.displayName ?? config.providerId, issuer: config.issuer ?? "", clientId: config.clientId,
+                enabled: config.enabled, domains: config.trustedEmailDomains.joined(separator: ", "),
+                flow: config.responseCode ? "code flow with the client secret" : "ID token (form_post)",
+                error: error?.provider == config.providerId ? error?.message : nil)
         }
-        model["newError"] = error?.provider == "new" ? error?.message : nil
-        return views.render("providers", model, status: error == nil ? .ok : .badRequest)
+        let page = ProvidersPage(
+            chrome: chrome(context, scope: scope, section: .providers), notice: Self.notice(request),
+            redirectUri: redirectURI, publicURLUnset: links.publicURL == nil, builtIn: builtInRows, oidc: oidcRows,
+            newError: error?.provider == "new" ? error?.message : nil)
+        return views.render(page, status: error == nil ? .ok : .badRequest)
     }
 
     /// Where every provider sends its answer (the token service's `/__/auth/handler` on the public

@@ -16,12 +16,9 @@ extension ConsoleController {
     @Sendable func transfer(_ request: Request, context: AdminContext) async throws -> Response {
         let scope = try await tenants.usersScope(of: context)
         let config = try await accounts.admin.hashConfig(scope: scope, logger: context.logger)
-        var model = page(context, title: "Import and export", scope: scope, section: .users)
-        model["signerKey"] = config.signerKey
-        model["saltSeparator"] = config.saltSeparator
-        model["rounds"] = config.rounds
-        model["memCost"] = config.memCost
-        return views.render("transfer", model)
+        return views.render(
+            TransferPage(
+                chrome: chrome(context, scope: scope, section: .users), rounds: config.rounds, memCost: config.memCost))
     }
 
     /// Every user of the scope, streamed page by page, with the hash parameters their hashes need.

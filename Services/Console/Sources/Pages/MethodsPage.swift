@@ -1,0 +1,50 @@
+/// A scope's sign-in switches and the project's authorized domains (`methods`).
+public struct MethodsPage: ConsolePage {
+    public static let template = "methods"
+    let title = "Sign-in methods"
+    let chrome: ConsoleChrome
+    let base: String
+    let csrf: String
+    let notice: String?
+    let providerSwitches: [Switch]
+    let selfService: [Switch]
+    /// The project's domains, as a list and as the form's text (what it was sent with when refused).
+    let authorizedDomains: [String]
+    let domainsText: String
+    let domainsError: String?
+    /// Whether the domains are the deployment's default (the project sets none of its own).
+    let domainsAreDefault: Bool
+    /// The domains are the project's: only its page has the form.
+    let canEditDomains: Bool
+
+    public init(
+        chrome: ConsoleChrome, notice: String?, providerSwitches: [Switch], selfService: [Switch],
+        authorizedDomains: [String], domainsText: String, domainsError: String?, domainsAreDefault: Bool,
+        canEditDomains: Bool
+    ) {
+        self.chrome = chrome
+        base = chrome.base ?? ""
+        csrf = chrome.csrf
+        self.notice = notice
+        self.providerSwitches = providerSwitches
+        self.selfService = selfService
+        self.authorizedDomains = authorizedDomains
+        self.domainsText = domainsText
+        self.domainsError = domainsError
+        self.domainsAreDefault = domainsAreDefault
+        self.canEditDomains = canEditDomains
+    }
+
+    /// A checkbox of the form: its field name, its label, and whether it is on.
+    public struct Switch: Sendable {
+        let name: String
+        let label: String
+        let on: Bool
+
+        public init(name: String, label: String, on: Bool) {
+            self.name = name
+            self.label = label
+            self.on = on
+        }
+    }
+}
