@@ -28,8 +28,7 @@ struct ConsoleResourceTests {
     func rendersInTheLayout() throws {
         let views = try ConsoleViews()
         #expect(views.error(.notFound, heading: "Not <here>", message: "Gone & away").status == .notFound)
-        let html = views.html(
-            "error", ["title": "Not <here>", "heading": "Not <here>", "message": "Gone & away"])
+        let html = views.html(ErrorPage(heading: "Not <here>", message: "Gone & away"))
         #expect(html.hasPrefix("<!doctype html>"))
         #expect(html.contains("Not &lt;here&gt; · Tessera console"))
         #expect(html.contains("Gone &amp; away"))

@@ -1,7 +1,8 @@
 import Mustache
 
 /// The console's pages, Mustache templates in `Templates/` (issue #25). `{{name}}` escapes for
-/// HTML; nothing uses the unescaped `{{{…}}}`. Every page extends `layout`. The files are embedded in
+/// HTML; nothing uses the unescaped `{{{…}}}`. Every page extends `layout`; each template's values
+/// are a `ConsolePage` (`Pages/`). The files are embedded in
 /// the binary at build time (`.embedInCode`), so the binary needs no resource directory. No inline
 /// script or style: the CSP allows neither.
 enum ConsoleTemplates {

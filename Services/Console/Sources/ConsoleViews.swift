@@ -5,7 +5,7 @@ import Mustache
 import NIOCore
 import TesseraShared
 
-/// Renders the console's pages (`ConsoleTemplates`) into responses.
+/// Renders the console's pages (`ConsolePage`, with `ConsoleTemplates`) into responses.
 public struct ConsoleViews: Sendable {
     let library: MustacheLibrary
 
@@ -23,17 +23,6 @@ public struct ConsoleViews: Sendable {
     /// A page's HTML; empty for a template that does not exist.
     func html<Page: ConsolePage>(_ page: Page) -> String {
         library.render(page, withTemplate: Page.template) ?? ""
-    }
-
-    public func render(_ template: String, _ model: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status, headers: [.contentType: "text/html; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(string: html(template, model))))
-    }
-
-    /// A page's HTML; empty for a template that does not exist.
-    func html(_ template: String, _ model: [String: Any]) -> String {
-        library.render(model, withTemplate: template) ?? ""
     }
 
     public func error(_ status: HTTPResponse.Status, heading: String, message: String) -> Response {
