@@ -44,7 +44,7 @@ struct QueryPlanPostgresTests {
 
     @Test("users and their provider links are read by index probes per id, in a tenant grown since ANALYZE")
     func hotReadsProbeTheIndex() async throws {
-        try await PostgresSupport.withDatabase { (client: Database) async throws -> Void in
+        try await PostgresSupport.withDatabase(reuse: false) { (client: Database) async throws -> Void in
             try await client.query(
                 "INSERT INTO tenants (tenant_id, display_name) VALUES ('old', 'old'), ('grown', 'grown')",
                 logger: logger)

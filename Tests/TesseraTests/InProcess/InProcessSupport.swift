@@ -28,44 +28,17 @@ enum InProcess {
         return logger
     }()
 
-    /// Runs `body` with a PostgreSQL configuration whose `search_path` is a new, empty schema, dropped
-    /// afterwards. The directory takes a `PostgresClient.Configuration`, so the schema needs no hook
-    /// of its own: the startup parameter is set on the configuration the service is given.
+    /// Runs `body` with a PostgreSQL configuration whose `search_path` is a migrated schema of its own
+    /// (`PostgresSupport.withSchema`, a `SchemaPool` schema). The directory takes a
+    /// `PostgresClient.Configuration`, so the schema needs no hook of its own: the startup parameter is
+    /// set on the configuration the service is given; its automatic migration finds nothing to do.
     static func withSchema<T: Sendable>(
         _ body: @Sendable (PostgresClient.Configuration) async throws -> T
     ) async throws -> T {
-        try await PostgresSupport.slots.run { try await withFreshSchema(body) }
-    }
-
-    private static func withFreshSchema<T: Sendable>(
-        _ body: @Sendable (PostgresClient.Configuration) async throws -> T
-    ) async throws -> T {
-        let url = try #require(PostgresSupport.url)
-        let schema = "inproc_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))"
-        var base = try PostgresClient.Configuration.fromURL(url)
-        base.options.maximumConnections = 2
-        let admin = PostgresClient(configuration: base, backgroundLogger: logger)
-        var scoped = base
-        scoped.options.additionalStartupParameters = [("search_path", schema)]
         // Tests run in parallel against one server: a small pool each.
-        scoped.options.maximumConnections = 4
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await admin.run() }
-            defer { group.cancelAll() }
-            try await admin.query("CREATE SCHEMA \(unescaped: schema)", logger: logger)
-            do {
-                let result = try await body(scoped)
-                try await admin.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
-                return result
-            } catch {
-                _ = try? await admin.query("DROP SCHEMA \(unescaped: schema) CASCADE", logger: logger)
-                throw error
-            }
-        }
+        try await PostgresSupport.withSchema(migrated: true, connections: 4, body)
     }
 
-    /// The directory's configuration for a test: the schema is migrated at start (`autoMigrate`), and
-    /// passwords are hashed with cheap parameters, set explicitly as the store tests do.
     static func directoryConfiguration(database: PostgresClient.Configuration) -> DirectoryConfiguration {
         var configuration = DirectoryConfiguration(
             projectID: projectID, adminToken: adminToken, internalSecret: internalSecret,
