@@ -60,7 +60,7 @@ SCRIPTS_TEST_EXTRA = {
     "SMTP_RETRY_BASE": "1s",
     "SMTP_POLL_INTERVAL": "200ms",
 }
-# scripts/stack's ENV_FILE_SETTINGS: the pass-through settings it writes to <stack>/env.
+# scripts/stacklib/config.py's ENV_FILE_SETTINGS: the pass-through settings it writes to <stack>/env.
 ENV_FILE_SETTINGS = (
     "TESSERA_REFRESH_GRACE", "TESSERA_REFRESH_IDLE_TTL", "TESSERA_REFRESH_ABSOLUTE_TTL", "TESSERA_REAUTH_WINDOW",
     "TESSERA_KEY_RELOAD_INTERVAL", "CLEANUP_ANONYMOUS_RETENTION", "CLEANUP_INTERVAL", "TESSERA_OOB_CODE_TTL",
