@@ -31,9 +31,8 @@ def pid_alive(pid: str, pattern: str) -> bool:
     if not pid.isascii() or not pid.isdigit():
         return False
     try:
+        # As `kill -0`: a process of another user (EPERM) is not ours, so not alive.
         os.kill(int(pid), 0)
-    except PermissionError:
-        pass
     except (OSError, OverflowError):
         return False
     try:
