@@ -403,13 +403,6 @@ def pgha_configure_node(st: Stack, name: str) -> None:
         die(f"pg_autoctl config set ({name}) failed")
 
 
-def _ignore_interrupts() -> None:
-    # What bash did for the commands it started in the background: SIGINT and SIGQUIT ignored.
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
-
-
 def _pgha_start_one(st: Stack, name: str) -> None:
     paths = st.paths
     pidfile, log, data, port = paths.pgha_pidfile(name), paths.pgha_log(name), paths.pgha_data(name), st.cfg.pgha_port(name)
@@ -427,8 +420,7 @@ def _pgha_start_one(st: Stack, name: str) -> None:
         # whole node down. setpriv (not runuser) drops to postgres, so the pid is pg_autoctl's.
         drop = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"] if st.root else []
         child = subprocess.Popen([*drop, *pgha_env(st), PG_AUTOCTL, "run", "--pgdata", data], cwd="/",
-                                 stdin=DEVNULL, stdout=out, stderr=out, start_new_session=True,
-                                 preexec_fn=_ignore_interrupts)
+                                 stdin=DEVNULL, stdout=out, stderr=out, start_new_session=True)
     proc.write_pidfile(pidfile, child.pid)
 
 

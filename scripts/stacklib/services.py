@@ -29,12 +29,6 @@ def check_service_name(name: str) -> None:
         die(f"unknown service '{name}' (expected token-service, user-directory or cleanup-worker)")
 
 
-def _ignore_interrupts() -> None:
-    # What bash did for the commands it started in the background: SIGINT and SIGQUIT ignored.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
-
-
 def _stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -92,7 +86,7 @@ def start_service(st: Stack, service: str) -> None:
         # A session of its own: Ctrl-C in the terminal reaches only this program, which then stops things
         # in order. The pid is the service's own (no shell in between).
         child = subprocess.Popen([binary, "serve"], env=env, stdin=DEVNULL, stdout=out, stderr=out,
-                                 start_new_session=True, preexec_fn=_ignore_interrupts)
+                                 start_new_session=True)
     proc.write_pidfile(pidfile, child.pid)
 
 
