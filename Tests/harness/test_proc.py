@@ -272,3 +272,40 @@ def test_roles_from_the_monitor():
     assert postgres.role_of(states, "node3") == ""
     assert postgres.primary_of([("node1", "1", "primary", "draining")]) is None
     assert postgres.primary_of([("node2", "1", "single", "single")]) == "node2"
+
+
+def test_a_started_service_gets_exactly_its_environment_a_session_and_a_log_line(stack_dir, tmp_path, processes):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    worker = bin_dir / "cleanup-worker"
+    worker.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
+    worker.chmod(0o755)
+    with socket.socket() as probe:  # a free port for the fake worker (base + 3)
+        probe.bind(("127.0.0.1", 0))
+        base = probe.getsockname()[1] - 3
+    env = {"TESSERA_STACK_DIR": str(stack_dir), "PATH": os.environ["PATH"], "HOME": "/home/x", "PGPORT": "1",
+           "LOG_LEVEL": "debug"}
+    paths = config.resolve_paths(env)
+    config.make_dirs(paths)
+    st = Stack(env, paths)
+    st.config = config.compute_config({**env, "TESSERA_PORT": str(base), "TESSERA_ADMIN_PORT": "2000"},
+                                      paths.secrets_dir, str(bin_dir))
+    services.start_service(st, "cleanup-worker")
+    pid = int(proc.pidfile_pid(paths.service_pidfile("cleanup-worker")))
+    processes.append(type("Pid", (), {"kill": lambda self: os.kill(pid, signal.SIGKILL),
+                                      "wait": lambda self: os.waitpid(pid, 0)})())
+    for _ in range(100):
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            if b"cleanup-worker" in handle.read():
+                break
+        time.sleep(0.02)
+    with open(f"/proc/{pid}/environ", "rb") as handle:
+        environ = dict(item.split("=", 1) for item in handle.read().decode().split("\0") if item)
+    assert environ == config.service_env("cleanup-worker", st.cfg, paths, env)
+    assert environ["LOG_LEVEL"] == "debug" and "PGPORT" not in environ
+    assert os.getsid(pid) == pid, "the service leads a session of its own"
+    with open(f"/proc/{pid}/status") as handle:
+        ignored = int(next(line for line in handle if line.startswith("SigIgn:")).split()[1], 16)
+    assert not ignored & (1 << (signal.SIGINT - 1) | 1 << (signal.SIGQUIT - 1) | 1 << (signal.SIGTERM - 1))
+    log = (stack_dir / "logs" / "cleanup-worker.log").read_text()
+    assert log.startswith("--- ") and log.endswith(" starting cleanup-worker serve\n")
