@@ -141,3 +141,15 @@ def test_the_entry_point_is_a_bash_shim_that_runs_the_package():
     text = (ROOT / "scripts" / "stack").read_text()
     assert text.startswith("#!/usr/bin/env bash\n")
     assert 'exec python3 -I -B "$ROOT/scripts/stacklib" "$@"' in text
+
+
+def test_a_closed_pipe_ends_logs_quietly(stack_dir):
+    (stack_dir / "run").mkdir()
+    (stack_dir / "logs").mkdir()
+    for name in ("a", "b", "c"):
+        (stack_dir / "logs" / f"{name}.log").write_text("line\n" * 100)
+    import subprocess
+    done = subprocess.run(f"'{ROOT}/scripts/stack' logs | head -n 1", shell=True, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "TESSERA_STACK_DIR": str(stack_dir)}, timeout=30)
+    assert done.stdout == f"==> {stack_dir}/logs/a.log <==\n"
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
