@@ -309,3 +309,11 @@ def test_a_started_service_gets_exactly_its_environment_a_session_and_a_log_line
     assert not ignored & (1 << (signal.SIGINT - 1) | 1 << (signal.SIGQUIT - 1) | 1 << (signal.SIGTERM - 1))
     log = (stack_dir / "logs" / "cleanup-worker.log").read_text()
     assert log.startswith("--- ") and log.endswith(" starting cleanup-worker serve\n")
+
+
+def test_gone_looks_twice():
+    answers = iter([False, True])
+    assert not proc.gone(lambda: next(answers), settle=0.01), "one look at a process just started is not enough"
+    answers = iter([False, False])
+    assert proc.gone(lambda: next(answers), settle=0.01)
+    assert not proc.gone(lambda: True, settle=0.01)

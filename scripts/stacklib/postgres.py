@@ -504,7 +504,7 @@ def pgha_timeout(env) -> int:
 
 def _pgha_check_alive(st: Stack, *names: str) -> None:
     for name in names:
-        if not pgha_alive(st, name):
+        if proc.gone(lambda: pgha_alive(st, name)):
             show_log_tail(st.paths.pgha_log(name))
             die(f"pg_auto_failover {name} exited (see {st.paths.pgha_log(name)})")
 

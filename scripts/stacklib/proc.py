@@ -48,6 +48,16 @@ def pid_alive(pid: str, pattern: str) -> bool:
     return pattern in cmdline
 
 
+def gone(alive, settle: float = 0.25) -> bool:
+    """ALIVE() is false now and still false after SETTLE seconds. A process started a moment ago can show
+    an empty command line for an instant (execve closes the descriptors its parent waits on before it
+    sets up the new program's arguments), so one look does not make it dead."""
+    if alive():
+        return False
+    time.sleep(settle)
+    return not alive()
+
+
 def pidfile_pid(path: str) -> str:
     """The first line of a pid file ('' when it is missing or empty)."""
     try:

@@ -107,10 +107,10 @@ def wait_ready(st: Stack, name: str, url: str, log: str, service: str = "") -> N
         code = proc.http_status(url)
         if code == "200":
             return
-        if service and not service_alive(st, service):
+        if service and proc.gone(lambda: service_alive(st, service)):
             show_log_tail(log)
             die(f"{service} exited while starting")
-        if name == "nginx" and not nginx_alive(st):
+        if name == "nginx" and proc.gone(lambda: nginx_alive(st)):
             show_log_tail(log)
             die("nginx exited while starting")
         time.sleep(0.25)
