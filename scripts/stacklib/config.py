@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from . import proc
 from .output import die
 from .shell import ParseError, bash_q, parse_config_text, shell_quote, url_encode
 
