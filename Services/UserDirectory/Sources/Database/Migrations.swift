@@ -33,6 +33,7 @@ public enum Migrations {
         .providerLinkEmails,
         .scopeMfaConfig,
         .linkedAccountsArePermanent,
+        .mfaEnrollments,
     ]
 
     public static var latestVersion: Int { all.last?.version ?? 0 }
