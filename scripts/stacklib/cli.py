@@ -1,6 +1,7 @@
 """The commands of scripts/stack, and its usage."""
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import subprocess
@@ -335,12 +336,10 @@ def cmd_status(env: Mapping[str, str]) -> int:
 
 def log_files(log_dir: str, part: str) -> list[str]:
     """The log files of PART ('' for all of <stack>/logs/*.log)."""
-    import glob
     escaped = glob.escape(log_dir)
     if part == "":
         return sorted(glob.glob(f"{escaped}/*.log")) or [f"{log_dir}/*.log"]
-    if part in ("token-service", "user-directory", "cleanup-worker", "migrate", "keys", "initdb",
-                "nginx-access", "nginx-error"):
+    if part in (*SERVICES, "migrate", "keys", "initdb", "nginx-access", "nginx-error"):
         return [f"{log_dir}/{part}.log"]
     if part == "postgres":
         return [f"{log_dir}/postgres.log", *sorted(glob.glob(f"{escaped}/pg-ha-*.log"))]

@@ -9,7 +9,7 @@ import subprocess
 import time
 
 from . import proc
-from .config import ROOT, render_nginx_conf, ready_timeout, service_env
+from .config import ROOT, SERVICES, render_nginx_conf, ready_timeout, service_env
 from .context import Stack
 from .output import die, info, show_log_tail
 
@@ -25,7 +25,7 @@ def service_alive(st: Stack, service: str) -> bool:
 
 
 def check_service_name(name: str) -> None:
-    if name not in ("token-service", "user-directory", "cleanup-worker"):
+    if name not in SERVICES:
         die(f"unknown service '{name}' (expected token-service, user-directory or cleanup-worker)")
 
 
