@@ -21,10 +21,7 @@ struct Totp: Sendable {
     }
 
     /// A new random shared secret.
-    static func generate() -> Totp {
-        var generator = SystemRandomNumberGenerator()
-        return Totp(secret: (0..<secretLength).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-    }
+    static func generate() -> Totp { Totp(secret: Secrets.randomBytes(secretLength)) }
 
     /// The secret as the app receives it: base32 without padding.
     var sharedSecretKey: String { Base32.encode(secret) }
