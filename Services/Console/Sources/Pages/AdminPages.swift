@@ -3,8 +3,6 @@ public struct AuditPage: ConsolePage {
     public static let template = "audit"
     let title = "Audit log"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     /// The filter's fields.
     let actor: String
     let action: String
@@ -14,8 +12,6 @@ public struct AuditPage: ConsolePage {
 
     public init(chrome: ConsoleChrome, actor: String, action: String, entries: [Entry], older: String?) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.actor = actor
         self.action = action
         self.entries = entries
@@ -44,8 +40,6 @@ public struct CredentialsPage: ConsolePage {
     public static let template = "credentials"
     let title = "Admin credentials"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     let notice: String?
     let rows: [Row]
     /// A new credential's secret: in this answer only.
@@ -55,8 +49,6 @@ public struct CredentialsPage: ConsolePage {
 
     public init(chrome: ConsoleChrome, notice: String?, rows: [Row], newSecret: String?, nameError: String?) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.notice = notice
         self.rows = rows
         self.newSecret = newSecret
@@ -81,8 +73,6 @@ public struct ServiceAccountsPage: ConsolePage {
     public static let template = "serviceAccounts"
     let title = "Service accounts"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     let notice: String?
     let rows: [Row]
     /// A new account's JSON key file, with its private key: in this answer only.
@@ -90,8 +80,6 @@ public struct ServiceAccountsPage: ConsolePage {
 
     public init(chrome: ConsoleChrome, notice: String?, rows: [Row], keyFile: String?) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.notice = notice
         self.rows = rows
         self.keyFile = keyFile

@@ -3,8 +3,6 @@ public struct CleanupPage: ConsolePage {
     public static let template = "cleanup"
     let title = "Anonymous cleanup"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     let notice: String?
     let facts: [ConsoleFact]
     /// What the switch's form sends (`on`, `off`) and its button's label.
@@ -19,8 +17,6 @@ public struct CleanupPage: ConsolePage {
         previewText: String, chart: Chart?
     ) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.notice = notice
         self.facts = facts
         self.toggleValue = toggleValue

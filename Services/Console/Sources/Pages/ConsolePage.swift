@@ -4,7 +4,7 @@
 ///
 /// swift-mustache reads a struct's stored properties by name (`Mirror`) as it reads a dictionary's
 /// keys: a nil optional is absent, so a section of it is skipped and a name inside one is looked up
-/// in the values around it (a row reads the page's `base` and `csrf`); a `Bool` is a section's
+/// in the values around it (a row's form reads `chrome.base` and `chrome.csrf` from its page); a `Bool` is a section's
 /// condition; an array is a list; a nested struct is a section's values. Computed properties are not
 /// read: every value a template shows is a stored property.
 public protocol ConsolePage: Sendable {

@@ -3,8 +3,6 @@ public struct MethodsPage: ConsolePage {
     public static let template = "methods"
     let title = "Sign-in methods"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     let notice: String?
     let providerSwitches: [Switch]
     let selfService: [Switch]
@@ -23,8 +21,6 @@ public struct MethodsPage: ConsolePage {
         canEditDomains: Bool
     ) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.notice = notice
         self.providerSwitches = providerSwitches
         self.selfService = selfService

@@ -4,8 +4,6 @@ public struct ProvidersPage: ConsolePage {
     public static let template = "providers"
     let title = "Identity providers"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     let notice: String?
     /// Where every provider sends its answer; the rows read it from the page.
     let redirectUri: String
@@ -20,8 +18,6 @@ public struct ProvidersPage: ConsolePage {
         oidc: [OIDC], newError: String?
     ) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.notice = notice
         self.redirectUri = redirectUri
         self.publicURLUnset = publicURLUnset

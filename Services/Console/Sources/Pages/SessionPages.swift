@@ -59,7 +59,6 @@ public struct TenantsPage: ConsolePage {
     public static let template = "tenants"
     let title = "Tenants"
     let chrome: ConsoleChrome
-    let csrf: String
     let notice: String?
     let rows: [Row]
     /// What the new-tenant form was sent with, and why it was refused.
@@ -68,7 +67,6 @@ public struct TenantsPage: ConsolePage {
 
     public init(chrome: ConsoleChrome, notice: String?, rows: [Row], displayName: String, nameError: String?) {
         self.chrome = chrome
-        csrf = chrome.csrf
         self.notice = notice
         self.rows = rows
         self.displayName = displayName

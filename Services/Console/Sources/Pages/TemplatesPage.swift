@@ -3,15 +3,11 @@ public struct TemplatesPage: ConsolePage {
     public static let template = "templates"
     let title = "Mail templates"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     let notice: String?
     let types: [MailType]
 
     public init(chrome: ConsoleChrome, notice: String?, types: [MailType]) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.notice = notice
         self.types = types
     }

@@ -4,8 +4,6 @@ public struct UserPage: ConsolePage {
     public static let template = "user"
     let title: String
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     let notice: String?
     /// The user's email, else display name, else id.
     let heading: String
@@ -34,8 +32,6 @@ public struct UserPage: ConsolePage {
     ) {
         title = heading
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.notice = notice
         self.heading = heading
         self.localIdPath = localIdPath

@@ -3,8 +3,6 @@ public struct UsersPage: ConsolePage {
     public static let template = "users"
     let title = "Users"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     let notice: String?
     let q: String
     let providers: [ConsoleOption]
@@ -30,8 +28,6 @@ public struct UsersPage: ConsolePage {
         displayNameError: String?
     ) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.notice = notice
         self.q = q
         self.providers = providers
@@ -79,16 +75,12 @@ public struct TransferPage: ConsolePage {
     public static let template = "transfer"
     let title = "Import and export"
     let chrome: ConsoleChrome
-    let base: String
-    let csrf: String
     /// The scope's own scrypt parameters, shown next to the import's.
     let rounds: Int
     let memCost: Int
 
     public init(chrome: ConsoleChrome, rounds: Int, memCost: Int) {
         self.chrome = chrome
-        base = chrome.base ?? ""
-        csrf = chrome.csrf
         self.rounds = rounds
         self.memCost = memCost
     }
