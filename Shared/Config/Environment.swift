@@ -60,23 +60,27 @@ extension ConfigReader {
     /// refused when empty, a placeholder, or weaker than 256 bits by its length and alphabet. The message
     /// names the setting, never the value.
     public func secret(_ key: String) throws -> String {
-        let value: String
+        guard let value = try secretText(key) else { throw ConfigError.missing(key) }
+        if let problem = SecretStrength.problem(value) { throw ConfigError.invalid(key, problem) }
+        return value
+    }
+
+    /// An optional secret setting as it is set: `NAME`, or the contents of the file `NAME_FILE` names
+    /// (one trailing line break dropped), never both; nil when neither is set.
+    public func secretText(_ key: String) throws -> String? {
         switch (string(key), string(key + "_FILE")) {
         case (.some, .some):
             throw ConfigError.invalid(key, "set either \(key) or \(key)_FILE, not both")
         case (let direct?, nil):
-            value = direct
+            return direct
         case (nil, let path?):
             guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
             else { throw ConfigError.invalid(key + "_FILE", "the file cannot be read") }
-            value =
-                text.hasSuffix("\r\n")
+            return text.hasSuffix("\r\n")
                 ? String(text.dropLast(2)) : text.hasSuffix("\n") ? String(text.dropLast()) : text
         case (nil, nil):
-            throw ConfigError.missing(key)
+            return nil
         }
-        if let problem = SecretStrength.problem(value) { throw ConfigError.invalid(key, problem) }
-        return value
     }
 
     /// How long graceful shutdown may take before what is left is cancelled

@@ -1,5 +1,6 @@
 """Settings: ports, validation, pass-through settings and their overrides, secrets, the services'
 environments, paths."""
+import base64
 import os
 import stat
 
@@ -245,13 +246,26 @@ def test_service_environments():
               "TESSERA_PUBLIC_URL": "http://127.0.0.1:23099"}
     assert config.service_env("user-directory", cfg, paths, CALLER) == {
         **common, "TESSERA_HTTP_PORT": "23101", "DATABASE_URL": "postgres://tessera:pw@127.0.0.1:23103/tessera",
-        "TESSERA_ADMIN_TOKEN": "ADMIN", "TESSERA_API_KEY": "KEY", "TESSERA_TRUSTED_PROXIES": "127.0.0.2"}
+        "TESSERA_ADMIN_TOKEN": "ADMIN", "TESSERA_API_KEY": "KEY", "TESSERA_TRUSTED_PROXIES": "127.0.0.2",
+        "TESSERA_MFA_KEYS_FILE": "/s/secrets/TESSERA_MFA_KEYS"}
     assert config.service_env("token-service", cfg, paths, CALLER) == {
         **common, "TESSERA_HTTP_PORT": "23100", "TESSERA_API_KEY": "KEY",
         "TESSERA_DIRECTORY_URL": "http://127.0.0.1:23101", "TESSERA_SIGNING_KEYS_DIR": "/s/keys",
         "TESSERA_TRUSTED_PROXIES": "127.0.0.2"}
     assert config.service_env("cleanup-worker", cfg, paths, CALLER) == {
         **common, "TESSERA_HTTP_PORT": "23102", "TESSERA_DIRECTORY_URL": "http://127.0.0.1:23101"}
+
+
+def test_mfa_key_is_made_once_and_given_keys_win(tmp_path):
+    secrets = str(tmp_path)
+    path = config.mfa_keys(secrets)
+    key = open(path, encoding="utf-8").read().strip()
+    assert len(base64.b64decode(key, validate=True)) == 32 and os.stat(path).st_mode & 0o077 == 0
+    assert config.mfa_keys(secrets) == path and open(path, encoding="utf-8").read().strip() == key
+    own = config.service_env("user-directory", sample_config(["TESSERA_MFA_KEYS_FILE=/etc/keys"]), Paths("/s"), {})
+    assert own["TESSERA_MFA_KEYS_FILE"] == "/etc/keys"
+    given = config.service_env("user-directory", sample_config(["TESSERA_MFA_KEYS=abc"]), Paths("/s"), {})
+    assert "TESSERA_MFA_KEYS_FILE" not in given and given["TESSERA_MFA_KEYS"] == "abc"
 
 
 def test_service_environment_defaults_without_a_caller_environment():

@@ -3,6 +3,7 @@
 writers is pure (it reads the environment mapping it is given)."""
 from __future__ import annotations
 
+import base64
 import os
 import re
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ PASSTHROUGH_VARS = (
     "DATABASE_POOL_MIN", "DATABASE_POOL_MAX", "DATABASE_KEEPALIVE", "TESSERA_TASKS_ON_EVENT_LOOPS",
     "TESSERA_HTTP_LIBRARY_METRICS",
     "TESSERA_HEAP_TRIM_INTERVAL", "TESSERA_OWNER_TOKEN_SCOPE", "TESSERA_ADMIN_AUTH_FAILURES_PER_HOUR",
-    "TESSERA_DATABASE_START_TIMEOUT",
+    "TESSERA_DATABASE_START_TIMEOUT", "TESSERA_MFA_KEYS", "TESSERA_MFA_KEYS_FILE",
 )
 PASSTHROUGH_PREFIXES = ("SMTP_", "IDP_", "OTEL_")
 # Of the pass-through settings, these (and every IDP_* variable) are also written to <stack>/env
@@ -262,6 +263,15 @@ def secret(env: Mapping[str, str], secrets_dir: str, name: str) -> str:
     return value
 
 
+def mfa_keys(secrets_dir: str) -> str:
+    """The file of the key that seals second-factor secrets (TESSERA_MFA_KEYS_FILE, docs/configuration.md):
+    32 random bytes in base64, made once per stack dir. Its path is what the directory is given."""
+    path = f"{secrets_dir}/TESSERA_MFA_KEYS"
+    if _read_secret(path) is None:
+        _store_secret(path, base64.b64encode(os.urandom(32)).decode("ascii"))
+    return path
+
+
 def pgha_secret(secrets_dir: str, name: str) -> str:
     """A password of pg_autoctl's own roles: generated once per stack dir (hex, so it is safe in pgpass)."""
     path = f"{secrets_dir}/{name}"
@@ -359,6 +369,7 @@ def compute_config(env: Mapping[str, str], secrets_dir: str, bin_dir: str) -> Co
     pg_ha = pg_ha_setting(env)
     if pg_ha and base + 6 > 65535:
         die(f"TESSERA_PG_HA=1 needs TESSERA_PORT+6 as a port: TESSERA_PORT must be at most 65529 (got '{base}')")
+    mfa_keys(secrets_dir)
     return Config(
         stack_port=base, admin_port=int(admin), token_port=base + 1, directory_port=base + 2,
         worker_port=base + 3, pg_port=base + 4, pg_ha=pg_ha, pg_port2=base + 5, pg_monitor_port=base + 6,
@@ -491,6 +502,9 @@ def service_env(service: str, config: Config, paths: Paths, env: Mapping[str, st
     given = {kv.split("=", 1)[0] for kv in config.passthrough} | set(dropped)
     if "TESSERA_PUBLIC_URL" not in given:
         out["TESSERA_PUBLIC_URL"] = config.stack_url
+    # The key that seals TOTP seeds, made once per stack dir, unless the caller gave keys of its own.
+    if service == "user-directory" and not given & {"TESSERA_MFA_KEYS", "TESSERA_MFA_KEYS_FILE"}:
+        out["TESSERA_MFA_KEYS_FILE"] = f"{paths.secrets_dir}/TESSERA_MFA_KEYS"
     if service in ("token-service", "user-directory") and "TESSERA_TRUSTED_PROXIES" not in given:
         out["TESSERA_TRUSTED_PROXIES"] = "127.0.0.2"
     for kv in config.passthrough:

@@ -56,6 +56,9 @@ public struct DirectoryConfiguration: Sendable {
     /// The admin console's sessions end after this long without a request, and this long after sign-in.
     public var consoleIdleTimeout: Duration = .seconds(30 * 60)
     public var consoleSessionLifetime: Duration = .seconds(12 * 3600)
+    /// The keys that seal TOTP seeds (`TESSERA_MFA_KEYS`, docs/configuration.md): the first seals,
+    /// all open. None: TOTP second factors cannot be enrolled.
+    public var mfaKeys: [[UInt8]] = []
 
     public init(
         hostname: String = "127.0.0.1", port: Int = 8082, projectID: String, adminToken: String,
@@ -149,6 +152,7 @@ public struct DirectoryConfiguration: Sendable {
         mail.pollInterval = try env.duration("SMTP_POLL_INTERVAL", default: mail.pollInterval)
         consoleIdleTimeout = try env.duration("TESSERA_CONSOLE_IDLE_TIMEOUT", default: consoleIdleTimeout)
         consoleSessionLifetime = try env.duration("TESSERA_CONSOLE_SESSION_LIFETIME", default: consoleSessionLifetime)
+        if let keys = try env.secretText("TESSERA_MFA_KEYS") { mfaKeys = try SecretSealer.parseKeys(keys) }
         links = ActionLinks(
             actionURL: env.string("TESSERA_ACTION_URL"), publicURL: env.string("TESSERA_PUBLIC_URL"),
             apiKey: env.string("TESSERA_API_KEY", default: ""),
@@ -189,7 +193,10 @@ public func buildDirectoryApplication(
         worker: worker)
     let accounts = Accounts(
         client: client, anonymousRetention: configuration.anonymousRetention, hasher: hasher,
-        oobCodeTTL: configuration.oobCodeTTL, metrics: metrics)
+        oobCodeTTL: configuration.oobCodeTTL, mfaKeys: configuration.mfaKeys, metrics: metrics)
+    if configuration.mfaKeys.isEmpty {
+        logger.notice("TESSERA_MFA_KEYS is not set: TOTP second factors cannot be enrolled")
+    }
     if let scope = configuration.ownerTokenScope {
         logger.warning(
             "TESSERA_OWNER_TOKEN_SCOPE is set: the Admin SDKs' emulator-mode token `Bearer owner` is accepted on the admin plane; every such call is audited as owner",

@@ -22,6 +22,23 @@ struct SecretSealer: Sendable {
         opening = Dictionary(named, uniquingKeysWith: { first, _ in first })
     }
 
+    /// The keys of `TESSERA_MFA_KEYS` (docs/configuration.md): 32 bytes each in base64 or base64url,
+    /// separated by commas, spaces or line breaks, the sealing key first. The message names the
+    /// position of a bad key, never its value.
+    static func parseKeys(_ text: String) throws -> [[UInt8]] {
+        let items = text.split(whereSeparator: { $0 == "," || $0.isWhitespace }).map(String.init)
+        guard !items.isEmpty else { throw ConfigError.invalid("TESSERA_MFA_KEYS", "no key") }
+        return try items.enumerated().map { index, item in
+            let standard = item.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            let padded = standard + String(repeating: "=", count: (4 - standard.count % 4) % 4)
+            guard let data = Data(base64Encoded: padded), data.count == 32 else {
+                throw ConfigError.invalid(
+                    "TESSERA_MFA_KEYS", "key \(index + 1) is not 32 bytes in base64 (openssl rand -base64 32)")
+            }
+            return Array(data)
+        }
+    }
+
     static func keyID(_ key: [UInt8]) -> String {
         SHA256.hash(data: key).prefix(8).map { String(format: "%02x", $0) }.joined()
     }
