@@ -58,6 +58,7 @@ extension UserRecord: DirectJSONEncodable, DirectJSONDecodable {
             object.member("customAuth", customAuth)
             object.member("emailLinkSignin", emailLinkSignin)
             object.member("initialEmail", initialEmail)
+            object.member("mfaInfo", mfaInfo)
         }
     }
 
@@ -89,6 +90,7 @@ extension UserRecord: DirectJSONEncodable, DirectJSONDecodable {
             case "customAuth": customAuth = try reader.optionalBool()
             case "emailLinkSignin": emailLinkSignin = try reader.optionalBool()
             case "initialEmail": initialEmail = try reader.optionalString()
+            case "mfaInfo": mfaInfo = try reader.null() ? nil : try reader.array { try MFAEnrollmentInfo(json: &$0) }
             default: try reader.skipValue()
             }
         }
@@ -124,6 +126,7 @@ extension UserInfoWire: DirectJSONEncodable {
             object.member("emailLinkSignin", emailLinkSignin)
             object.member("initialEmail", initialEmail)
             object.member("screenName", screenName)
+            object.member("mfaInfo", mfaInfo)
         }
     }
 }
@@ -167,6 +170,8 @@ extension SessionInfo: DirectJSONEncodable, DirectJSONDecodable {
             object.member("authTime", authTime)
             object.member("tokenIssuedAt", tokenIssuedAt)
             object.member("extraClaims", extraClaims)
+            object.member("secondFactor", secondFactor)
+            object.member("secondFactorId", secondFactorId)
         }
     }
 
@@ -176,6 +181,8 @@ extension SessionInfo: DirectJSONEncodable, DirectJSONDecodable {
         var authTime: Int64?
         var tokenIssuedAt: Int64?
         var extraClaims: String?
+        var secondFactor: String?
+        var secondFactorId: String?
         try reader.object { key, reader in
             switch key {
             case "familyId": familyId = try reader.string()
@@ -183,6 +190,8 @@ extension SessionInfo: DirectJSONEncodable, DirectJSONDecodable {
             case "authTime": authTime = try reader.int()
             case "tokenIssuedAt": tokenIssuedAt = try reader.int()
             case "extraClaims": extraClaims = try reader.optionalString()
+            case "secondFactor": secondFactor = try reader.optionalString()
+            case "secondFactorId": secondFactorId = try reader.optionalString()
             default: try reader.skipValue()
             }
         }
@@ -192,6 +201,8 @@ extension SessionInfo: DirectJSONEncodable, DirectJSONDecodable {
             authTime: try requiredJSONMember(authTime, "authTime"),
             tokenIssuedAt: try requiredJSONMember(tokenIssuedAt, "tokenIssuedAt"),
             extraClaims: extraClaims)
+        self.secondFactor = secondFactor
+        self.secondFactorId = secondFactorId
     }
 }
 
@@ -200,20 +211,24 @@ extension SessionCreatedResponse: DirectJSONEncodable, DirectJSONDecodable {
         writer.object { object in
             object.member("user", user)
             object.member("session", session)
+            object.member("secondFactor", secondFactor)
         }
     }
 
     public init(json reader: inout JSONReader) throws {
         var user: UserRecord?
         var session: SessionInfo?
+        var secondFactor: SecondFactorChallenge?
         try reader.object { key, reader in
             switch key {
             case "user": user = try UserRecord(json: &reader)
             case "session": session = try SessionInfo(json: &reader)
+            case "secondFactor": secondFactor = try reader.null() ? nil : try SecondFactorChallenge(json: &reader)
             default: try reader.skipValue()
             }
         }
         self.init(user: try requiredJSONMember(user, "user"), session: try requiredJSONMember(session, "session"))
+        self.secondFactor = secondFactor
     }
 }
 

@@ -34,6 +34,9 @@ public struct UserRecord: Codable, Sendable, Equatable {
     /// The address the user had before its first email change (docs/protocol/accounts.md#the-user-record
     /// `initialEmail`); nil: never changed.
     public var initialEmail: String?
+    /// The user's second factors (docs/protocol/mfa.md#the-factors); nil when the reader did not ask
+    /// for them or the user has none.
+    public var mfaInfo: [MFAEnrollmentInfo]?
 
     public init(
         tenantId: String?, localId: String, email: String? = nil, emailVerified: Bool = false,
@@ -117,8 +120,10 @@ public struct UserInfoWire: Codable, Sendable {
     /// The user's screen name at a provider that has one (Twitter's `screen_name`, GitHub's
     /// `login`): the first linked provider's, as the user record's own output-only field.
     public var screenName: String?
+    public var mfaInfo: [MFAEnrollmentInfo]?
 
     public init(_ user: UserRecord) {
+        mfaInfo = user.mfaInfo?.isEmpty == false ? user.mfaInfo : nil
         screenName = user.providerUserInfo.lazy.compactMap(\.screenName).first
         customAuth = user.customAuth == true ? true : nil
         emailLinkSignin = user.emailLinkSignin == true ? true : nil

@@ -10,6 +10,7 @@ extension AccountRequest: DirectJSONEncodable, DirectJSONDecodable {
             object.member("localId", localId)
             if let session { object.member("session", session) }
             if let issuedAt { object.member("issuedAt", issuedAt) }
+            if let withFactors { object.member("withFactors", withFactors) }
         }
     }
 
@@ -18,18 +19,21 @@ extension AccountRequest: DirectJSONEncodable, DirectJSONDecodable {
         var localId: String?
         var session: String?
         var issuedAt: Int64?
+        var withFactors: Bool?
         try reader.object { key, reader in
             switch key {
             case "tenantId": tenantId = try reader.optionalString()
             case "localId": localId = try reader.string()
             case "session": session = try reader.optionalString()
             case "issuedAt": issuedAt = try reader.optionalInt()
+            case "withFactors": withFactors = try reader.optionalBool()
             default: try reader.skipValue()
             }
         }
         self.init(
             scope: Scope(wire: tenantId), localId: try requiredJSONMember(localId, "localId"), session: session,
             issuedAt: issuedAt)
+        self.withFactors = withFactors
     }
 }
 

@@ -236,11 +236,15 @@ public struct SignInWithIdpResponse: Codable, Sendable {
         /// The email belongs to an account the provider may not take over
         /// (docs/protocol/accounts.md#verified-email-and-automatic-linking): nothing changed.
         case needConfirmation
+        /// The user has second factors: no session yet (docs/protocol/mfa.md#signing-in); the
+        /// provider is linked all the same.
+        case secondFactor
     }
 
     public var outcome: Outcome
     public var user: UserRecord?
     public var session: SessionInfo?
+    public var secondFactor: SecondFactorChallenge?
     public var isNewUser: Bool
     /// The user had this provider with another id (a recycled provider account), now replaced.
     public var emailRecycled: Bool
@@ -283,8 +287,11 @@ public struct SignInWithCustomTokenRequest: Codable, Sendable {
 /// A sign-in that may have created its user: the user, the new session, and whether it is new.
 public struct SignedInResponse: Codable, Sendable {
     public var user: UserRecord
+    /// As `SessionCreatedResponse.session`.
     public var session: SessionInfo
     public var isNewUser: Bool
+    /// As `SessionCreatedResponse.secondFactor`.
+    public var secondFactor: SecondFactorChallenge?
 
     public init(user: UserRecord, session: SessionInfo, isNewUser: Bool) {
         self.user = user
@@ -648,6 +655,10 @@ public struct SessionInfo: Codable, Sendable, Equatable {
     public var tokenIssuedAt: Int64
     /// A custom token's `claims` (a JSON object as text): part of every ID token of the session.
     public var extraClaims: String?
+    /// The second factor the session was signed in with (`totp`, `phone`) and its enrolment: the ID
+    /// tokens' `firebase.sign_in_second_factor` and `second_factor_identifier`.
+    public var secondFactor: String?
+    public var secondFactorId: String?
 
     public init(
         familyId: String, signInProvider: String, authTime: Int64, tokenIssuedAt: Int64, extraClaims: String? = nil
@@ -682,7 +693,11 @@ public struct SignUpAnonymousRequest: Codable, Sendable {
 
 public struct SessionCreatedResponse: Codable, Sendable {
     public var user: UserRecord
+    /// With `secondFactor`, no session was started: this names the first factor only (an empty
+    /// `familyId`).
     public var session: SessionInfo
+    /// A first-factor sign-in of a user with second factors (docs/protocol/mfa.md#signing-in).
+    public var secondFactor: SecondFactorChallenge?
 
     public init(user: UserRecord, session: SessionInfo) {
         self.user = user
@@ -697,6 +712,8 @@ public struct AccountRequest: Codable, Sendable {
     /// the token's second is the user's `validSince` (docs/design-notes.md, "Revocation is exact").
     public var session: String?
     public var issuedAt: Int64?
+    /// The user's second factors are wanted too (`mfaInfo`: the end user's own lookup).
+    public var withFactors: Bool?
 
     public init(scope: Scope, localId: String, session: String? = nil, issuedAt: Int64? = nil) {
         self.scope = scope
@@ -706,7 +723,7 @@ public struct AccountRequest: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case scope = "tenantId", localId, session, issuedAt
+        case scope = "tenantId", localId, session, issuedAt, withFactors
     }
 }
 

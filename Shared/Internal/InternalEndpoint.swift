@@ -59,6 +59,14 @@ public enum InternalEndpoints {
         "/internal/v1/accounts:signInWithEmailLink")
     /// Whether a scope takes sign-ins of a kind (docs/design-notes.md, "Order of checks"): asked by the
     /// token service before it answers a request's input errors, which come after the scope's switches.
+    public static let startTOTPEnrollment = InternalEndpoint<StartTOTPEnrollmentRequest, StartTOTPEnrollmentResponse>(
+        "/internal/v1/mfaEnrollment:startTotp")
+    public static let finalizeTOTPEnrollment = InternalEndpoint<FinalizeTOTPEnrollmentRequest, SessionCreatedResponse>(
+        "/internal/v1/mfaEnrollment:finalizeTotp")
+    public static let withdrawMFA = InternalEndpoint<WithdrawMFARequest, SessionCreatedResponse>(
+        "/internal/v1/mfaEnrollment:withdraw")
+    public static let finalizeMFASignIn = InternalEndpoint<FinalizeMFASignInRequest, SessionCreatedResponse>(
+        "/internal/v1/mfaSignIn:finalize")
     public static let checkScope = InternalEndpoint<CheckScopeRequest, EmptyObject>("/internal/v1/scopes:check")
     public static let createAuthFlow = InternalEndpoint<CreateAuthFlowRequest, EmptyObject>(
         "/internal/v1/authFlows:create")

@@ -24,15 +24,28 @@ struct DirectJSONTests {
         user.customAuth = true
         user.emailLinkSignin = true
         user.initialEmail = "first@example.com"
+        user.mfaInfo = [
+            MFAEnrollmentInfo(
+                mfaEnrollmentId: "e1", displayName: "app \"1\"", phoneInfo: "+15555550100", totpInfo: EmptyObject(),
+                enrolledAt: "2024-01-01T00:00:00Z"),
+            MFAEnrollmentInfo(
+                mfaEnrollmentId: "e2", displayName: nil, phoneInfo: nil, totpInfo: nil,
+                enrolledAt: "2024-01-02T00:00:00Z"),
+        ]
         return user
     }()
 
     /// Every optional member nil, no links.
     static let sparse = UserRecord(tenantId: nil, localId: "u2", validSince: -1, createdAt: Int64.min)
 
-    static let session = SessionInfo(
-        familyId: "f1", signInProvider: "custom", authTime: 1_700_000_000, tokenIssuedAt: 1_700_000_001,
-        extraClaims: #"{"role":"x"}"#)
+    static let session: SessionInfo = {
+        var session = SessionInfo(
+            familyId: "f1", signInProvider: "custom", authTime: 1_700_000_000, tokenIssuedAt: 1_700_000_001,
+            extraClaims: #"{"role":"x"}"#)
+        session.secondFactor = "totp"
+        session.secondFactorId = "e1"
+        return session
+    }()
 
     /// JSON text compared as values: parsed, then written with sorted keys.
     func canonical(_ bytes: some Sequence<UInt8>) throws -> Data {
@@ -57,6 +70,7 @@ struct DirectJSONTests {
         #expect(unset(Self.full).isEmpty)
         #expect(unset(Self.full.providerUserInfo[0]).isEmpty)
         #expect(unset(Self.session).isEmpty)
+        #expect(unset(Self.full.mfaInfo![0]).isEmpty)
     }
 
     @Test("the writer and JSONEncoder produce the same JSON values", arguments: [full, sparse])
@@ -68,8 +82,11 @@ struct DirectJSONTests {
         #expect(try canonical(lookup.jsonBytes()) == canonical(foundationBytes(lookup)))
         let empty = LookupResponse(users: [])
         #expect(try canonical(empty.jsonBytes()) == canonical(foundationBytes(empty)))
-        let created = SessionCreatedResponse(user: user, session: Self.session)
+        var created = SessionCreatedResponse(user: user, session: Self.session)
         #expect(try canonical(created.jsonBytes()) == canonical(foundationBytes(created)))
+        created.secondFactor = SecondFactorChallenge(mfaInfo: Self.full.mfaInfo ?? [])
+        #expect(try canonical(created.jsonBytes()) == canonical(foundationBytes(created)))
+        #expect(try SessionCreatedResponse(jsonBytes: created.jsonBytes()).secondFactor == created.secondFactor)
         for sealed in ["sealed", nil] {
             let rotated = RotateRefreshTokenResponse(
                 outcome: .replayed, user: user, session: Self.session, sealedSuccessor: sealed)
@@ -230,7 +247,8 @@ struct DirectJSONTests {
     @Test("the password sign-in answer: the writer agrees with Foundation, every member written")
     func passwordSignInResponseAgreesWithFoundation() throws {
         let answer = AccountsController.PasswordSignInResponse(
-            localId: "u1", email: "a\"b@example.com", displayName: "Zoë 😀", idToken: "a.b.c", refreshToken: "r/1")
+            localId: "u1", email: "a\"b@example.com", displayName: "Zoë 😀", idToken: "a.b.c", refreshToken: "r/1",
+            mfaPendingCredential: "p-1", mfaInfo: DirectJSONTests.full.mfaInfo)
         #expect(try canonical(answer.jsonBytes()) == canonical(foundationBytes(answer)))
         // Every stored member is written (a member added later fails here until the writer has it).
         let written = try #require(try JSONSerialization.jsonObject(with: Data(answer.jsonBytes())) as? [String: Any])

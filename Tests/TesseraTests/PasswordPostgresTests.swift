@@ -74,11 +74,13 @@ struct PasswordPostgresTests {
             let (hash, salt, algorithm) = try #require(stored)
             #expect(algorithm == "SCRYPT" && !hash.contains("correct") && Data(base64Encoded: salt)?.count == 12)
 
-            let (signedIn, signedInSession) = try await accounts.passwords.signInWithPassword(
+            let answer = try await accounts.passwords.signInWithPassword(
                 SignInWithPasswordRequest(
                     scope: Scope(wire: "t1"), email: "ada@example.com", password: "correct horse", session: newSession()
                 ),
                 logger: logger)
+            let (signedIn, signedInSession) = (answer.user, answer.session)
+            #expect(answer.secondFactor == nil)
             #expect(signedIn.localId == user.localId && signedInSession.familyId != first.familyId)
 
             // Email enumeration protection is on by default: one code for both failures.

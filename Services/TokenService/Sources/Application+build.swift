@@ -140,6 +140,7 @@ func buildRouter(
     ProjectConfigController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
     LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
+    MultiFactorController(tokens: tokens).addRoutes(to: clients)
     ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     AuthHandlerController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: router)
     OutOfScope.addRoutes(to: router)
@@ -152,11 +153,6 @@ enum OutOfScope {
     static let clientVerbs = [
         "v1/accounts:sendVerificationCode": "Phone authentication",
         "v1/accounts:signInWithPhoneNumber": "Phone authentication",
-        "v2/accounts/mfaEnrollment:start": "Multi-factor authentication",
-        "v2/accounts/mfaEnrollment:finalize": "Multi-factor authentication",
-        "v2/accounts/mfaEnrollment:withdraw": "Multi-factor authentication",
-        "v2/accounts/mfaSignIn:start": "Multi-factor authentication",
-        "v2/accounts/mfaSignIn:finalize": "Multi-factor authentication",
         "v2/accounts/passkeyEnrollment:start": "Passkeys",
         "v2/accounts/passkeyEnrollment:finalize": "Passkeys",
         "v2/accounts/passkeySignIn:start": "Passkeys",

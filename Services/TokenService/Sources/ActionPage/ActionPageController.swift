@@ -174,10 +174,16 @@ struct ActionPageController {
                 requestID: context.requestID, logger: context.logger)
             return answer.email
         case .signIn:
-            let completed = try await EmailLinkController(tokens: tokens, configuration: configuration).complete(
-                email: fields["email"], oobCode: oobCode, idToken: nil, scope: link.scope,
-                clientIP: tokens.clientIP(request, context), requestID: context.requestID, logger: context.logger)
-            return completed.user.email ?? code.email
+            do {
+                let completed = try await EmailLinkController(tokens: tokens, configuration: configuration).complete(
+                    email: fields["email"], oobCode: oobCode, idToken: nil, scope: link.scope,
+                    clientIP: tokens.clientIP(request, context), requestID: context.requestID, logger: context.logger)
+                return completed.user.email ?? code.email
+            } catch let pending as SecondFactorRequired {
+                // The address is proven; the page shows no tokens either way, and a user with
+                // second factors signs in to an app with the factor there.
+                return pending.user.email ?? code.email
+            }
         }
     }
 }

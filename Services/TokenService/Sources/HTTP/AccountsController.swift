@@ -115,9 +115,12 @@ struct AccountsController {
         var email: String
         var displayName: String
         var registered = true
-        var idToken: String
-        var refreshToken: String
-        var expiresIn = String(IDTokenIssuer.lifetime)
+        var idToken: String?
+        var refreshToken: String?
+        var expiresIn: String? = String(IDTokenIssuer.lifetime)
+        /// A user with second factors (docs/protocol/mfa.md#signing-in): these instead of tokens.
+        var mfaPendingCredential: String?
+        var mfaInfo: [MFAEnrollmentInfo]?
     }
 
     @Sendable func signInWithPassword(_ request: Request, context: ClientContext) async throws
@@ -136,16 +139,25 @@ struct AccountsController {
             guard let password = body.password, !password.isEmpty else { throw FirebaseError.invalid(.missingPassword) }
             let scope = Scope(wire: body.tenantId)
             let clientIP = tokens.clientIP(request, context)
-            let issued = try await tokens.passwordGate.pass(clientIP) { refusedByGate in
-                try await tokens.startSession(
-                    InternalEndpoints.signInWithPassword, requestID: context.requestID, logger: context.logger
-                ) { session in
-                    var body = SignInWithPasswordRequest(
-                        scope: scope, email: email, password: password, session: session)
-                    body.clientIP = clientIP
-                    body.refusedByGate = refusedByGate
-                    return body
+            let issued: SessionTokens.Issued
+            do {
+                issued = try await tokens.passwordGate.pass(clientIP) { refusedByGate in
+                    try await tokens.startSession(
+                        InternalEndpoints.signInWithPassword, requestID: context.requestID, logger: context.logger
+                    ) { session in
+                        var body = SignInWithPasswordRequest(
+                            scope: scope, email: email, password: password, session: session)
+                        body.clientIP = clientIP
+                        body.refusedByGate = refusedByGate
+                        return body
+                    }
                 }
+            } catch let pending as SecondFactorRequired {
+                return JSONResponse(
+                    PasswordSignInResponse(
+                        localId: pending.user.localId, email: pending.user.email ?? email,
+                        displayName: pending.user.displayName ?? "", expiresIn: nil,
+                        mfaPendingCredential: pending.pendingCredential, mfaInfo: pending.challenge.mfaInfo))
             }
             return JSONResponse(
                 PasswordSignInResponse(
@@ -409,7 +421,7 @@ struct AccountsController {
         let body = try await request.decodeJSON(IDTokenRequest.self, context: context)
         let (_, user) = try await tokens.verify(
             idToken: body.idToken, requested: Scope(wire: body.tenantId), requestID: context.requestID,
-            logger: context.logger)
+            logger: context.logger, withFactors: true)
         return try JSONResponse(LookupResponse(users: [user])).response(from: request, context: context)
     }
 
@@ -461,6 +473,8 @@ extension AccountsController.PasswordSignInResponse: DirectJSONEncodable {
             object.member("idToken", idToken)
             object.member("refreshToken", refreshToken)
             object.member("expiresIn", expiresIn)
+            object.member("mfaPendingCredential", mfaPendingCredential)
+            object.member("mfaInfo", mfaInfo)
         }
     }
 }

@@ -27,18 +27,30 @@ struct EmailLinkController {
         var localId: String
         var email: String
         var isNewUser: Bool
-        var idToken: String
-        var refreshToken: String
-        var expiresIn = String(IDTokenIssuer.lifetime)
+        var idToken: String?
+        var refreshToken: String?
+        var expiresIn: String? = String(IDTokenIssuer.lifetime)
+        /// A user with second factors (docs/protocol/mfa.md#signing-in): these instead of tokens.
+        var mfaPendingCredential: String?
+        var mfaInfo: [MFAEnrollmentInfo]?
     }
 
     @Sendable func signIn(_ request: Request, context: ClientContext) async throws -> JSONResponse<SignInResponse> {
         let body = try await request.decodeJSON(SignInRequest.self, context: context)
         return try await tokens.switchesFirst(Scope(wire: body.tenantId), .emailLink, context: context) {
-            let issued = try await complete(
-                email: body.email, oobCode: body.oobCode, idToken: body.idToken,
-                scope: Scope(wire: body.tenantId), clientIP: tokens.clientIP(request, context),
-                requestID: context.requestID, logger: context.logger, request: request)
+            let issued: (user: UserRecord, isNewUser: Bool, idToken: String, refreshToken: String)
+            do {
+                issued = try await complete(
+                    email: body.email, oobCode: body.oobCode, idToken: body.idToken,
+                    scope: Scope(wire: body.tenantId), clientIP: tokens.clientIP(request, context),
+                    requestID: context.requestID, logger: context.logger, request: request)
+            } catch let pending as SecondFactorRequired {
+                return JSONResponse(
+                    SignInResponse(
+                        localId: pending.user.localId, email: pending.user.email ?? "", isNewUser: false,
+                        expiresIn: nil, mfaPendingCredential: pending.pendingCredential,
+                        mfaInfo: pending.challenge.mfaInfo))
+            }
             return JSONResponse(
                 SignInResponse(
                     localId: issued.user.localId, email: issued.user.email ?? "", isNewUser: issued.isNewUser,

@@ -59,6 +59,9 @@ struct FederatedController {
         var idToken: String?
         var refreshToken: String?
         var expiresIn: String?
+        /// A user with second factors (docs/protocol/mfa.md#signing-in): these instead of tokens.
+        var mfaPendingCredential: String?
+        var mfaInfo: [MFAEnrollmentInfo]?
     }
 
     /// The provider's side of the answer, shared by every outcome.
@@ -175,6 +178,18 @@ struct FederatedController {
             case .needConfirmation:
                 response.needConfirmation = true
                 response.verifiedProvider = outcome.verifiedProvider
+                return JSONResponse(response)
+            case .secondFactor:
+                // The provider is linked; the sign-in waits for a second factor
+                // (docs/protocol/mfa.md#signing-in): the token made for the session is the pending
+                // credential.
+                guard let user = outcome.user, let challenge = outcome.secondFactor else {
+                    throw FirebaseError.internal
+                }
+                response.localId = user.localId
+                response.isNewUser = outcome.isNewUser
+                response.mfaPendingCredential = refreshToken
+                response.mfaInfo = challenge.mfaInfo
                 return JSONResponse(response)
             case .signedIn:
                 guard let user = outcome.user, let newSession = outcome.session else { throw FirebaseError.internal }

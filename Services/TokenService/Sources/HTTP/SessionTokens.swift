@@ -57,6 +57,11 @@ struct SessionTokens: Sendable {
     ) async throws -> (issued: Issued, answer: Answer) {
         let (refreshToken, session) = newSession()
         let created = try await directory.call(endpoint, body(session), requestID: requestID, logger: logger)
+        // A user with second factors: no session yet, and the token generated for it is the pending
+        // credential the client presents with its second factor (docs/protocol/mfa.md#signing-in).
+        if let challenge = created.secondFactor {
+            throw SecondFactorRequired(pendingCredential: refreshToken, challenge: challenge, user: created.user)
+        }
         let idToken = try issuer.mint(user: created.user, session: created.session)
         issuer.countIssued("refresh_token", provider: created.session.signInProvider)
         return (Issued(user: created.user, idToken: idToken, refreshToken: refreshToken), created)
@@ -124,20 +129,19 @@ struct SessionTokens: Sendable {
 
     /// Every check on an ID token (docs/protocol/tokens.md#checking-an-id-token): signature and claims, then the
     /// tenant asked for, the user's existence, `disabled` and `validSince`.
-    func verify(idToken: String?, requested: Scope, requestID: String, logger: Logger) async throws
-        -> (IDTokenIssuer.Verified, UserRecord)
-    {
+    func verify(
+        idToken: String?, requested: Scope, requestID: String, logger: Logger, withFactors: Bool = false
+    ) async throws -> (IDTokenIssuer.Verified, UserRecord) {
         guard let idToken, !idToken.isEmpty else { throw FirebaseError.invalid(.missingIdToken) }
         let verified = try issuer.verifySignatureAndClaims(idToken)
         if !requested.isProject, requested != verified.scope {
             throw FirebaseError.invalid(.tenantIdMismatch)
         }
+        var account = AccountRequest(
+            scope: verified.scope, localId: verified.localId, session: verified.session, issuedAt: verified.issuedAt)
+        if withFactors { account.withFactors = true }
         let answer = try await directory.call(
-            InternalEndpoints.getAccount,
-            AccountRequest(
-                scope: verified.scope, localId: verified.localId, session: verified.session,
-                issuedAt: verified.issuedAt),
-            requestID: requestID, logger: logger)
+            InternalEndpoints.getAccount, account, requestID: requestID, logger: logger)
         let user = answer.user
         if user.disabled { throw FirebaseError.invalid(.userDisabled) }
         // Whole seconds tell most revoked tokens; one of the revocation's own second is told by its
@@ -176,10 +180,20 @@ extension SessionTokens {
     }
 }
 
-/// A directory answer that started a session: the user and the session to mint tokens for.
+/// A directory answer that started a session: the user and the session to mint tokens for, or the
+/// challenge of a user with second factors.
 protocol SessionAnswer: Decodable, Sendable {
     var user: UserRecord { get }
     var session: SessionInfo { get }
+    var secondFactor: SecondFactorChallenge? { get }
+}
+
+/// A first-factor sign-in that needs a second factor (docs/protocol/mfa.md#signing-in): the sign-in
+/// endpoints answer `mfaPendingCredential` and `mfaInfo` instead of tokens.
+struct SecondFactorRequired: Error {
+    var pendingCredential: String
+    var challenge: SecondFactorChallenge
+    var user: UserRecord
 }
 
 extension SessionCreatedResponse: SessionAnswer {}

@@ -70,6 +70,9 @@ public struct IDTokenIssuer: Sendable {
             "identities": .object(identities), "sign_in_provider": .string(session.signInProvider),
         ]
         if let tenant = user.tenantId { firebase["tenant"] = .string(tenant) }
+        // A session signed in with a second factor says which (docs/protocol/mfa.md#id-tokens).
+        if let factor = session.secondFactor { firebase["sign_in_second_factor"] = .string(factor) }
+        if let enrollment = session.secondFactorId { firebase["second_factor_identifier"] = .string(enrollment) }
         // The session the token belongs to, so that a revocation in the token's own second still ends
         // it (docs/design-notes.md, "Revocation is exact"). Session cookies have none.
         if !session.familyId.isEmpty { firebase[Self.sessionClaim] = .string(session.familyId) }
@@ -110,6 +113,8 @@ public struct IDTokenIssuer: Sendable {
         public let signInProvider: String
         /// `firebase.tessera_session`: the session that minted the token (nil in older tokens).
         public var session: String? = nil
+        /// `firebase.second_factor_identifier`: the enrolment the session was signed in with, if any.
+        public var secondFactorId: String? = nil
     }
 
     /// The claim in `firebase` that names the token's session.
@@ -122,6 +127,7 @@ public struct IDTokenIssuer: Sendable {
             var tenant: String?
             var sign_in_provider: String?
             var tessera_session: String?
+            var second_factor_identifier: String?
 
             init(json reader: inout JSONReader) throws {
                 try reader.object { key, reader in
@@ -129,6 +135,7 @@ public struct IDTokenIssuer: Sendable {
                     case "tenant": tenant = try reader.optionalString()
                     case "sign_in_provider": sign_in_provider = try reader.optionalString()
                     case IDTokenIssuer.sessionClaim: tessera_session = try reader.optionalString()
+                    case "second_factor_identifier": second_factor_identifier = try reader.optionalString()
                     default: try reader.skipValue()
                     }
                 }
@@ -181,8 +188,10 @@ public struct IDTokenIssuer: Sendable {
             throw FirebaseError.invalid(.invalidIdToken)
         }
         guard exp > nowSeconds else { throw FirebaseError.invalid(.tokenExpired) }
-        return Verified(
+        var verified = Verified(
             localId: sub, scope: Scope(wire: payload.firebase?.tenant), issuedAt: iat, authTime: authTime,
             signInProvider: payload.firebase?.sign_in_provider ?? "", session: payload.firebase?.tessera_session)
+        verified.secondFactorId = payload.firebase?.second_factor_identifier
+        return verified
     }
 }

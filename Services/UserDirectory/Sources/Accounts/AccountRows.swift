@@ -90,6 +90,9 @@ enum AccountRows {
         /// A replayed rotation's successor, sealed as it was first answered.
         var sealed: String?
         var tokenIssuedAt: Int64?
+        /// The second factor the session was signed in with (migration 23), read beside the rotation.
+        var secondFactor: String?
+        var secondFactorId: String?
 
         init(_ row: PostgresRandomAccessRow) throws {
             outcome = try row.value("o_outcome")
@@ -100,6 +103,8 @@ enum AccountRows {
             extraClaims = try row.value("o_extra_claims")
             sealed = try row.value("o_sealed")
             tokenIssuedAt = try row.value("o_token_issued_at")
+            secondFactor = try row.value("second_factor")
+            secondFactorId = try row.value("second_factor_id")
         }
     }
 
@@ -110,7 +115,8 @@ enum AccountRows {
     /// taken for an older one (the database's `now()` may lag the directory's clock across a second).
     static func createSession(
         _ connection: PostgresConnection, scope: Scope, localId: String, provider: String, authTime: Int64,
-        refreshTokenHash: String, expiresAt: Int64, extraClaims: String? = nil, logger: Logger
+        refreshTokenHash: String, expiresAt: Int64, extraClaims: String? = nil,
+        secondFactor: (kind: String, enrollmentId: String)? = nil, logger: Logger
     ) async throws -> SessionInfo {
         let familyId = UUID()
         // The family and its first token in one statement (one round trip).
@@ -118,14 +124,18 @@ enum AccountRows {
             """
             WITH new_family AS (
                 INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
-                    expires_at, extra_claims, created_at)
+                    expires_at, extra_claims, created_at, second_factor, second_factor_id)
                 VALUES (\(scope: scope), \(familyId), \(localId), \(provider), \(authTime),
-                    to_timestamp(\(Double(expiresAt))), \(extraClaims), to_timestamp(\(Double(authTime))))
+                    to_timestamp(\(Double(expiresAt))), \(extraClaims), to_timestamp(\(Double(authTime))),
+                    \(secondFactor?.kind), \(secondFactor?.enrollmentId))
             )
             INSERT INTO refresh_tokens (token_hash, tenant_id, family_id, issued_at)
             VALUES (\(refreshTokenHash), \(scope: scope), \(familyId), \(authTime))
             """, logger: logger)
-        return SessionInfo(newFamily: familyId, provider: provider, authTime: authTime, extraClaims: extraClaims)
+        var session = SessionInfo(newFamily: familyId, provider: provider, authTime: authTime, extraClaims: extraClaims)
+        session.secondFactor = secondFactor?.kind
+        session.secondFactorId = secondFactor?.enrollmentId
+        return session
     }
 
     /// Starts a session of `localId` and reads the user back, in the caller's transaction.
@@ -311,9 +321,10 @@ struct RotateRefreshToken: PostgresPreparedStatement {
     /// (a row per link), as `UsersByID` returns them.
     static let sql = """
         SELECT r.o_outcome, r.o_family, r.o_local_id, r.o_provider, r.o_auth_time, r.o_extra_claims, r.o_sealed,
-            r.o_token_issued_at, \(UsersByID.columns)
+            r.o_token_issued_at, sf.second_factor, sf.second_factor_id, \(UsersByID.columns)
         FROM tessera_rotate_refresh_token($1, $2, $3, $4, $5, $6) AS r
         CROSS JOIN LATERAL (SELECT (r.o_user).*) AS u
+        LEFT JOIN refresh_families sf ON sf.tenant_id = r.o_scope AND sf.family_id = r.o_family
         \(UsersByID.linksJoin)
         ORDER BY l.provider_id
         """

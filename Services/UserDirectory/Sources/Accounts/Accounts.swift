@@ -14,11 +14,12 @@ public struct Accounts: Sendable {
     let federated: FederatedAccounts
     let emailLinks: EmailLinkAccounts
     let customTokens: CustomTokenAccounts
+    let multiFactor: MultiFactorAccounts
     public let admin: AdminUsers
 
     public init(
         client: Database, anonymousRetention: Duration, hasher: PasswordHasher,
-        oobCodeTTL: Duration = .seconds(3600), metrics: ServiceMetrics? = nil
+        oobCodeTTL: Duration = .seconds(3600), mfaKeys: [[UInt8]] = [], metrics: ServiceMetrics? = nil
     ) {
         // One cache of the hash keys for every flow that hashes.
         let hashKey = HashKeyStore()
@@ -34,6 +35,7 @@ public struct Accounts: Sendable {
         federated = FederatedAccounts(client: client)
         emailLinks = EmailLinkAccounts(client: client, oobCodeTTL: oobCodeTTL)
         customTokens = CustomTokenAccounts(client: client)
+        multiFactor = MultiFactorAccounts(client: client, sealer: SecretSealer(keys: mfaKeys))
         admin = AdminUsers(client: client, hasher: hasher, hashKey: hashKey)
     }
 }

@@ -93,10 +93,19 @@ extension EmailLinkAccounts {
                         last_login_at = \(now), is_anonymous = false, anonymous_due_at = NULL
                     WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
                     """, logger: logger)
-                let (user, session) = try await AccountRows.startSession(
+                // A link is made by a signed-in user and asks for no second factor.
+                if request.linkTo != nil {
+                    let (user, session) = try await AccountRows.startSession(
+                        connection, scope: scope, localId: localId, provider: "password", nowMillis: now,
+                        session: request.session, logger: logger)
+                    return SignInWithEmailLinkResponse(user: user, session: session, isNewUser: isNewUser)
+                }
+                let (user, session, challenge) = try await AccountRows.signIn(
                     connection, scope: scope, localId: localId, provider: "password", nowMillis: now,
                     session: request.session, logger: logger)
-                return SignInWithEmailLinkResponse(user: user, session: session, isNewUser: isNewUser)
+                var answer = SignInWithEmailLinkResponse(user: user, session: session, isNewUser: isNewUser)
+                answer.secondFactor = challenge
+                return answer
             }
         } catch let error as PSQLError where error.has(.uniqueViolation) {
             // Another account took the address between the read and the write.

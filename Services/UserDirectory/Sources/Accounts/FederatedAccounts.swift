@@ -81,12 +81,16 @@ extension AccountRows {
         let linkedTo = try await linkOwner(connection, scope: scope, identity: identity, logger: logger)
         let now = nowMillis()
 
+        // A link (`linkTo`) is made by a signed-in user and asks for no second factor.
         func signedIn(_ localId: String, isNewUser: Bool, recycled: Bool) async throws -> SignInWithIdpResponse {
-            let (user, session) = try await startSession(
+            let (user, session, challenge) = try await signIn(
                 connection, scope: scope, localId: localId, provider: identity.providerId, nowMillis: now,
                 session: request.session, logger: logger)
-            return SignInWithIdpResponse(
-                outcome: .signedIn, user: user, session: session, isNewUser: isNewUser, emailRecycled: recycled)
+            var answer = SignInWithIdpResponse(
+                outcome: challenge == nil ? .signedIn : .secondFactor, user: user, session: session,
+                isNewUser: isNewUser, emailRecycled: recycled)
+            answer.secondFactor = challenge
+            return answer
         }
 
         // The user links a provider to its own account (docs/protocol/federated.md#linking-a-federated-credential).
@@ -113,7 +117,11 @@ extension AccountRows {
             }
             try await fillProfile(
                 connection, scope: scope, localId: localId, identity: identity, now: now, logger: logger)
-            return try await signedIn(localId, isNewUser: false, recycled: recycled)
+            let (linked, session) = try await startSession(
+                connection, scope: scope, localId: localId, provider: identity.providerId, nowMillis: now,
+                session: request.session, logger: logger)
+            return SignInWithIdpResponse(
+                outcome: .signedIn, user: linked, session: session, isNewUser: false, emailRecycled: recycled)
         }
 
         // A returning identity (docs/protocol/federated.md#federated-sign-in, first case).

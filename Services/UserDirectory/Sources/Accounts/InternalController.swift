@@ -73,6 +73,44 @@ struct InternalController {
         group.on(InternalEndpoints.applyOobCode) { body, context in
             try await accounts.oob.applyOobCode(body, logger: context.logger)
         }
+        addMultiFactorRoutes(to: group)
+    }
+
+    /// Second factors (docs/protocol/mfa.md).
+    func addMultiFactorRoutes(to group: RouterGroup<DirectoryInternalContext>) {
+        group.on(InternalEndpoints.startTOTPEnrollment) { body, context in
+            try await accounts.multiFactor.startTOTP(body, logger: context.logger)
+        }
+        group.on(InternalEndpoints.finalizeTOTPEnrollment) { body, context in
+            let (user, session) = try await accounts.multiFactor.finalizeTOTP(body, logger: context.logger)
+            context.logger.info(
+                "second factor enrolled",
+                metadata: [
+                    "tenant.id": .string(body.scope.key), "user.id": .string(body.localId), "mfa.factor": "totp",
+                    "mfa.enrollment": .string(session.secondFactorId ?? "-"),
+                ])
+            return SessionCreatedResponse(user: user, session: session)
+        }
+        group.on(InternalEndpoints.withdrawMFA) { body, context in
+            let (user, session) = try await accounts.multiFactor.withdraw(body, logger: context.logger)
+            context.logger.info(
+                "second factor withdrawn",
+                metadata: [
+                    "tenant.id": .string(body.scope.key), "user.id": .string(body.localId),
+                    "mfa.enrollment": .string(body.mfaEnrollmentId),
+                ])
+            return SessionCreatedResponse(user: user, session: session)
+        }
+        group.on(InternalEndpoints.finalizeMFASignIn) { body, context in
+            let (user, session) = try await accounts.multiFactor.finalizeSignIn(body, logger: context.logger)
+            context.logger.info(
+                "second factor sign-in",
+                metadata: [
+                    "tenant.id": .string(body.scope.key), "user.id": .string(user.localId),
+                    "mfa.factor": .string(session.secondFactor ?? "-"),
+                ])
+            return SessionCreatedResponse(user: user, session: session)
+        }
     }
 
     @Sendable func signUpPassword(_ body: SignUpPasswordRequest, context: DirectoryInternalContext) async throws
@@ -88,8 +126,7 @@ struct InternalController {
     @Sendable func signInWithPassword(_ body: SignInWithPasswordRequest, context: DirectoryInternalContext) async throws
         -> SessionCreatedResponse
     {
-        let (user, session) = try await accounts.passwords.signInWithPassword(body, logger: context.logger)
-        return SessionCreatedResponse(user: user, session: session)
+        try await accounts.passwords.signInWithPassword(body, logger: context.logger)
     }
 
     @Sendable func authMethods(_ body: AuthMethodsRequest, context: DirectoryInternalContext) async throws
@@ -125,11 +162,16 @@ struct InternalController {
 
     @Sendable func getAccount(_ body: AccountRequest, context: DirectoryInternalContext) async throws -> AccountResponse
     {
-        let (user, credentialSeq) = try await accounts.sessions.userAndCredentialSeq(
+        var (user, credentialSeq) = try await accounts.sessions.userAndCredentialSeq(
             scope: body.scope, localId: body.localId, logger: context.logger)
         // Only a token of the second `validSince` names needs its session looked at (older ones are
         // refused and later ones stand by the second alone), and only when something ever revoked
         // the user's sessions: a user as signed up has `credential_seq` 0 and nothing to look at.
+
+        if body.withFactors == true {
+            user.mfaInfo = try await accounts.multiFactor.factors(
+                scope: body.scope, localId: body.localId, logger: context.logger)
+        }
         guard let session = body.session, body.issuedAt == user.validSince, credentialSeq > 0 else {
             return AccountResponse(user: user)
         }

@@ -207,7 +207,7 @@ extension PasswordAccounts {
     /// known and unknown emails take comparable time. Two statements besides the hash: the scope's switches
     /// with the account, then the sign-in itself.
     public func signInWithPassword(_ request: SignInWithPasswordRequest, logger: Logger) async throws
-        -> (UserRecord, SessionInfo)
+        -> SessionCreatedResponse
     {
         let scope = request.scope
         // A sign-in the hashing pool would refuse is refused before its statement: under a storm of
@@ -281,6 +281,11 @@ extension PasswordAccounts {
             hasher.isOutdated(stored)
             ? try await hasher.hash(request.password, key: keys.own, client: request.clientIP) : stored
         let now = AccountRows.nowMillis()
+        if candidate.hasFactors {
+            return try await signInWithSecondFactor(
+                request, localId: localId, verifiedHash: stored.hash, current: current, nowMillis: now,
+                emailPrivacy: flags.emailPrivacy, logger: logger)
+        }
         let familyId = UUID()
         // One statement, so atomic: it signs in only if the password is still the one verified (it
         // may have changed meanwhile) and the account is still enabled.
@@ -296,7 +301,45 @@ extension PasswordAccounts {
         guard let user = users.byId[localId] else {
             throw FirebaseError.invalid(flags.emailPrivacy ? .invalidLoginCredentials : .invalidPassword)
         }
-        return (user, SessionInfo(newFamily: familyId, provider: "password", authTime: now / 1000, extraClaims: nil))
+        return SessionCreatedResponse(
+            user: user,
+            session: SessionInfo(newFamily: familyId, provider: "password", authTime: now / 1000, extraClaims: nil))
+    }
+
+    /// The password of a user with second factors was right: the (re-hashed) password is written
+    /// while it is still the one verified and the account is enabled, and the sign-in waits for a
+    /// second factor (docs/protocol/mfa.md#signing-in), or, when the scope asks for none of the
+    /// user's factors, starts its session.
+    private func signInWithSecondFactor(
+        _ request: SignInWithPasswordRequest, localId: String, verifiedHash: String, current: StoredPassword,
+        nowMillis now: Int64, emailPrivacy: Bool, logger: Logger
+    ) async throws -> SessionCreatedResponse {
+        let scope = request.scope
+        return try await client.transaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE users SET password_algorithm = \(current.algorithm), password_params = \(current.params),
+                    password_salt = \(current.salt), password_hash = \(current.hash)
+                WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND password_hash = \(verifiedHash)
+                    AND NOT disabled
+                RETURNING local_id
+                """, logger: logger)
+            var written = false
+            for try await _ in rows.decode(String.self) { written = true }
+            if !written { throw FirebaseError.invalid(emailPrivacy ? .invalidLoginCredentials : .invalidPassword) }
+            var (user, session, challenge) = try await AccountRows.signIn(
+                connection, scope: scope, localId: localId, provider: "password", nowMillis: now,
+                session: request.session, logger: logger)
+            if challenge == nil {
+                try await connection.query(
+                    "UPDATE users SET last_login_at = \(now) WHERE tenant_id = \(scope: scope) AND local_id = \(localId)",
+                    logger: logger)
+                user.lastLoginAt = now
+            }
+            var answer = SessionCreatedResponse(user: user, session: session)
+            answer.secondFactor = challenge
+            return answer
+        }
     }
 
     /// What `createAuthUri` may tell about an email (docs/protocol/accounts.md#end-user-endpoints,
@@ -498,7 +541,9 @@ struct PasswordSignInCandidate: ScopedStatement {
     static let name = "tessera_password_sign_in_candidate"
     static let sql = """
         SELECT \(ScopeFlagsRead.columns),
-            u.local_id, u.disabled, u.password_algorithm, u.password_params, u.password_salt, u.password_hash
+            u.local_id, u.disabled, u.password_algorithm, u.password_params, u.password_salt, u.password_hash,
+            EXISTS (SELECT 1 FROM mfa_enrollments e WHERE e.tenant_id = u.tenant_id AND e.local_id = u.local_id)
+                AS has_factors
         FROM tenants t CROSS JOIN project_config p
         LEFT JOIN users u ON u.tenant_id = t.tenant_id AND u.email = $2
         WHERE t.tenant_id = $1
@@ -510,11 +555,14 @@ struct PasswordSignInCandidate: ScopedStatement {
         var disabled: Bool?
         /// The stored password; nil for an account without one.
         var stored: StoredPassword?
+        /// The account has second factors (docs/protocol/mfa.md#signing-in).
+        var hasFactors: Bool
 
         init(_ row: PostgresRandomAccessRow) throws {
             flags = try ScopeFlags(row)
             localId = try row.value("local_id")
             disabled = try row.value("disabled")
+            hasFactors = try row.value("has_factors", as: Bool?.self) ?? false
             if let algorithm: String = try row.value("password_algorithm"),
                 let params: String = try row.value("password_params"),
                 let salt: String = try row.value("password_salt"), let hash: String = try row.value("password_hash")

@@ -139,9 +139,11 @@ struct SessionAccounts: Sendable {
             }
         }
         guard let user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
-        let session = SessionInfo(
+        var session = SessionInfo(
             familyId: familyId.uuidString.lowercased(), signInProvider: provider, authTime: authTime,
             tokenIssuedAt: issuedAt, extraClaims: answer.extraClaims)
+        session.secondFactor = answer.secondFactor
+        session.secondFactorId = answer.secondFactorId
         if answer.outcome == "replayed" {
             guard let sealed = answer.sealed else { throw FirebaseError.internal }
             return .init(outcome: .replayed, user: user, session: session, sealedSuccessor: sealed)

@@ -34,6 +34,7 @@ public enum Migrations {
         .scopeMfaConfig,
         .linkedAccountsArePermanent,
         .mfaEnrollments,
+        .mfaSignIns,
     ]
 
     public static var latestVersion: Int { all.last?.version ?? 0 }

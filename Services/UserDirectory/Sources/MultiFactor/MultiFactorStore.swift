@@ -39,15 +39,7 @@ struct MultiFactorStore: Sendable {
         for try await row in rows.decode(
             (String, String, String?, String, String?, String?, Int64?, Date).self)
         {
-            let factor: MultiFactorEnrollment.Factor
-            switch (row.3, row.4, row.5) {
-            case ("phone", let phone?, _): factor = .phone(phone)
-            case ("totp", _, let secret?): factor = .totp(sealedSecret: secret, lastStep: row.6)
-            default: continue  // the table's CHECKs rule this out
-            }
-            result.append(
-                MultiFactorEnrollment(
-                    enrollmentId: row.0, localId: row.1, displayName: row.2, factor: factor, enrolledAt: row.7))
+            if let enrollment = MultiFactorEnrollment(row) { result.append(enrollment) }  // the CHECKs rule out nil
         }
         return result
     }

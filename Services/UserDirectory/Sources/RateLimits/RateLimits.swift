@@ -111,4 +111,20 @@ enum RateLimiter {
         for try await row in rows.decode((Int, Int64).self) { return row }
         return (0, window)
     }
+
+    /// The count of (`scope`, `bucket`, `key`) in the current window, without adding to it, and the
+    /// seconds left in the window.
+    static func count(
+        _ connection: PostgresConnection, scope: Scope, bucket: String, key: String, logger: Logger
+    ) async throws -> (count: Int, remaining: Int64) {
+        let rows = try await connection.query(
+            """
+            SELECT count, ceil(extract(epoch FROM window_start) + \(window) - extract(epoch FROM now()))::bigint
+            FROM rate_counters
+            WHERE tenant_id = \(scope: scope) AND bucket = \(bucket) AND key = \(hashedKey(key))
+                AND window_start = to_timestamp(floor(extract(epoch FROM now()) / \(window)) * \(window))
+            """, logger: logger)
+        for try await row in rows.decode((Int, Int64).self) { return row }
+        return (0, window)
+    }
 }

@@ -3,7 +3,7 @@ import TesseraShared
 
 /// A scope's multi-factor settings: Identity Platform's `MultiFactorAuthConfig`, the Tenant's
 /// `mfaConfig` and the project Config's `mfa`. Stored as given (docs/design-notes.md, "Tenants and
-/// settings"); nothing enforces a second factor yet.
+/// settings"); which factors it turns on is docs/protocol/mfa.md#turning-it-on.
 public struct MFAConfig: Codable, Sendable, Equatable {
     public struct TOTPProviderConfig: Codable, Sendable, Equatable {
         public var adjacentIntervals: Int?
@@ -91,6 +91,31 @@ struct MFAConfigWire: Codable, Sendable {
                     .invalidConfig,
                     "\(field).providerConfigs[\(index)].totpProviderConfig.adjacentIntervals must be between 0 and 10.")
             }
+        }
+    }
+}
+
+extension MFAConfig {
+    private static let onStates: Set<String> = ["ENABLED", "MANDATORY"]
+
+    /// SMS second factors: the scope's `state` is on and lists `PHONE_SMS`.
+    var enablesPhone: Bool { Self.onStates.contains(state) && enabledProviders.contains("PHONE_SMS") }
+
+    /// The TOTP entry of `providerConfigs`, if any.
+    var totpConfig: ProviderConfig? { providerConfigs?.first { $0.totpProviderConfig != nil } }
+
+    /// TOTP second factors: the scope's TOTP provider config is on (Identity Platform turns TOTP on
+    /// through `providerConfigs` alone, whatever the top-level `state`).
+    var enablesTOTP: Bool { Self.onStates.contains(totpConfig?.state ?? "") }
+
+    /// How many 30-second steps on each side of now a TOTP code may be from (5 when unset).
+    var totpAdjacentIntervals: Int { totpConfig?.totpProviderConfig?.adjacentIntervals ?? 5 }
+
+    /// Whether factors of this kind are asked for at sign-in and may be enrolled.
+    func enables(_ factor: MultiFactorEnrollment.Factor) -> Bool {
+        switch factor {
+        case .totp: enablesTOTP
+        case .phone: enablesPhone
         }
     }
 }

@@ -1,0 +1,290 @@
+"""TOTP second factors through the stack (docs/protocol/mfa.md): enrolling with
+`mfaEnrollment:start`/`finalize`, the challenge a first-factor sign-in of an enrolled user gets
+instead of tokens (password and email link), `mfaSignIn:finalize`, the second factor in ID tokens
+and across refreshes, `mfaInfo` on the user record, withdrawing (which ends the sessions signed in
+with the factor), and every refusal: wrong, reused and foreign codes, an unknown enrolment, a
+foreign or exhausted pending credential, an unverified email, a first factor that cannot take a
+second, TOTP switched off, the per-user limit on wrong codes; and the seed sealed at rest.
+
+Codes are computed here, from the shared secret the enrolment answers (RFC 6238: HMAC-SHA-1, 6 digits,
+30 s), as an authenticator app would."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import struct
+import time
+import uuid
+
+import pytest
+
+from conftest import describe, expect_error, expect_ok, oob_link, psql, unverified_claims
+
+PASSWORD = "correct horse 1"
+V2 = "/v2/accounts"
+TOTP_ON = {"providerConfigs": [{"state": "ENABLED", "totpProviderConfig": {"adjacentIntervals": 5}}]}
+
+
+def totp(secret: str, step: int) -> str:
+    key = base64.b32decode(secret + "=" * (-len(secret) % 8))
+    mac = hmac.new(key, struct.pack(">Q", step), hashlib.sha1).digest()
+    offset = mac[-1] & 0x0F
+    value = struct.unpack(">I", mac[offset:offset + 4])[0] & 0x7FFFFFFF
+    return f"{value % 1_000_000:06d}"
+
+
+def now_step() -> int:
+    return int(time.time()) // 30
+
+
+@pytest.fixture
+def tenant(make_tenant) -> str:
+    return make_tenant(allowPasswordSignup=True, enableEmailLinkSignin=True, mfaConfig=TOTP_ON)["tenantId"]
+
+
+def address() -> str:
+    return f"mfa-{uuid.uuid4().hex[:12]}@example.com"
+
+
+def verified_user(client, admin, tenant: str, email: str | None = None) -> dict:
+    """A password user whose email an admin marked verified, signed in again."""
+    email = email or address()
+    signed_up = expect_ok(client.post("/v1/accounts:signUp", {"tenantId": tenant, "email": email,
+                                                               "password": PASSWORD}))
+    expect_ok(admin.request("POST", admin.accounts_path(tenant, "update"),
+                            json={"localId": signed_up["localId"], "emailVerified": True}))
+    return password_sign_in(client, tenant, email)
+
+
+def password_sign_in(client, tenant: str, email: str) -> dict:
+    return expect_ok(client.post("/v1/accounts:signInWithPassword",
+                                 {"tenantId": tenant, "email": email, "password": PASSWORD, "returnSecureToken": True}))
+
+
+def start(client, tenant: str, id_token: str):
+    return client.post(f"{V2}/mfaEnrollment:start", {"idToken": id_token, "tenantId": tenant, "totpEnrollmentInfo": {}})
+
+
+def finalize(client, tenant: str, id_token: str, session_info: str, code: str, name: str | None = "phone app"):
+    body = {"idToken": id_token, "tenantId": tenant,
+            "totpVerificationInfo": {"sessionInfo": session_info, "verificationCode": code}}
+    if name is not None:
+        body["displayName"] = name
+    return client.post(f"{V2}/mfaEnrollment:finalize", body)
+
+
+def enrol(client, tenant: str, id_token: str) -> tuple[str, dict]:
+    """Enrols a TOTP factor; returns its shared secret and the finalize answer."""
+    info = expect_ok(start(client, tenant, id_token))["totpSessionInfo"]
+    answer = expect_ok(finalize(client, tenant, id_token, info["sessionInfo"], totp(info["sharedSecretKey"],
+                                                                                     now_step())))
+    return info["sharedSecretKey"], answer
+
+
+def finalize_sign_in(client, tenant: str, pending: str, enrollment: str, code: str):
+    return client.post(f"{V2}/mfaSignIn:finalize", {
+        "tenantId": tenant, "mfaPendingCredential": pending, "mfaEnrollmentId": enrollment,
+        "totpVerificationInfo": {"verificationCode": code}})
+
+
+def test_enrol_sign_in_with_the_factor_and_withdraw_it(client, admin, tenant, stack):
+    email = address()
+    first = verified_user(client, admin, tenant, email)
+
+    resp = start(client, tenant, first["idToken"])
+    info = expect_ok(resp)["totpSessionInfo"]
+    assert info["verificationCodeLength"] == 6 and info["hashingAlgorithm"] == "SHA1" and info["periodSec"] == 30
+    assert len(base64.b32decode(info["sharedSecretKey"] + "=" * (-len(info["sharedSecretKey"]) % 8))) == 20
+    deadline = time.mktime(time.strptime(info["finalizeEnrollmentTime"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    assert 300 < deadline - time.time() <= 600, describe(resp)
+    secret = info["sharedSecretKey"]
+    step = now_step()
+
+    enrolled = expect_ok(finalize(client, tenant, first["idToken"], info["sessionInfo"], totp(secret, step)))
+    assert set(enrolled) == {"idToken", "refreshToken"}, enrolled
+    claims = unverified_claims(enrolled["idToken"])
+    assert claims["firebase"]["sign_in_second_factor"] == "totp"
+    enrollment = claims["firebase"]["second_factor_identifier"]
+    assert claims["firebase"]["sign_in_provider"] == "password" and claims["firebase"]["tenant"] == tenant
+
+    # The factor is on the user record, for the user and for admins.
+    [user] = expect_ok(client.lookup(enrolled["idToken"], tenant))["users"]
+    [factor] = user["mfaInfo"]
+    assert factor["mfaEnrollmentId"] == enrollment and factor["displayName"] == "phone app"
+    assert factor["totpInfo"] == {} and "phoneInfo" not in factor
+    assert time.time() - 120 < time.mktime(time.strptime(factor["enrolledAt"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+
+    # The same enrolment session does not enrol twice.
+    expect_error(finalize(client, tenant, enrolled["idToken"], info["sessionInfo"], totp(secret, step + 1)),
+                 "INVALID_SESSION_INFO")
+
+    # A refresh keeps the second factor in the ID token.
+    refreshed = client.refresh(enrolled["refreshToken"])
+    assert unverified_claims(refreshed["id_token"])["firebase"]["second_factor_identifier"] == enrollment
+
+    # A password sign-in now answers the challenge, not tokens.
+    resp = client.post("/v1/accounts:signInWithPassword",
+                       {"tenantId": tenant, "email": email, "password": PASSWORD, "returnSecureToken": True})
+    pending = expect_ok(resp)
+    assert "idToken" not in pending and "refreshToken" not in pending, describe(resp)
+    assert pending["localId"] == first["localId"] and pending["email"] == email
+    assert pending["mfaInfo"] == [factor]
+    credential = pending["mfaPendingCredential"]
+
+    # The code of the step the enrolment used is spent; the next one is accepted, once.
+    expect_error(finalize_sign_in(client, tenant, credential, enrollment, totp(secret, step)), "INVALID_CODE")
+    signed_in = expect_ok(finalize_sign_in(client, tenant, credential, enrollment, totp(secret, step + 1)))
+    assert set(signed_in) == {"idToken", "refreshToken"}
+    claims = unverified_claims(signed_in["idToken"])
+    assert claims["firebase"]["sign_in_second_factor"] == "totp"
+    assert claims["firebase"]["second_factor_identifier"] == enrollment
+    assert claims["firebase"]["sign_in_provider"] == "password" and claims["sub"] == first["localId"]
+    # The pending credential is spent with it.
+    expect_error(finalize_sign_in(client, tenant, credential, enrollment, totp(secret, step + 2)),
+                 "INVALID_MFA_PENDING_CREDENTIAL")
+    # A code accepted once is not accepted again, even for another sign-in.
+    again = expect_ok(client.post("/v1/accounts:signInWithPassword",
+                                  {"tenantId": tenant, "email": email, "password": PASSWORD}))
+    expect_error(finalize_sign_in(client, tenant, again["mfaPendingCredential"], enrollment, totp(secret, step + 1)),
+                 "INVALID_CODE")
+
+    # Withdrawing ends the sessions signed in with the factor and answers a new session without it.
+    resp = client.post(f"{V2}/mfaEnrollment:withdraw",
+                       {"idToken": signed_in["idToken"], "tenantId": tenant, "mfaEnrollmentId": enrollment})
+    withdrawn = expect_ok(resp)
+    assert "sign_in_second_factor" not in unverified_claims(withdrawn["idToken"])["firebase"], describe(resp)
+    expect_error(client.refresh_raw(signed_in["refreshToken"]), "TOKEN_EXPIRED")
+    expect_error(client.refresh_raw(enrolled["refreshToken"]), "TOKEN_EXPIRED")
+    client.refresh(withdrawn["refreshToken"])
+    # …and the pending sign-ins of the user.
+    expect_error(finalize_sign_in(client, tenant, again["mfaPendingCredential"], enrollment, totp(secret, step + 2)),
+                 "INVALID_MFA_PENDING_CREDENTIAL")
+    [user] = expect_ok(client.lookup(withdrawn["idToken"], tenant))["users"]
+    assert "mfaInfo" not in user
+    assert "idToken" in password_sign_in(client, tenant, email)
+    expect_error(client.post(f"{V2}/mfaEnrollment:withdraw", {"idToken": withdrawn["idToken"], "tenantId": tenant,
+                                                               "mfaEnrollmentId": enrollment}),
+                 "MFA_ENROLLMENT_NOT_FOUND")
+
+
+def test_an_email_link_sign_in_is_challenged_too(client, admin, tenant, mail_sink):
+    email = address()
+    user = verified_user(client, admin, tenant, email)
+    secret, enrolled = enrol(client, tenant, user["idToken"])
+    enrollment = unverified_claims(enrolled["idToken"])["firebase"]["second_factor_identifier"]
+    expect_ok(client.post("/v1/accounts:sendOobCode", {"tenantId": tenant, "requestType": "EMAIL_SIGNIN",
+                                                       "email": email, "continueUrl": "http://localhost/x",
+                                                       "canHandleCodeInApp": True}))
+    [mail] = mail_sink.wait_for(email)
+    _, params = oob_link(mail)
+    resp = client.post("/v1/accounts:signInWithEmailLink",
+                       {"tenantId": tenant, "email": email, "oobCode": params["oobCode"]})
+    pending = expect_ok(resp)
+    assert "idToken" not in pending and pending["mfaInfo"][0]["mfaEnrollmentId"] == enrollment, describe(resp)
+    assert pending["kind"] == "identitytoolkit#EmailLinkSigninResponse"
+    signed_in = expect_ok(finalize_sign_in(client, tenant, pending["mfaPendingCredential"], enrollment,
+                                           totp(secret, now_step() + 1)))
+    assert unverified_claims(signed_in["idToken"])["firebase"]["sign_in_provider"] == "password"
+
+
+def test_wrong_codes_are_limited_per_pending_sign_in_and_per_user(client, admin, tenant):
+    email = address()
+    user = verified_user(client, admin, tenant, email)
+    secret, enrolled = enrol(client, tenant, user["idToken"])
+    enrollment = unverified_claims(enrolled["idToken"])["firebase"]["second_factor_identifier"]
+    right = totp(secret, now_step() + 1)
+    wrong = f"{(int(right) + 1) % 1_000_000:06d}"
+
+    first = password_sign_in(client, tenant, email)["mfaPendingCredential"]
+    for _ in range(5):
+        expect_error(finalize_sign_in(client, tenant, first, enrollment, wrong), "INVALID_CODE")
+    # The fifth wrong code ended that sign-in, right code or not.
+    expect_error(finalize_sign_in(client, tenant, first, enrollment, right), "INVALID_MFA_PENDING_CREDENTIAL")
+
+    second = password_sign_in(client, tenant, email)["mfaPendingCredential"]
+    for _ in range(5):
+        expect_error(finalize_sign_in(client, tenant, second, enrollment, wrong), "INVALID_CODE")
+    third = password_sign_in(client, tenant, email)["mfaPendingCredential"]
+    # Ten wrong codes in the hour: the user's second factor is refused for the rest of it.
+    resp = finalize_sign_in(client, tenant, third, enrollment, right)
+    expect_error(resp, "TOO_MANY_ATTEMPTS_TRY_LATER")
+    assert int(resp.headers.get("Retry-After", "0")) > 0, describe(resp)
+
+
+def test_refusals(client, admin, tenant, make_tenant):
+    # An unverified email cannot enrol.
+    unverified = expect_ok(client.post("/v1/accounts:signUp", {"tenantId": tenant, "email": address(),
+                                                                "password": PASSWORD}))
+    expect_error(start(client, tenant, unverified["idToken"]), "UNVERIFIED_EMAIL")
+    # Nor can an anonymous user (its first factor cannot take a second).
+    other = make_tenant(enableAnonymousUser=True, mfaConfig=TOTP_ON)["tenantId"]
+    anonymous = client.sign_up_anonymous(other)
+    expect_error(start(client, other, anonymous.id_token), "UNSUPPORTED_FIRST_FACTOR")
+    # A scope without TOTP refuses it.
+    plain = make_tenant(allowPasswordSignup=True)["tenantId"]
+    user = verified_user(client, admin, plain)
+    expect_error(start(client, plain, user["idToken"]), "OPERATION_NOT_ALLOWED")
+    # Missing parts.
+    user = verified_user(client, admin, tenant)
+    expect_error(client.post(f"{V2}/mfaEnrollment:start", {"idToken": user["idToken"], "tenantId": tenant}),
+                 "INVALID_ARGUMENT")
+    expect_error(client.post(f"{V2}/mfaEnrollment:start", {"tenantId": tenant, "totpEnrollmentInfo": {}}),
+                 "MISSING_ID_TOKEN")
+    info = expect_ok(start(client, tenant, user["idToken"]))["totpSessionInfo"]
+    expect_error(finalize(client, tenant, user["idToken"], "", "123456"), "MISSING_SESSION_INFO")
+    expect_error(finalize(client, tenant, user["idToken"], info["sessionInfo"], ""), "MISSING_CODE")
+    # A wrong first code, a changed session and another user's session do not enrol.
+    code = totp(info["sharedSecretKey"], now_step())
+    expect_error(finalize(client, tenant, user["idToken"], info["sessionInfo"], f"{(int(code) + 1) % 10**6:06d}"),
+                 "INVALID_CODE")
+    tampered = info["sessionInfo"][:-2] + ("AA" if info["sessionInfo"][-2:] != "AA" else "BB")
+    expect_error(finalize(client, tenant, user["idToken"], tampered, code), "INVALID_SESSION_INFO")
+    someone = verified_user(client, admin, tenant)
+    expect_error(finalize(client, tenant, someone["idToken"], info["sessionInfo"], code), "INVALID_SESSION_INFO")
+    secret, enrolled = enrol(client, tenant, user["idToken"])
+    enrollment = unverified_claims(enrolled["idToken"])["firebase"]["second_factor_identifier"]
+
+    email = unverified_claims(user["idToken"])["email"]
+    pending = password_sign_in(client, tenant, email)["mfaPendingCredential"]
+    code = totp(secret, now_step() + 1)
+    # An unknown enrolment, or another user's.
+    expect_error(finalize_sign_in(client, tenant, pending, "x" * 28, code), "MFA_ENROLLMENT_NOT_FOUND")
+    _, theirs = enrol(client, tenant, someone["idToken"])
+    their_enrollment = unverified_claims(theirs["idToken"])["firebase"]["second_factor_identifier"]
+    expect_error(finalize_sign_in(client, tenant, pending, their_enrollment, code), "MFA_ENROLLMENT_NOT_FOUND")
+    # A pending credential is good only in its own tenant, and only as issued.
+    expect_error(finalize_sign_in(client, other, pending, enrollment, code), "INVALID_MFA_PENDING_CREDENTIAL")
+    expect_error(finalize_sign_in(client, tenant, pending[:-1] + ("A" if pending[-1] != "A" else "B"), enrollment,
+                                  code), "INVALID_MFA_PENDING_CREDENTIAL")
+    expect_error(finalize_sign_in(client, tenant, "", enrollment, code), "MISSING_CREDENTIAL")
+    expect_error(finalize_sign_in(client, tenant, pending, "", code), "MISSING_MFA_ENROLLMENT_ID")
+    expect_error(finalize_sign_in(client, tenant, pending, enrollment, ""), "MISSING_CODE")
+    # A pending credential is not a refresh token.
+    expect_error(client.refresh_raw(pending), "INVALID_REFRESH_TOKEN")
+    # After all that, the right code still signs in.
+    expect_ok(finalize_sign_in(client, tenant, pending, enrollment, code))
+    # Phone factors are not built yet, and say so.
+    resp = client.post(f"{V2}/mfaSignIn:start", {"tenantId": tenant, "mfaPendingCredential": pending,
+                                                 "mfaEnrollmentId": enrollment, "phoneSignInInfo": {}})
+    assert resp.status_code == 501, describe(resp)
+
+
+def test_switching_totp_off_stops_asking_for_it(client, admin, tenant):
+    email = address()
+    user = verified_user(client, admin, tenant, email)
+    enrol(client, tenant, user["idToken"])
+    assert "mfaPendingCredential" in password_sign_in(client, tenant, email)
+    expect_ok(admin.patch_tenant(tenant, {"mfaConfig": {"providerConfigs": []}}, "mfaConfig.providerConfigs"))
+    assert "idToken" in password_sign_in(client, tenant, email)
+
+
+def test_the_seed_is_sealed_at_rest(client, admin, tenant, stack):
+    user = verified_user(client, admin, tenant)
+    secret, _ = enrol(client, tenant, user["idToken"])
+    raw = base64.b32decode(secret + "=" * (-len(secret) % 8))
+    stored = psql(stack, f"SELECT totp_secret FROM mfa_enrollments WHERE local_id = '{user['localId']}'").strip()
+    assert stored.startswith("v1.") and len(stored.split(".")) == 3
+    for form in (secret, raw.hex(), base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("=")):
+        assert form not in stored
