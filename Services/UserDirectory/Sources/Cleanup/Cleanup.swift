@@ -51,8 +51,9 @@ extension PostgresQuery.StringInterpolation {
         case .counter:
             // Rate-limit windows are an hour long; a day later nobody needs them.
             appendLiteral("window_start < now() - interval '1 day'")
-        case .authFlow:
-            // A sign-in with an identity provider nobody finished: useless once expired.
+        case .authFlow, .pendingSignIn:
+            // A sign-in with an identity provider, or one waiting for a second factor, nobody
+            // finished: useless once expired.
             appendLiteral("expires_at < now()")
         }
         appendLiteral(")")
@@ -60,10 +61,10 @@ extension PostgresQuery.StringInterpolation {
 }
 
 /// What housekeeping prunes: sessions (`refresh_families`), codes (`oob_codes`), delivered mail
-/// (`mail_outbox`), rate-limit windows (`rate_counters`) and abandoned sign-ins with identity
-/// providers (`auth_flows`).
+/// (`mail_outbox`), rate-limit windows (`rate_counters`), abandoned sign-ins with identity
+/// providers (`auth_flows`) and sign-ins that waited for a second factor in vain (`mfa_pending_sign_ins`).
 enum Prunable {
-    case session, code, mail, counter, authFlow
+    case session, code, mail, counter, authFlow, pendingSignIn
 }
 
 /// The directory's side of the anonymous cleanup and housekeeping (docs/protocol/admin.md#anonymous-cleanup):
@@ -200,7 +201,9 @@ struct CleanupStore: Sendable {
                 OR EXISTS (SELECT 1 FROM rate_counters r
                     WHERE r.tenant_id = t.tenant_id AND \(prunable: .counter, by: request))
                 OR EXISTS (SELECT 1 FROM auth_flows a
-                    WHERE a.tenant_id = t.tenant_id AND \(prunable: .authFlow, by: request)))
+                    WHERE a.tenant_id = t.tenant_id AND \(prunable: .authFlow, by: request))
+                OR EXISTS (SELECT 1 FROM mfa_pending_sign_ins s
+                    WHERE s.tenant_id = t.tenant_id AND \(prunable: .pendingSignIn, by: request)))
             ORDER BY t.tenant_id
             """, logger: logger)
         var tenants: [Scope] = []
@@ -261,6 +264,11 @@ struct CleanupStore: Sendable {
                     AND state_hash IN (
                         SELECT state_hash FROM auth_flows
                         WHERE tenant_id = \(scope: scope) AND \(prunable: .authFlow, by: request) LIMIT \(limit))
+            ), pending AS (
+                DELETE FROM mfa_pending_sign_ins WHERE tenant_id = \(scope: scope) AND EXISTS (SELECT 1 FROM lease)
+                    AND credential_hash IN (
+                        SELECT credential_hash FROM mfa_pending_sign_ins
+                        WHERE tenant_id = \(scope: scope) AND \(prunable: .pendingSignIn, by: request) LIMIT \(limit))
             )
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM sessions), (SELECT count(*) FROM codes),
                 (SELECT count(*) FROM mails)

@@ -93,7 +93,7 @@ extension MultiFactorAccounts {
         let totp = Totp.generate()
         let expiresAt = Int64(Date().timeIntervalSince1970) + Self.enrollmentWindow
         let payload = EnrollmentSession(
-            seed: Base64URL.encode(totp.secret), enrollmentId: MultiFactorStore.newEnrollmentID(), expiresAt: expiresAt)
+            seed: Base64URL.encode(totp.secret), enrollmentId: MultiFactorEnrollment.newID(), expiresAt: expiresAt)
         let sessionInfo = try sealer.seal(
             Array(try JSONEncoder().encode(payload)),
             context: Self.sessionContext(scope: scope, localId: request.localId))
