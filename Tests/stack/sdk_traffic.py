@@ -23,8 +23,11 @@ Sources (paraphrased, never copied; paths are relative to the repositories):
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import re
+import struct
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -617,6 +620,16 @@ def js_SignInWithPasswordResponse(data: dict) -> dict:
     return data
 
 
+def js_FinalizeMfaResponse(data: dict) -> dict:
+    """FinalizeMfaResponse (api/authentication/mfa.ts): StsTokenManager.updateFromServerResponse asserts idToken
+    and refreshToken (core/user/token_manager.ts:53-65)."""
+    kind = "FinalizeMfaResponse"
+    _str(data, "idToken", kind, "token_manager.ts:56")
+    _str(data, "refreshToken", kind, "token_manager.ts:61")
+    id_token_claims(data["idToken"])
+    return data
+
+
 def js_GetAccountInfoResponse(data: dict, *, password: bool | None = None) -> dict:
     """api/account_management/account.ts GetAccountInfoResponse; `users.length` asserted
     (core/user/reload.ts:39); Tessera answers exactly one (docs/protocol/sdks.md#what-the-sdks-depend-on). Returns that user."""
@@ -814,6 +827,45 @@ class ActionCodeSettings:
     android_minimum_version: str | None = None
 
 
+def mfa_factor(sdk: str, entry: dict) -> tuple[str, str, str | None]:
+    """One `mfaInfo` entry as the SDK reads it: JS MultiFactorInfoImpl._fromServerResponse (mfa/mfa_info.ts:
+    46-60: phoneInfo or totpInfo, else internal-error; enrolledAt through new Date()); Apple
+    AuthProtoMFAEnrollment (Backend/RPC/Proto/AuthProtoMFAEnrollment.swift: totpInfo must be an object; enrolledAt
+    parsed as yyyy-MM-dd'T'HH:mm:ss.SSSZ, no date without the milliseconds)."""
+    assert isinstance(entry.get("mfaEnrollmentId"), str) and entry["mfaEnrollmentId"], f"{sdk}: no id: {entry}"
+    enrolled_at = entry.get("enrolledAt")
+    assert isinstance(enrolled_at, str) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", enrolled_at), \
+        f"{sdk}: enrolledAt must be RFC 3339 with milliseconds (Apple's date format): {entry}"
+    if "phoneInfo" in entry:
+        return ("phone", entry["mfaEnrollmentId"], entry.get("displayName"))
+    assert isinstance(entry.get("totpInfo"), dict), \
+        f"{sdk}: neither phoneInfo nor a totpInfo object (JS: auth/internal-error; Apple drops it): {entry}"
+    return ("totp", entry["mfaEnrollmentId"], entry.get("displayName"))
+
+
+def totp_code(secret: str, offset: int = 0) -> str:
+    """What an authenticator app shows for a shared secret (RFC 6238: HMAC-SHA-1, 6 digits, 30 s), ``offset``
+    steps from now."""
+    key = base64.b32decode(secret + "=" * (-len(secret) % 8))
+    mac = hmac.new(key, struct.pack(">Q", int(time.time()) // 30 + offset), hashlib.sha1).digest()
+    value = struct.unpack(">I", mac[(mac[-1] & 0x0F):(mac[-1] & 0x0F) + 4])[0] & 0x7FFFFFFF
+    return f"{value % 1_000_000:06d}"
+
+
+def totp_session_info(data: dict, sdk: str) -> dict:
+    """startMfaEnrollment's answer as TotpSecret._fromStartTotpMfaEnrollmentResponse (JS mfa/assertions/totp.ts:
+    227-240) and Apple AuthProtoStartMFATOTPEnrollmentResponseInfo (sharedSecretKey required: fatalError without;
+    finalizeEnrollmentTime parsed as yyyy-MM-dd'T'HH:mm:ss.SSSZ) read it."""
+    info = data.get("totpSessionInfo")
+    assert isinstance(info, dict), f"{sdk}: no totpSessionInfo: {data}"
+    assert isinstance(info.get("sharedSecretKey"), str) and info["sharedSecretKey"], f"{sdk}: {info}"
+    assert info.get("verificationCodeLength") == 6 and info.get("periodSec") == 30, f"{sdk}: {info}"
+    assert info.get("hashingAlgorithm") == "SHA1" and isinstance(info.get("sessionInfo"), str), f"{sdk}: {info}"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", info.get("finalizeEnrollmentTime", "")), \
+        f"{sdk}: finalizeEnrollmentTime must be RFC 3339 with milliseconds: {info}"
+    return info
+
+
 @dataclass
 class SdkUser:
     """The signed-in user as the SDK keeps it (Apple User, JS UserImpl)."""
@@ -831,6 +883,8 @@ class SdkUser:
     created_at: int | None = None
     last_login_at: int | None = None
     tenant_id: str | None = None
+    # multiFactor(user).enrolledFactors / User.multiFactor.enrolledFactors: (kind, mfaEnrollmentId, displayName).
+    enrolled_factors: list[tuple[str, str, str | None]] = field(default_factory=list)
     # What the test knows: True = the user has a password, False = it has none, None = not checked.
     password_expected: bool | None = None
 
@@ -904,12 +958,34 @@ class _SdkBase:
         user.created_at = int(record["createdAt"])
         user.last_login_at = int(record["lastLoginAt"])
         user.provider_data = {p["providerId"]: dict(p) for p in record.get("providerUserInfo", [])}
+        # JS keeps its list when a lookup has no mfaInfo (mfa/mfa_user.ts:37-44); Apple builds it anew
+        # (User/User.swift, MultiFactor(withMFAEnrollments:)).
+        if record.get("mfaInfo") is not None or self.name == "Apple":
+            user.enrolled_factors = [mfa_factor(self.name, entry) for entry in record.get("mfaInfo") or []]
         return user
+
+    # -- multi-factor, shared by both models ---------------------------------------------------------------
+
+    @staticmethod
+    def resolver(error: SdkError) -> dict:
+        """What a resolver holds (JS MultiFactorResolverImpl._fromError, mfa/mfa_resolver.ts:48-64; Apple
+        AuthErrorUtils.secondFactorRequiredError, Backend/AuthBackend.swift:114-141): the hints and the pending
+        credential of the first factor's answer."""
+        assert error.server_code == "MFA_REQUIRED", f"not a second-factor challenge: {error}"
+        data = error.response.json()
+        assert isinstance(data.get("mfaPendingCredential"), str) and data["mfaPendingCredential"], \
+            f"no mfaPendingCredential (JS: internal-error, mfa_resolver.ts:58-62): {data}"
+        return {"hints": [mfa_factor(error.sdk, entry) for entry in data.get("mfaInfo") or []],
+                "pending": data["mfaPendingCredential"], "response": data}
 
 
 # ======================================================================================
 # Apple
 # ======================================================================================
+
+# The answers that are AuthMFAResponse (Backend/RPC/AuthMFAResponse.swift conformers).
+APPLE_MFA_RESPONSES = {"verifyPassword", "verifyAssertion", "emailLinkSignin"}
+
 
 class AppleSDK(_SdkBase):
     """FirebaseAuth for iOS 12.19.0 in emulator mode (`useEmulator(withHost:port:)`)."""
@@ -972,6 +1048,10 @@ class AppleSDK(_SdkBase):
             message, error = check_error_envelope(resp)
             raise SdkError("Apple", call, resp, message, apple_error_for(message, error))
         data = self._json(resp)
+        if call in APPLE_MFA_RESPONSES and data.get("idToken") is None and isinstance(data.get("mfaInfo"), list):
+            # AuthBackend.generateMFAError (Backend/AuthBackend.swift:114-141): an AuthMFAResponse without an
+            # idToken and with mfaInfo is secondFactorRequired.
+            raise SdkError("Apple", call, resp, "MFA_REQUIRED", "secondFactorRequired")
         if verify_assertion and isinstance(data.get("errorMessage"), str):
             # AuthBackend.swift:259-272 (returnIDPCredential is always true, VerifyAssertionRequest.swift:115).
             message = data["errorMessage"]
@@ -1131,6 +1211,57 @@ class AppleSDK(_SdkBase):
         data = self.rpc("emailLinkSignin", self._tenant({"email": email, "oobCode": query_of(link)["oobCode"]}))
         apple_EmailLinkSignInResponse(data)
         return AuthDataResult(self._complete_sign_in(data), "password", data.get("isNewUser", False), data)
+
+    # -- multi-factor (MultiFactor/) -----------------------------------------------------------------
+
+    def _v2(self, endpoint: str, body: dict) -> dict:
+        return self.call(self.v2_url(endpoint), self._tenant(body), call=endpoint.rsplit("/", 1)[-1])
+
+    def totp_generate_secret(self) -> dict:
+        """TOTPMultiFactorGenerator.generateSecret(with: user.multiFactor.session()) (MultiFactor/TOTP/
+        TOTPMultiFactorGenerator.swift:41): StartMFAEnrollmentRequest with the session's ID token and an empty
+        totpEnrollmentInfo (Backend/RPC/MultiFactor/Enroll/StartMFAEnrollmentRequest.swift)."""
+        token = self._require_user().id_token  # MultiFactorSession.session(for:): rawAccessToken
+        return totp_session_info(self._v2("accounts/mfaEnrollment:start",
+                                          {"idToken": token, "totpEnrollmentInfo": {}}), "Apple")
+
+    def enroll_totp(self, secret: dict, otp: str, display_name: str | None) -> SdkUser:
+        """MultiFactor.enroll(with: TOTPMultiFactorGenerator.assertionForEnrollment(with:oneTimePassword:),
+        displayName:) (MultiFactor/MultiFactor.swift:63-107, 109-160): finalize, then completeSignIn."""
+        body = {"idToken": self._require_user().id_token}
+        if display_name is not None:
+            body["displayName"] = display_name
+        body["totpVerificationInfo"] = {"sessionInfo": secret["sessionInfo"], "verificationCode": otp}
+        data = self._signing_out(lambda: self._v2("accounts/mfaEnrollment:finalize", body))
+        return self._complete_mfa(data)
+
+    def unenroll(self, enrollment_id: str) -> SdkUser:
+        """MultiFactor.unenroll(withFactorUID:) (MultiFactor/MultiFactor.swift:199-236): withdraw, then
+        completeSignIn with the answer's tokens; a failure there signs the user out."""
+        data = self._signing_out(lambda: self._v2(
+            "accounts/mfaEnrollment:withdraw",
+            {"idToken": self._require_user().id_token, "mfaEnrollmentId": enrollment_id}))
+        try:
+            return self._complete_mfa(data)
+        except (AssertionError, SdkError):
+            self.user = None
+            raise
+
+    def resolve_sign_in_totp(self, resolver: dict, enrollment_id: str, otp: str) -> SdkUser:
+        """MultiFactorResolver.resolveSignIn(with: TOTPMultiFactorGenerator.assertionForSignIn(withEnrollmentID:
+        oneTimePassword:)) (MultiFactor/MultiFactorResolver.swift:40-90; FinalizeMFASignInRequest.swift)."""
+        data = self._v2("accounts/mfaSignIn:finalize", {
+            "mfaPendingCredential": resolver["pending"],
+            "totpVerificationInfo": {"verificationCode": otp}, "mfaEnrollmentId": enrollment_id})
+        return self._complete_mfa(data)
+
+    def _complete_mfa(self, data: dict) -> SdkUser:
+        """Auth.completeSignIn(withAccessToken: response.idToken, accessTokenExpirationDate: nil, refreshToken:)
+        after an MFA rpc (FinalizeMFAEnrollmentResponse.swift: idToken, refreshToken)."""
+        _str(data, "idToken", "FinalizeMFAResponse", "FinalizeMFAEnrollmentResponse.swift:26")
+        _str(data, "refreshToken", "FinalizeMFAResponse", "FinalizeMFAEnrollmentResponse.swift:27")
+        id_token_claims(data["idToken"])
+        return self._complete_sign_in(data)
 
     @staticmethod
     def is_sign_in_with_email_link(link: str) -> bool:
@@ -1633,6 +1764,54 @@ class JsSDK(_SdkBase):
                         sign_in=True, tenant=True)
         js_SignInWithEmailLinkResponse(data)
         return AuthDataResult(self._from_id_token_response(data), "password", data.get("isNewUser"), data)
+
+    # -- multi-factor (mfa/, api/account_management/mfa.ts, api/authentication/mfa.ts) ----------------
+
+    def totp_generate_secret(self) -> dict:
+        """TotpMultiFactorGenerator.generateSecret(await multiFactor(user).getSession()) (mfa/assertions/totp.ts:
+        89-105; mfa_user.ts:47-52: the session is the user's ID token): startEnrollTotpMfa {idToken,
+        totpEnrollmentInfo: {}} (t)."""
+        token = self.get_id_token()
+        return totp_session_info(self.api("POST", "/v2/accounts/mfaEnrollment:start",
+                                          {"idToken": token, "totpEnrollmentInfo": {}}, tenant=True), "JS")
+
+    def enroll_totp(self, secret: dict, otp: str, display_name: str | None) -> SdkUser:
+        """multiFactor(user).enroll(TotpMultiFactorGenerator.assertionForEnrollment(secret, otp), displayName)
+        (mfa/mfa_user.ts:54-74; assertions/totp.ts:142-157): getSession, finalizeEnrollTotpMfa {idToken,
+        displayName, totpVerificationInfo {sessionInfo, verificationCode}} (t), new tokens, reload."""
+        token = self.get_id_token()
+        data = self._signing_out(lambda: self.api("POST", "/v2/accounts/mfaEnrollment:finalize", {
+            "idToken": token, "displayName": display_name,
+            "totpVerificationInfo": {"sessionInfo": secret["sessionInfo"], "verificationCode": otp}}, tenant=True))
+        js_FinalizeMfaResponse(data)
+        return self._update_tokens(data, reload=True)
+
+    def unenroll(self, enrollment_id: str) -> SdkUser:
+        """multiFactor(user).unenroll(uid) (mfa/mfa_user.ts:76-99): withdrawMfa {idToken, mfaEnrollmentId} (t), the
+        factor dropped from the list, new tokens if any, reload."""
+        token = self.get_id_token()
+        data = self._signing_out(lambda: self.api(
+            "POST", "/v2/accounts/mfaEnrollment:withdraw", {"idToken": token, "mfaEnrollmentId": enrollment_id},
+            tenant=True))
+        user = self._require_user()
+        user.enrolled_factors = [f for f in user.enrolled_factors if f[1] != enrollment_id]
+        return self._update_tokens(data, reload=True)
+
+    def resolve_sign_in_totp(self, resolver: dict, enrollment_id: str, otp: str) -> SdkUser:
+        """resolver.resolveSignIn(TotpMultiFactorGenerator.assertionForSignIn(uid, otp)) (mfa/mfa_resolver.ts:
+        66-96; assertions/totp.ts:160-176): finalizeSignInTotpMfa {mfaPendingCredential, mfaEnrollmentId,
+        totpVerificationInfo {verificationCode}} (t); the first answer without its mfa fields, with the new
+        tokens, becomes the user (UserCredentialImpl._fromIdTokenResponse: reload)."""
+        data = self.api("POST", "/v2/accounts/mfaSignIn:finalize", {
+            "mfaPendingCredential": resolver["pending"], "mfaEnrollmentId": enrollment_id,
+            "totpVerificationInfo": {"verificationCode": otp}}, tenant=True)
+        js_FinalizeMfaResponse(data)
+        response = {k: v for k, v in resolver["response"].items() if k not in ("mfaInfo", "mfaPendingCredential")}
+        response.update(idToken=data["idToken"], refreshToken=data["refreshToken"])
+        # No expiresIn in the first answer: StsTokenManager reads the ID token's exp (core/user/token_manager.ts:
+        # 62-65).
+        response.setdefault("expiresIn", str(id_token_claims(data["idToken"])["exp"] - int(time.time())))
+        return self._from_id_token_response(response)
 
     def _oob(self, request: dict, settings: ActionCodeSettings | None) -> dict:
         if settings is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import struct
 import time
 import uuid
@@ -97,7 +98,8 @@ def test_enrol_sign_in_with_the_factor_and_withdraw_it(client, admin, tenant, st
     info = expect_ok(resp)["totpSessionInfo"]
     assert info["verificationCodeLength"] == 6 and info["hashingAlgorithm"] == "SHA1" and info["periodSec"] == 30
     assert len(base64.b32decode(info["sharedSecretKey"] + "=" * (-len(info["sharedSecretKey"]) % 8))) == 20
-    deadline = time.mktime(time.strptime(info["finalizeEnrollmentTime"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", info["finalizeEnrollmentTime"]), info
+    deadline = time.mktime(time.strptime(info["finalizeEnrollmentTime"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
     assert 300 < deadline - time.time() <= 600, describe(resp)
     secret = info["sharedSecretKey"]
     step = now_step()
@@ -114,7 +116,10 @@ def test_enrol_sign_in_with_the_factor_and_withdraw_it(client, admin, tenant, st
     [factor] = user["mfaInfo"]
     assert factor["mfaEnrollmentId"] == enrollment and factor["displayName"] == "phone app"
     assert factor["totpInfo"] == {} and "phoneInfo" not in factor
-    assert time.time() - 120 < time.mktime(time.strptime(factor["enrolledAt"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    # RFC 3339 with milliseconds (the Apple SDK's date format needs them).
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", factor["enrolledAt"]), factor
+    enrolled_at = time.mktime(time.strptime(factor["enrolledAt"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert time.time() - 120 < enrolled_at <= time.time() + 1
 
     # The same enrolment session does not enrol twice.
     expect_error(finalize(client, tenant, enrolled["idToken"], info["sessionInfo"], totp(secret, step + 1)),

@@ -39,7 +39,8 @@ from fake_idp import configure_provider  # noqa: E402
 from sdk_traffic import (APPLE_VERSION, BUNDLE_ID, JS_ORIGIN, JS_REQUEST_HEADERS, JS_VERSION,  # noqa: E402
                          ActionCodeSettings, AppleSDK, JsSDK, SdkError, ServiceAccount,
                          apple_GetAccountInfoResponse, apple_error_for, check_error_envelope, id_token_claims,
-                         js_UpdateProfileResponse, new_email, wait_for_next_second, wait_past_reauth_window)
+                         js_UpdateProfileResponse, new_email, totp_code, wait_for_next_second,
+                         wait_past_reauth_window)
 
 PASSWORD = "sdk password 1"
 CONTINUE_URL = "http://localhost:3000/finishSignIn"
@@ -137,6 +138,8 @@ SDK_ERRORS: dict[str, dict[str, str]] = {
         "INVALID_IDP_RESPONSE": "invalidCredential", "FEDERATED_USER_ID_ALREADY_LINKED": "credentialAlreadyInUse",
         # needConfirmation in a verifyAssertion answer (Auth/Auth.swift:2101).
         "NEED_CONFIRMATION": "accountExistsWithDifferentCredential",
+        "INVALID_CODE": "invalidVerificationCode", "MFA_ENROLLMENT_NOT_FOUND": "multiFactorInfoNotFound",
+        "INVALID_MFA_PENDING_CREDENTIAL": "invalidMultiFactorSession", "UNVERIFIED_EMAIL": "unverifiedEmail",
     },
     "JS": {
         "EMAIL_EXISTS": "auth/email-already-in-use", "INVALID_LOGIN_CREDENTIALS": "auth/invalid-credential",
@@ -151,6 +154,8 @@ SDK_ERRORS: dict[str, dict[str, str]] = {
         "FEDERATED_USER_ID_ALREADY_LINKED": "auth/credential-already-in-use",
         # needConfirmation, read by the key's mere presence (api/index.ts:215-217).
         "NEED_CONFIRMATION": "auth/account-exists-with-different-credential",
+        "INVALID_CODE": "auth/invalid-verification-code", "MFA_ENROLLMENT_NOT_FOUND": "auth/multi-factor-info-not-found",
+        "INVALID_MFA_PENDING_CREDENTIAL": "auth/invalid-multi-factor-session", "UNVERIFIED_EMAIL": "auth/unverified-email",
     },
 }
 
@@ -600,6 +605,89 @@ def test_email_link_credential_links_to_an_anonymous_user(stack, make_tenant, ma
     with pytest.raises(SdkError) as caught:
         sdk(stack, tenant_id).sign_in_with_email_link(email, link)
     expect(caught, "INVALID_OOB_CODE")
+
+
+# --------------------------------------------------------------------------------------
+# Second factors (TOTP)
+# --------------------------------------------------------------------------------------
+
+TOTP_ON = {"providerConfigs": [{"state": "ENABLED", "totpProviderConfig": {"adjacentIntervals": 5}}]}
+
+
+def test_totp_second_factor_enrol_sign_in_and_unenrol(stack, admin, make_tenant, sdk):
+    """Each SDK's TOTP calls (docs/protocol/mfa.md): generateSecret and enroll for a signed-in user, the
+    second-factor error of a password sign-in and its resolver, resolveSignIn with the factor, unenroll, and what
+    withdrawing does to the other sessions signed in with the factor."""
+    tenant_id = make_tenant(allowPasswordSignup=True, mfaConfig=TOTP_ON)["tenantId"]
+    email = new_email(f"{sdk.id}-mfa")
+    first = sdk(stack, tenant_id)
+    first.create_user(email, PASSWORD)
+    # Enrolling needs a verified email (UNVERIFIED_EMAIL, as Firebase).
+    with pytest.raises(SdkError) as caught:
+        first.totp_generate_secret()
+    expect(caught, "UNVERIFIED_EMAIL")
+    expect_ok(admin.request("POST", admin.accounts_path(tenant_id, "update"),
+                            json={"localId": first.user.uid, "emailVerified": True}))
+
+    first.clear_log()
+    secret = first.totp_generate_secret()
+    user = first.enroll_totp(secret, totp_code(secret["sharedSecretKey"]), "phone app")
+    assert first.calls == sdk.pick(
+        apple=["mfaEnrollment:start", "mfaEnrollment:finalize", "token", "getAccountInfo"],
+        js=["mfaEnrollment:start", "mfaEnrollment:finalize", "lookup"])
+    start, finalize = sent_body(first.log[0]), sent_body(first.log[1])
+    assert start == {"idToken": start["idToken"], "totpEnrollmentInfo": {}, "tenantId": tenant_id}
+    assert finalize["totpVerificationInfo"]["sessionInfo"] == secret["sessionInfo"]
+    assert finalize["displayName"] == "phone app" and finalize["tenantId"] == tenant_id
+    [(kind, enrollment, name)] = user.enrolled_factors
+    assert (kind, name) == ("totp", "phone app")
+    claims = first.get_id_token_result()
+    assert claims["firebase"]["sign_in_second_factor"] == "totp"
+    assert claims["firebase"]["second_factor_identifier"] == enrollment
+
+    # Another device: the password alone raises the second-factor error, whose resolver lists the factor.
+    second = sdk(stack, tenant_id)
+    with pytest.raises(SdkError) as caught:
+        second.sign_in(email, PASSWORD)
+    assert caught.value.sdk_code == sdk.pick(apple="secondFactorRequired", js="auth/multi-factor-auth-required")
+    assert second.user is None
+    resolver = second.resolver(caught.value)
+    assert resolver["hints"] == [("totp", enrollment, "phone app")]
+    # The enrolment's code is spent; an unknown factor is not found; the next code signs in.
+    with pytest.raises(SdkError) as caught:
+        second.resolve_sign_in_totp(resolver, enrollment, totp_code(secret["sharedSecretKey"]))
+    expect(caught, "INVALID_CODE")
+    with pytest.raises(SdkError) as caught:
+        second.resolve_sign_in_totp(resolver, "x" * 28, totp_code(secret["sharedSecretKey"], 1))
+    expect(caught, "MFA_ENROLLMENT_NOT_FOUND")
+    second.clear_log()
+    signed_in = second.resolve_sign_in_totp(resolver, enrollment, totp_code(secret["sharedSecretKey"], 1))
+    assert second.calls == sdk.pick(apple=["mfaSignIn:finalize", "token", "getAccountInfo"],
+                                    js=["mfaSignIn:finalize", "lookup"])
+    assert sent_body(second.log[0]) == {
+        "mfaPendingCredential": resolver["pending"], "mfaEnrollmentId": enrollment,
+        "totpVerificationInfo": {"verificationCode": totp_code(secret["sharedSecretKey"], 1)}, "tenantId": tenant_id}
+    assert signed_in.uid == first.user.uid and signed_in.enrolled_factors == [("totp", enrollment, "phone app")]
+    assert second.get_id_token_result()["firebase"]["second_factor_identifier"] == enrollment
+    # The pending credential is spent.
+    with pytest.raises(SdkError) as caught:
+        sdk(stack, tenant_id).resolve_sign_in_totp(resolver, enrollment, totp_code(secret["sharedSecretKey"], 2))
+    expect(caught, "INVALID_MFA_PENDING_CREDENTIAL")
+
+    # Unenrolling: new tokens without the factor, the list emptied; the first device's session was signed in
+    # with the factor, so its next refresh fails and the SDK signs it out.
+    second.clear_log()
+    second.unenroll(enrollment)
+    assert second.calls[0] == "mfaEnrollment:withdraw"
+    assert sent_body(second.log[0]) == {"idToken": sent_body(second.log[0])["idToken"], "mfaEnrollmentId": enrollment,
+                                        "tenantId": tenant_id}
+    assert second.user is not None and second.user.enrolled_factors == []
+    assert "sign_in_second_factor" not in second.get_id_token_result(True)["firebase"]
+    with pytest.raises(SdkError) as caught:
+        first.get_id_token(True)
+    expect(caught, "TOKEN_EXPIRED", signed_out=True)
+    # A password alone signs in again.
+    assert sdk(stack, tenant_id).sign_in(email, PASSWORD).user.uid == signed_in.uid
 
 
 # --------------------------------------------------------------------------------------

@@ -101,7 +101,8 @@ extension MultiFactorAccounts {
             totpSessionInfo: TOTPSessionInfo(
                 sharedSecretKey: totp.sharedSecretKey, verificationCodeLength: Totp.digits,
                 hashingAlgorithm: Totp.algorithm, periodSec: Int(Totp.period), sessionInfo: sessionInfo,
-                finalizeEnrollmentTime: RFC3339.seconds(Date(timeIntervalSince1970: Double(expiresAt)))))
+                // With milliseconds, as `enrolledAt` (the Apple SDK's date format needs them).
+                finalizeEnrollmentTime: RFC3339.millis(fromEpochMillis: expiresAt * 1000)))
     }
 
     static func factorCount(_ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger)
@@ -291,7 +292,9 @@ extension MultiFactorEnrollment {
         }
         return MFAEnrollmentInfo(
             mfaEnrollmentId: enrollmentId, displayName: displayName, phoneInfo: phone, totpInfo: totp,
-            enrolledAt: RFC3339.seconds(enrolledAt))
+            // Milliseconds, as Identity Platform writes it: the Apple SDK parses
+            // `yyyy-MM-dd'T'HH:mm:ss.SSSZ` and reads no date from a time without them.
+            enrolledAt: RFC3339.millis(fromEpochMillis: Int64((enrolledAt.timeIntervalSince1970 * 1000).rounded(.down))))
     }
 
     var info: MFAEnrollmentInfo { info(masked: false) }
