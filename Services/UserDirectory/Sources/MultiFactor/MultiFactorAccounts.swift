@@ -294,7 +294,8 @@ extension MultiFactorEnrollment {
             mfaEnrollmentId: enrollmentId, displayName: displayName, phoneInfo: phone, totpInfo: totp,
             // Milliseconds, as Identity Platform writes it: the Apple SDK parses
             // `yyyy-MM-dd'T'HH:mm:ss.SSSZ` and reads no date from a time without them.
-            enrolledAt: RFC3339.millis(fromEpochMillis: Int64((enrolledAt.timeIntervalSince1970 * 1000).rounded(.down))))
+            enrolledAt: RFC3339.millis(fromEpochMillis: Int64((enrolledAt.timeIntervalSince1970 * 1000).rounded(.down)))
+        )
     }
 
     var info: MFAEnrollmentInfo { info(masked: false) }
