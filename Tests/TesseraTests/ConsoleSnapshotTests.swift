@@ -82,8 +82,9 @@ struct ConsoleSnapshotTests {
             database,
             """
             INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
-                created_at, last_used_at, expires_at, revoked_at, revoked_reason)
-            SELECT tenant_id, gen_random_uuid(), local_id, s.provider, 0, s.created, s.used, s.expires, s.revoked, s.reason
+                created_at, last_used_at, expires_at, revoked_at, revoked_reason, second_factor)
+            SELECT tenant_id, gen_random_uuid(), local_id, s.provider, 0, s.created, s.used, s.expires, s.revoked, s.reason,
+                CASE WHEN s.reason IS NULL AND s.used = timestamptz '2001-01-21 09:30Z' THEN 'totp' END
             FROM users, (VALUES
                 ('password', timestamptz '2001-01-20 08:00Z', timestamptz '2001-01-21 09:30Z',
                     timestamptz '2099-01-01 00:00Z', NULL::timestamptz, NULL),
@@ -95,6 +96,16 @@ struct ConsoleSnapshotTests {
                     timestamptz '2099-01-01 00:00Z', NULL, NULL)
             ) AS s (provider, created, used, expires, revoked, reason)
             WHERE local_id = 'u-ada'
+            """)
+        // Ada's second factor (the seed is not opened: the page shows what the factor is, not its secret).
+        try await sql(
+            database,
+            """
+            INSERT INTO mfa_enrollments (tenant_id, local_id, enrollment_id, factor, display_name, totp_secret,
+                enrolled_at)
+            SELECT tenant_id, local_id, 'mfa-ada-1', 'totp', 'Work phone', 'v1.k.sealed',
+                timestamptz '2001-01-15 08:00Z'
+            FROM users WHERE local_id = 'u-ada'
             """)
     }
 

@@ -724,3 +724,36 @@ def test_a_mail_template_is_checked_by_its_form_saved_previewed_and_reset(stack,
         assert saved["PASSWORD_RESET"]["custom"] is False
     finally:
         at.close()
+
+
+def test_an_admin_sees_a_user_s_second_factor_and_removes_it(stack, admin, client, make_tenant, browser, artifacts):
+    """docs/protocol/mfa.md#admins: the user page lists the factors and the sessions signed in with them; Remove
+    takes one away, and the user signs in with the password again."""
+    import test_mfa  # the TOTP helpers: a verified user, enrolment with a code computed as an app does
+
+    tenant_id = make_tenant(allowPasswordSignup=True, mfaConfig=test_mfa.TOTP_ON)["tenantId"]
+    email = test_mfa.address()
+    user = test_mfa.verified_user(client, admin, tenant_id, email)
+    _, enrolled = test_mfa.enrol(client, tenant_id, user["idToken"])
+    enrollment = test_mfa.unverified_claims(enrolled["idToken"])["firebase"]["second_factor_identifier"]
+    assert "mfaPendingCredential" in test_mfa.password_sign_in(client, tenant_id, email)
+
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open(f"/console/tenants/{tenant_id}/users/{user['localId']}")
+        factors = at.page.inner_text("section[aria-labelledby=factors]")
+        assert "Authenticator app (TOTP)" in factors and "phone app" in factors and enrollment in factors
+        assert "password + totp" in at.page.inner_text("section[aria-labelledby=sessions]")
+        at.shots("user-second-factor")
+        at.click("button[aria-label='Remove the factor phone app']")
+        assert "The second factor is removed" in at.text()
+        assert "None: the user signs in with one factor." in at.page.inner_text("section[aria-labelledby=factors]")
+        at.shots("user-second-factor-removed")
+        assert at.errors == [], at.errors
+    finally:
+        at.close()
+    assert "mfaInfo" not in admin.lookup_users(tenant_id, [user["localId"]])[0]
+    expect_error = test_mfa.expect_error
+    expect_error(client.refresh_raw(enrolled["refreshToken"]), "TOKEN_EXPIRED")
+    assert "idToken" in test_mfa.password_sign_in(client, tenant_id, email)

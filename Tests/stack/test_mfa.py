@@ -293,3 +293,48 @@ def test_the_seed_is_sealed_at_rest(client, admin, tenant, stack):
     assert stored.startswith("v1.") and len(stored.split(".")) == 3
     for form in (secret, raw.hex(), base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("=")):
         assert form not in stored
+
+
+def test_admins_read_factors_and_remove_them(client, admin, tenant):
+    """The admin API (docs/protocol/mfa.md#admins): `mfaInfo` in lookups and the export, `mfa: {}` removing every
+    factor and `mfa.enrollments` keeping those it names, as the Node Admin SDK sends them (`updateUser` with
+    `multiFactor.enrolledFactors`); adding a factor is not built."""
+    email = address()
+    user = verified_user(client, admin, tenant, email)
+    secret, enrolled = enrol(client, tenant, user["idToken"])
+    first = unverified_claims(enrolled["idToken"])["firebase"]["second_factor_identifier"]
+    fresh = password_sign_in(client, tenant, email)
+    second_signed = expect_ok(finalize_sign_in(client, tenant, fresh["mfaPendingCredential"], first,
+                                               totp(secret, now_step() + 1)))
+    info = expect_ok(start(client, tenant, second_signed["idToken"]))["totpSessionInfo"]
+    second_enrolled = expect_ok(finalize(client, tenant, second_signed["idToken"], info["sessionInfo"],
+                                         totp(info["sharedSecretKey"], now_step()), name=None))
+    second = unverified_claims(second_enrolled["idToken"])["firebase"]["second_factor_identifier"]
+
+    [record] = admin.lookup_users(tenant, [user["localId"]])
+    assert [f["mfaEnrollmentId"] for f in record["mfaInfo"]] == [first, second]
+    assert record["mfaInfo"][0]["totpInfo"] == {} and "displayName" not in record["mfaInfo"][1]
+    page = expect_ok(admin.request("GET", admin.accounts_path(tenant, "batchGet"), params={"maxResults": 100}))
+    [exported] = [u for u in page["users"] if u["localId"] == user["localId"]]
+    assert [f["mfaEnrollmentId"] for f in exported["mfaInfo"]] == [first, second]
+
+    update = admin.accounts_path(tenant, "update")
+    # Keeping the second factor (the Admin SDK's enrolledFactors list) removes the first, and ends the sessions
+    # signed in with it; the one signed in with the second goes on.
+    resp = admin.request("POST", update, json={"localId": user["localId"], "mfa": {"enrollments": [
+        {"mfaEnrollmentId": second, "enrolledAt": record["mfaInfo"][1]["enrolledAt"]}]}})
+    assert [f["mfaEnrollmentId"] for f in admin.lookup_users(tenant, [user["localId"]])[0]["mfaInfo"]] == [second], \
+        describe(resp)
+    expect_error(client.refresh_raw(enrolled["refreshToken"]), "TOKEN_EXPIRED")
+    expect_error(client.refresh_raw(second_signed["refreshToken"]), "TOKEN_EXPIRED")
+    client.refresh(second_enrolled["refreshToken"])
+    # Adding one (an entry without an id, or with one the user does not have) is phone factors' work: 501.
+    for entry in ({"phoneInfo": "+15555550100", "displayName": "phone"}, {"mfaEnrollmentId": "x" * 28}):
+        resp = admin.request("POST", update, json={"localId": user["localId"], "mfa": {"enrollments": [entry]}})
+        assert resp.status_code == 501, describe(resp)
+    assert len(admin.lookup_users(tenant, [user["localId"]])[0]["mfaInfo"]) == 1
+    # `mfa: {}` (the Admin SDK's enrolledFactors: null) removes them all: the user signs in with the password.
+    expect_ok(admin.request("POST", update, json={"localId": user["localId"], "mfa": {}}))
+    assert "mfaInfo" not in admin.lookup_users(tenant, [user["localId"]])[0]
+    expect_error(client.refresh_raw(second_enrolled["refreshToken"]), "TOKEN_EXPIRED")
+    assert "idToken" in password_sign_in(client, tenant, email)

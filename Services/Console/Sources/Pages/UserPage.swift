@@ -12,6 +12,7 @@ public struct UserPage: ConsolePage {
     let badges: [ConsoleBadge]
     let facts: [ConsoleFact]
     let links: [Link]
+    let factors: [Factor]
     let sessions: [Session]
     let actions: [Action]
     /// What the delete form must be sent with (the email, else the id), and why it was refused.
@@ -27,7 +28,8 @@ public struct UserPage: ConsolePage {
 
     public init(
         chrome: ConsoleChrome, notice: String?, heading: String, localIdPath: String, badges: [ConsoleBadge],
-        facts: [ConsoleFact], links: [Link], sessions: [Session], actions: [Action], confirmWord: String,
+        facts: [ConsoleFact], links: [Link], factors: [Factor], sessions: [Session], actions: [Action],
+        confirmWord: String,
         deleteError: String?, profile: Profile, errors: [String: String]
     ) {
         title = heading
@@ -38,6 +40,7 @@ public struct UserPage: ConsolePage {
         self.badges = badges
         self.facts = facts
         self.links = links
+        self.factors = factors
         self.sessions = sessions
         self.actions = actions
         self.confirmWord = confirmWord
@@ -60,6 +63,23 @@ public struct UserPage: ConsolePage {
             self.providerId = providerId
             self.rawId = rawId
             self.email = email
+        }
+    }
+
+    /// A second factor, with its remove button (a POST to `…/users/{localId}/factors/{id}/remove`).
+    public struct Factor: Sendable {
+        let kind: String
+        let name: String
+        let enrolled: String
+        let enrollmentId: String
+        let enrollmentIdPath: String
+
+        public init(kind: String, name: String, enrolled: String, enrollmentId: String, enrollmentIdPath: String) {
+            self.kind = kind
+            self.name = name
+            self.enrolled = enrolled
+            self.enrollmentId = enrollmentId
+            self.enrollmentIdPath = enrollmentIdPath
         }
     }
 

@@ -81,7 +81,8 @@ extension AdminUsers {
             for try await id in try await connection.query(pageQuery, logger: logger).decode(String.self) {
                 ordered.append(id)
             }
-            let users = try await AccountRows.fetchUsers(connection, scope: scope, localIds: ordered, logger: logger)
+            let users = try await MultiFactorAccounts.usersWithFactors(
+                connection, scope: scope, localIds: ordered, logger: logger)
             return (count, users)
         }
     }

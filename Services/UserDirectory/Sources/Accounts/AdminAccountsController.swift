@@ -300,10 +300,24 @@ struct AdminAccountsController<Tenants: TenantStore> {
         var screenName: String?
     }
 
-    /// `mfa`: second factors come with issue #39; the shape is checked already, so a malformed one
-    /// is an invalid payload, as the protocol's parser says it (the emulator's setAccountInfo:980).
+    /// `mfa` (docs/protocol/mfa.md#admins): `{}` removes every factor, `{enrollments: [...]}` keeps
+    /// those named by `mfaEnrollmentId`. A malformed one is an invalid payload, as the protocol's parser
+    /// says it (the emulator's setAccountInfo:980).
     struct MFAUpdate: Decodable {
         var enrollments: [JSONValue]?
+
+        /// The ids of the factors to keep; an entry without one would add a factor.
+        func kept() throws -> [String] {
+            try (enrollments ?? []).map { entry in
+                guard case .object(let fields) = entry else {
+                    throw FirebaseError.invalidJSON("Invalid value at 'mfa.enrollments'.")
+                }
+                guard case .string(let id)? = fields["mfaEnrollmentId"], !id.isEmpty else {
+                    throw FirebaseError.notImplemented("Adding second factors through the admin API (phone factors)")
+                }
+                return id
+            }
+        }
 
         enum CodingKeys: CodingKey { case enrollments }
 
@@ -370,9 +384,7 @@ struct AdminAccountsController<Tenants: TenantStore> {
             }
         }
         if let info = body.linkProviderUserInfo { change.linkProvider = try Self.identity(info) }
-        if body.mfa?.enrollments.map({ !$0.isEmpty }) == true {
-            throw FirebaseError.notImplemented("Second factors (mfa.enrollments)")
-        }
+        if let mfa = body.mfa { change.keptFactors = try mfa.kept() }
         if let validSince = body.validSince {
             switch validSince {
             case .int(let seconds): change.validSince = seconds

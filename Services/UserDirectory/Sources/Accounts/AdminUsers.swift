@@ -165,7 +165,8 @@ extension AdminUsers {
                     """, logger: logger)
                 for try await id in linked.decode(String.self) { ids.append(id) }
             }
-            return try await AccountRows.fetchUsers(connection, scope: scope, localIds: ids, logger: logger)
+            return try await MultiFactorAccounts.usersWithFactors(
+                connection, scope: scope, localIds: ids, logger: logger)
         }
     }
 
@@ -183,7 +184,7 @@ extension AdminUsers {
                 """, logger: logger)
             var page: [(String, String?, String?, String?, String?)] = []
             for try await row in rows.decode((String, String?, String?, String?, String?).self) { page.append(row) }
-            let users = try await AccountRows.fetchUsers(
+            let users = try await MultiFactorAccounts.usersWithFactors(
                 connection, scope: scope, localIds: page.map(\.0), logger: logger)
             return zip(users, page).map { user, row in
                 // Only hashes the published hash config describes are exported
@@ -346,8 +347,13 @@ extension AdminUsers {
                         connection, scope: scope, localId: localId, reason: "tokens_revoked",
                         startedBefore: validSince >= now / 1000 - 1 ? nil : validSince, logger: logger)
                 }
-                return try await AccountRows.fetchUsers(connection, scope: scope, localIds: [localId], logger: logger)
-                    .first
+                if let kept = change.keptFactors {
+                    try await MultiFactorAccounts.keepOnly(
+                        connection, scope: scope, localId: localId, kept: kept, logger: logger)
+                }
+                return try await MultiFactorAccounts.usersWithFactors(
+                    connection, scope: scope, localIds: [localId], logger: logger
+                ).first
             }
         } catch let error as PSQLError {
             throw AccountRows.uniqueViolation(error) ?? error

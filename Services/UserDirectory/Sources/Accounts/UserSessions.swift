@@ -11,6 +11,8 @@ struct UserSession: Sendable {
     var expiresAt: Date
     var revokedAt: Date?
     var revokedReason: String?
+    /// The second factor the session was signed in with (`totp`, `phone`), if any.
+    var secondFactor: String? = nil
 }
 
 extension AdminUsers {
@@ -18,18 +20,18 @@ extension AdminUsers {
     func sessions(scope: Scope, localId: String, limit: Int = 50, logger: Logger) async throws -> [UserSession] {
         let rows = try await client.query(
             """
-            SELECT sign_in_provider, created_at, last_used_at, expires_at, revoked_at, revoked_reason
+            SELECT sign_in_provider, created_at, last_used_at, expires_at, revoked_at, revoked_reason, second_factor
             FROM refresh_families WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
             ORDER BY created_at DESC LIMIT \(limit)
             """, logger: logger)
         var sessions: [UserSession] = []
-        for try await (provider, started, last, expires, revoked, reason) in rows.decode(
-            (String, Date, Date, Date, Date?, String?).self)
+        for try await (provider, started, last, expires, revoked, reason, factor) in rows.decode(
+            (String, Date, Date, Date, Date?, String?, String?).self)
         {
             sessions.append(
                 UserSession(
                     signInProvider: provider, startedAt: started, lastRefreshAt: last, expiresAt: expires,
-                    revokedAt: revoked, revokedReason: reason))
+                    revokedAt: revoked, revokedReason: reason, secondFactor: factor))
         }
         return sessions
     }

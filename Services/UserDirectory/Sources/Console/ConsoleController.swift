@@ -58,6 +58,7 @@ struct ConsoleController<Tenants: TenantStore> {
             }
             pages.post("\(base)/users/{localId}/delete", use: deleteUser)
             pages.post("\(base)/users/{localId}/profile", use: updateProfile)
+            pages.post("\(base)/users/{localId}/factors/{enrollmentId}/remove", use: removeFactor)
             pages.get("\(base)/sign-in-methods", use: methods)
             pages.post("\(base)/sign-in-methods", use: saveMethods)
             pages.post("\(base)/authorized-domains", use: saveDomains)
@@ -245,6 +246,8 @@ struct ConsoleController<Tenants: TenantStore> {
             "tenant-deleted": "The tenant is deleted.",
             "reset-sent": "A password-reset mail is on its way.",
             "verification-sent": "A verification mail is on its way.",
+            "factor-removed":
+                "The second factor is removed, and the sessions signed in with it are ended. The user signs in without it.",
         ]
     }
 

@@ -309,7 +309,8 @@ extension ConsoleController {
                 state = "active"
             }
             return UserPage.Session(
-                provider: session.signInProvider, started: Self.time(session.startedAt),
+                provider: session.secondFactor.map { "\(session.signInProvider) + \($0)" } ?? session.signInProvider,
+                started: Self.time(session.startedAt),
                 lastRefresh: Self.time(session.lastRefreshAt), ends: Self.time(session.expiresAt), state: state)
         }
         let form = profile ?? ProfileForm(user)
@@ -319,6 +320,13 @@ extension ConsoleController {
             facts: facts.map { ConsoleFact(name: $0.0, value: $0.1) },
             links: user.providerUserInfo.map {
                 UserPage.Link(providerId: $0.providerId, rawId: $0.rawId, email: $0.email ?? "—")
+            },
+            factors: (user.mfaInfo ?? []).map { factor in
+                UserPage.Factor(
+                    kind: factor.totpInfo != nil ? "Authenticator app (TOTP)" : "Phone (SMS) \(factor.phoneInfo ?? "")",
+                    name: factor.displayName ?? "—",
+                    enrolled: Self.time(RFC3339.parse(factor.enrolledAt)), enrollmentId: factor.mfaEnrollmentId,
+                    enrollmentIdPath: Self.segment(factor.mfaEnrollmentId))
             },
             sessions: rows,
             actions: UserAction.offered(for: user).map { UserPage.Action(verb: $0.rawValue, label: $0.label) },
@@ -357,6 +365,27 @@ extension ConsoleController {
                 "tenant.id": .string(scope.key), "user.id": .string(user.localId), "action": .string(action.rawValue),
             ])
         return Self.redirect(Self.base(scope) + "/users/\(Self.segment(user.localId))?notice=\(action.notice)")
+    }
+
+    /// Removes one second factor (docs/protocol/mfa.md#admins): the admin API's `mfa` keeping the
+    /// others, which ends the sessions signed in with it.
+    @Sendable func removeFactor(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try await tenants.usersScope(of: context)
+        let user = try await findUser(context, scope: scope)
+        let raw = try context.parameters.require("enrollmentId")
+        let enrollmentId = raw.removingPercentEncoding ?? raw
+        let factors = (user.mfaInfo ?? []).map(\.mfaEnrollmentId)
+        guard factors.contains(enrollmentId) else { throw FirebaseError.invalid(.mfaEnrollmentNotFound) }
+        var change = AdminUserChange()
+        change.keptFactors = factors.filter { $0 != enrollmentId }
+        _ = try await accounts.admin.update(scope: scope, localId: user.localId, change: change, logger: context.logger)
+        context.logger.info(
+            "console removed a second factor",
+            metadata: [
+                "tenant.id": .string(scope.key), "user.id": .string(user.localId),
+                "mfa.enrollment": .string(enrollmentId),
+            ])
+        return Self.redirect(Self.base(scope) + "/users/\(Self.segment(user.localId))?notice=factor-removed")
     }
 
     /// The profile form: the admin API's own checks (`checked`, `CustomClaims.validate`); an emptied

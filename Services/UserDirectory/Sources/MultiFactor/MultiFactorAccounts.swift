@@ -192,17 +192,8 @@ extension MultiFactorAccounts {
             var factor: String?
             for try await kind in removed.decode(String.self) { factor = kind }
             guard factor != nil else { throw FirebaseError.invalid(.mfaEnrollmentNotFound) }
-            try await connection.query(
-                """
-                UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'factor_withdrawn'
-                WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId)
-                    AND second_factor_id = \(request.mfaEnrollmentId) AND revoked_at IS NULL
-                """, logger: logger)
-            try await connection.query(
-                """
-                DELETE FROM mfa_pending_sign_ins
-                WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId)
-                """, logger: logger)
+            try await Self.endSignIns(
+                connection, scope: scope, localId: request.localId, factors: [request.mfaEnrollmentId], logger: logger)
             var kept: (String, String)?
             if let id = request.secondFactorId, id != request.mfaEnrollmentId {
                 let rows = try await connection.query(
@@ -228,6 +219,46 @@ extension MultiFactorAccounts {
 }
 
 extension MultiFactorAccounts {
+    /// After factors of a user were removed: the sessions signed in with them end, and so do the
+    /// user's pending sign-ins (their challenge may have named a removed factor). In the caller's
+    /// transaction.
+    static func endSignIns(
+        _ connection: PostgresConnection, scope: Scope, localId: String, factors: [String], logger: Logger
+    ) async throws {
+        guard !factors.isEmpty else { return }
+        try await connection.query(
+            """
+            UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'factor_withdrawn'
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
+                AND second_factor_id = ANY(\(factors)) AND revoked_at IS NULL
+            """, logger: logger)
+        try await connection.query(
+            "DELETE FROM mfa_pending_sign_ins WHERE tenant_id = \(scope: scope) AND local_id = \(localId)",
+            logger: logger)
+    }
+
+    /// An admin's `mfa` (docs/protocol/mfa.md#admins): the user keeps the factors of `kept` and loses
+    /// the others, with the sessions signed in with them. `kept` naming a factor the user does not
+    /// have is adding one, which only phone factors could be: not built yet. In the caller's
+    /// transaction, the user's row locked.
+    static func keepOnly(
+        _ connection: PostgresConnection, scope: Scope, localId: String, kept: [String], logger: Logger
+    ) async throws {
+        let existing = try await enrollments(connection, scope: scope, localIds: [localId], logger: logger)[localId] ?? []
+        let ids = Set(existing.map(\.enrollmentId))
+        if kept.contains(where: { !ids.contains($0) }) {
+            throw FirebaseError.notImplemented("Adding second factors through the admin API (phone factors)")
+        }
+        let removed = existing.map(\.enrollmentId).filter { !kept.contains($0) }
+        guard !removed.isEmpty else { return }
+        try await connection.query(
+            """
+            DELETE FROM mfa_enrollments
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND enrollment_id = ANY(\(removed))
+            """, logger: logger)
+        try await endSignIns(connection, scope: scope, localId: localId, factors: removed, logger: logger)
+    }
+
     /// One user's `mfaInfo` (nil without factors).
     func factors(scope: Scope, localId: String, logger: Logger) async throws -> [MFAEnrollmentInfo]? {
         let own = try await client.withConnection { connection in
