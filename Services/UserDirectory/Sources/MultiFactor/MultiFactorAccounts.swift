@@ -244,7 +244,8 @@ extension MultiFactorAccounts {
     static func keepOnly(
         _ connection: PostgresConnection, scope: Scope, localId: String, kept: [String], logger: Logger
     ) async throws {
-        let existing = try await enrollments(connection, scope: scope, localIds: [localId], logger: logger)[localId] ?? []
+        let existing =
+            try await enrollments(connection, scope: scope, localIds: [localId], logger: logger)[localId] ?? []
         let ids = Set(existing.map(\.enrollmentId))
         if kept.contains(where: { !ids.contains($0) }) {
             throw FirebaseError.notImplemented("Adding second factors through the admin API (phone factors)")
