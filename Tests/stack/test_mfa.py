@@ -338,3 +338,38 @@ def test_admins_read_factors_and_remove_them(client, admin, tenant):
     assert "mfaInfo" not in admin.lookup_users(tenant, [user["localId"]])[0]
     expect_error(client.refresh_raw(second_enrolled["refreshToken"]), "TOKEN_EXPIRED")
     assert "idToken" in password_sign_in(client, tenant, email)
+
+
+def test_an_identity_provider_sign_in_is_challenged_and_links_first(client, admin, make_tenant, fake_idp):
+    """signInWithIdp of a user with a factor: the provider's side of the answer, `mfaPendingCredential` and
+    `mfaInfo`, no tokens; a provider met for the first time is linked all the same (docs/protocol/mfa.md#signing-in);
+    the second step's tokens name the provider as the first factor."""
+    from fake_idp import configure_provider, sign_in_with_idp
+
+    tenant = make_tenant(allowPasswordSignup=True, mfaConfig=TOTP_ON)["tenantId"]
+    for provider in ("apple.com", "google.com"):
+        configure_provider(admin, fake_idp, provider, tenant_id=tenant)
+    email = f"mfa-{uuid.uuid4().hex[:10]}@gmail.com"
+    apple_sub, google_sub = f"apple-{uuid.uuid4().hex[:12]}", f"google-{uuid.uuid4().hex[:12]}"
+
+    def idp(provider: str, sub: str):
+        return sign_in_with_idp(client, provider, tenant_id=tenant, id_token=fake_idp.id_token(provider, sub, email=email))
+
+    first = expect_ok(idp("apple.com", apple_sub))
+    assert first["emailVerified"] is True, first
+    secret, enrolled = enrol(client, tenant, first["idToken"])
+    enrollment = unverified_claims(enrolled["idToken"])["firebase"]["second_factor_identifier"]
+    assert unverified_claims(enrolled["idToken"])["firebase"]["sign_in_provider"] == "apple.com"
+
+    resp = idp("google.com", google_sub)
+    pending = expect_ok(resp)
+    assert "idToken" not in pending and "refreshToken" not in pending, describe(resp)
+    assert pending["providerId"] == "google.com" and pending["localId"] == first["localId"]
+    assert [f["mfaEnrollmentId"] for f in pending["mfaInfo"]] == [enrollment]
+    [record] = admin.lookup_users(tenant, [first["localId"]])
+    assert sorted(p["providerId"] for p in record["providerUserInfo"]) == ["apple.com", "google.com"]
+    signed_in = expect_ok(finalize_sign_in(client, tenant, pending["mfaPendingCredential"], enrollment,
+                                           totp(secret, now_step() + 1)))
+    claims = unverified_claims(signed_in["idToken"])
+    assert claims["firebase"]["sign_in_provider"] == "google.com"
+    assert claims["firebase"]["sign_in_second_factor"] == "totp"
