@@ -366,13 +366,7 @@ struct AuthFlowPostgresTests {
             await expectFirebaseError("INVALID_IDP_RESPONSE") {
                 _ = try await store.consume(AuthFlowRequest(scope: .project, stateHash: "old"), logger: logger)
             }
-            let cleanup = CleanupStore(client: client, anonymousRetention: .seconds(60))
-            let lease = try await cleanup.acquire(CleanupLeaseRequest(holder: "test", ttlSeconds: 60), logger: logger)
-                .lease
-            _ = try await cleanup.housekeeping(
-                HousekeepingRequest(
-                    lease: lease, ttlSeconds: 60, refreshIdleSeconds: 60, sessionRetentionSeconds: 60,
-                    codeRetentionSeconds: 60, mailRetentionSeconds: 60, batchSize: 100), logger: logger)
+            try await CleanupStore(client: client, anonymousRetention: .seconds(60)).housekeepOnce(logger: logger)
             let rows = try await client.query("SELECT state_hash FROM auth_flows ORDER BY state_hash", logger: logger)
             var left: [String] = []
             for try await hash in rows.decode(String.self) { left.append(hash) }

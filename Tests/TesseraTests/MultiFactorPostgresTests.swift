@@ -137,13 +137,7 @@ struct MultiFactorPostgresTests {
                         verificationCode: totp.code(step: Totp.step(at: Date()) + 1), session: session()),
                     logger: logger)
             }
-            let cleanup = CleanupStore(client: client, anonymousRetention: .seconds(60))
-            let lease = try await cleanup.acquire(CleanupLeaseRequest(holder: "test", ttlSeconds: 60), logger: logger)
-                .lease
-            _ = try await cleanup.housekeeping(
-                HousekeepingRequest(
-                    lease: lease, ttlSeconds: 60, refreshIdleSeconds: 60, sessionRetentionSeconds: 60,
-                    codeRetentionSeconds: 60, mailRetentionSeconds: 60, batchSize: 100), logger: logger)
+            try await CleanupStore(client: client, anonymousRetention: .seconds(60)).housekeepOnce(logger: logger)
             let rows = try await client.query("SELECT credential_hash FROM mfa_pending_sign_ins", logger: logger)
             var left: [String] = []
             for try await hash in rows.decode(String.self) { left.append(hash) }

@@ -258,3 +258,14 @@ func expectFirebaseError(
         Issue.record("expected \(code), got \(String(reflecting: error))", sourceLocation: sourceLocation)
     }
 }
+
+extension CleanupStore {
+    /// One housekeeping pass over every scope, under a lease of its own (tests of what it prunes).
+    func housekeepOnce(logger: Logger) async throws {
+        let lease = try await acquire(CleanupLeaseRequest(holder: "test", ttlSeconds: 60), logger: logger).lease
+        _ = try await housekeeping(
+            HousekeepingRequest(
+                lease: lease, ttlSeconds: 60, refreshIdleSeconds: 60, sessionRetentionSeconds: 60,
+                codeRetentionSeconds: 60, mailRetentionSeconds: 60, batchSize: 100), logger: logger)
+    }
+}

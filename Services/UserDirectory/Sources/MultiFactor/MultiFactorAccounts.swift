@@ -159,18 +159,9 @@ extension MultiFactorAccounts {
             var added = false
             for try await _ in inserted.decode(String.self) { added = true }
             if !added { throw FirebaseError.invalid(.invalidSessionInfo) }
-            let now = AccountRows.nowMillis()
-            let created = try await AccountRows.createSession(
+            return try await Self.startSession(
                 connection, scope: scope, localId: request.localId, provider: request.signInProvider,
-                authTime: now / 1000, refreshTokenHash: request.session.refreshTokenHash,
-                expiresAt: request.session.expiresAt,
-                secondFactor: ("totp", session.enrollmentId), logger: logger)
-            guard
-                let user = try await Self.usersWithFactors(
-                    connection, scope: scope, localIds: [request.localId], logger: logger
-                ).first
-            else { throw FirebaseError.internal }
-            return (user, created)
+                session: request.session, secondFactor: ("totp", session.enrollmentId), logger: logger)
         }
     }
 
@@ -203,22 +194,29 @@ extension MultiFactorAccounts {
                     """, logger: logger)
                 for try await kind in rows.decode(String.self) { kept = (kind, id) }
             }
-            let now = AccountRows.nowMillis()
-            let created = try await AccountRows.createSession(
+            return try await Self.startSession(
                 connection, scope: scope, localId: request.localId, provider: request.signInProvider,
-                authTime: now / 1000, refreshTokenHash: request.session.refreshTokenHash,
-                expiresAt: request.session.expiresAt, secondFactor: kept, logger: logger)
-            guard
-                let user = try await Self.usersWithFactors(
-                    connection, scope: scope, localIds: [request.localId], logger: logger
-                ).first
-            else { throw FirebaseError.internal }
-            return (user, created)
+                session: request.session, secondFactor: kept, logger: logger)
         }
     }
 }
 
 extension MultiFactorAccounts {
+    /// A new session of `localId` signed in with `provider` (and `secondFactor`) now, and the user with
+    /// its factors, in the caller's transaction.
+    static func startSession(
+        _ connection: PostgresConnection, scope: Scope, localId: String, provider: String, session: NewSession,
+        secondFactor: (kind: String, enrollmentId: String)?, logger: Logger
+    ) async throws -> (UserRecord, SessionInfo) {
+        let created = try await AccountRows.createSession(
+            connection, scope: scope, localId: localId, provider: provider, authTime: AccountRows.nowMillis() / 1000,
+            refreshTokenHash: session.refreshTokenHash, expiresAt: session.expiresAt, secondFactor: secondFactor,
+            logger: logger)
+        guard let user = try await usersWithFactors(connection, scope: scope, localIds: [localId], logger: logger).first
+        else { throw FirebaseError.internal }
+        return (user, created)
+    }
+
     /// After factors of a user were removed: the sessions signed in with them end, and so do the
     /// user's pending sign-ins (their challenge may have named a removed factor). In the caller's
     /// transaction.

@@ -179,16 +179,9 @@ extension MultiFactorAccounts {
             for try await value in disabled.decode(Bool.self) { isDisabled = value }
             guard let isDisabled else { return .refused(.invalid(.userNotFound)) }
             if isDisabled { return .refused(.invalid(.userDisabled)) }
-            let created = try await AccountRows.createSession(
+            let (user, created) = try await Self.startSession(
                 connection, scope: scope, localId: pending.localId, provider: pending.provider,
-                authTime: now / 1000, refreshTokenHash: request.session.refreshTokenHash,
-                expiresAt: request.session.expiresAt, secondFactor: (enrollment.kind, enrollment.enrollmentId),
-                logger: logger)
-            guard
-                let user = try await Self.usersWithFactors(
-                    connection, scope: scope, localIds: [pending.localId], logger: logger
-                ).first
-            else { return .refused(.internal) }
+                session: request.session, secondFactor: (enrollment.kind, enrollment.enrollmentId), logger: logger)
             return .signedIn(user, created)
         }
         switch step {
