@@ -84,6 +84,7 @@ let package = Package(
             name: "TesseraShared",
             dependencies: [
                 "COpenSSLRSA",
+                "CPhoneNumber",
                 "CTesseraRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
