@@ -70,6 +70,13 @@ let package = Package(
             path: "Native/COpenSSLRSA",
             linkerSettings: [.linkedLibrary("crypto")]
         ),
+        // E.164 phone numbers by the system's libphonenumber, a C++ library behind a C interface
+        // (Debian's libphonenumber-dev to build, libphonenumber8 to run; docs/design-notes.md#phone-numbers).
+        .target(
+            name: "CPhoneNumber",
+            path: "Native/CPhoneNumber",
+            linkerSettings: [.linkedLibrary("phonenumber")]
+        ),
         // The Swift Concurrency hook NIO's event-loop executor needs, reached through the linker
         // (see Shared/Config/TaskExecutor.swift).
         .target(name: "CTesseraRuntime", path: "Native/CTesseraRuntime"),
@@ -77,6 +84,7 @@ let package = Package(
             name: "TesseraShared",
             dependencies: [
                 "COpenSSLRSA",
+                "CPhoneNumber",
                 "CTesseraRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
