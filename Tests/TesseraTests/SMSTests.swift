@@ -481,12 +481,13 @@ struct SMSOutboxPostgresTests {
                         connection, scope: scope, to: "5555550100", body: "x", expiresAt: Date(), logger: logger)
                 }
             }
-            await expectFirebaseError("INVALID_ARGUMENT") {
+            let error = await #expect(throws: FirebaseError.self) {
                 _ = try await client.transaction(logger: logger) { connection in
                     try await SMSOutbox.enqueue(
                         connection, scope: scope, to: "+15555550100", body: "", expiresAt: Date(), logger: logger)
                 }
             }
+            #expect(error?.grpcStatus == "INVALID_ARGUMENT")
         }
     }
 
