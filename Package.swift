@@ -129,7 +129,8 @@ let package = Package(
                 "Hummingbird", "PostgresNIO@postgres-nio", "Crypto@swift-crypto", "_CryptoExtras@swift-crypto",
                 "ServiceLifecycle@swift-service-lifecycle", "Logging@swift-log", "HTTPTypes@swift-http-types",
                 "NIOCore@swift-nio", "NIOPosix@swift-nio", "NIOSSL@swift-nio-ssl", "HummingbirdBcrypt@hummingbird-auth",
-                "Prometheus@swift-prometheus", "Mustache@swift-mustache") + ["TesseraConsole"])
+                "Prometheus@swift-prometheus", "Mustache@swift-mustache", "AsyncHTTPClient@async-http-client",
+                "NIOHTTP1@swift-nio") + ["TesseraConsole"])
         + service(
             "TokenService",
             dependencies: products(

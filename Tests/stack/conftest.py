@@ -834,6 +834,25 @@ def mail_sink(stack: Stack):
 
 
 # --------------------------------------------------------------------------------------
+# SMS sink (sms_sink.py): the stack's TESSERA_SMS_WEBHOOK_URL points here; it checks each request's
+# signature with TESSERA_SMS_WEBHOOK_SECRET as a real receiver must.
+# --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def sms_sink(stack: Stack):
+    from sms_sink import SmsSink
+    url, secret = stack.env.get("TESSERA_SMS_WEBHOOK_URL"), stack.env.get("TESSERA_SMS_WEBHOOK_SECRET")
+    assert stack.env.get("TESSERA_SMS_SENDER") == "webhook" and url and secret, (
+        f"TESSERA_SMS_SENDER=webhook, TESSERA_SMS_WEBHOOK_URL and _SECRET missing from {stack.env_file}: "
+        f"the test stack must send text messages to the sink")
+    parsed = urlparse(url)
+    sink = SmsSink(parsed.port, secret, host=parsed.hostname, path=parsed.path or "/")
+    sink.start()
+    yield sink
+    sink.stop()
+
+
+# --------------------------------------------------------------------------------------
 # Fake identity provider (federated sign-in tests; owned by test_federated.py's author).
 # The stack's IDP_* variables point at IDP_FAKE_URL; see fake_idp.py for what it serves.
 # --------------------------------------------------------------------------------------

@@ -50,6 +50,9 @@ public struct DirectoryConfiguration: Sendable {
     /// Out-of-band codes expire after this long (docs/protocol/accounts.md#email-delivery: 1 hour).
     public var oobCodeTTL: Duration = .seconds(3600)
     public var mail = MailDispatcher.Settings(smtp: nil)
+    /// The SMS outbox's sender and its retries (`TESSERA_SMS_*`, docs/configuration.md); no sender: text
+    /// messages wait until their codes expire.
+    public var sms = SMSDispatcher.Settings(sender: nil)
     /// For links admins ask for (`returnOobLink`): the API key they carry (public), and where they point.
     public var links = ActionLinks(
         actionURL: nil, publicURL: nil, apiKey: "", authorizedDomains: ActionLinks.defaultAuthorizedDomains)
@@ -150,6 +153,7 @@ public struct DirectoryConfiguration: Sendable {
         mail.retryMax = try env.duration("SMTP_RETRY_MAX", default: mail.retryMax)
         mail.giveUpAfter = try env.duration("SMTP_GIVE_UP_AFTER", default: mail.giveUpAfter)
         mail.pollInterval = try env.duration("SMTP_POLL_INTERVAL", default: mail.pollInterval)
+        sms = try SMSDispatcher.Settings(environment: env)
         consoleIdleTimeout = try env.duration("TESSERA_CONSOLE_IDLE_TIMEOUT", default: consoleIdleTimeout)
         consoleSessionLifetime = try env.duration("TESSERA_CONSOLE_SESSION_LIFETIME", default: consoleSessionLifetime)
         if let keys = try env.secretText("TESSERA_MFA_KEYS") { mfaKeys = try SecretSealer.parseKeys(keys) }
@@ -206,14 +210,23 @@ public func buildDirectoryApplication(
         configuration: configuration, client: client, accounts: accounts, hashing: hashing, metrics: metrics)
 
     let migrations = MigrationRunner(client: client)
+    let sms = try configuration.sms.makeSender(logger: logger)
+    var services: [any Service] = [
+        client, HashingPoolService(pool: hashing, worker: worker, logger: logger),
+        MailDispatcher(client: client, settings: configuration.mail, logger: logger, metrics: metrics),
+    ]
+    // The SMS senders' HTTP client before the dispatcher: services stop in reverse order, so the
+    // client is shut down after the dispatcher's last send.
+    if let http = sms.http { services.append(HTTPClientService(client: http, logger: logger)) }
+    services += [
+        SMSDispatcher(
+            client: client, settings: configuration.sms, sender: sms.sender, logger: logger, metrics: metrics),
+        HeapTrim.service(every: configuration.heapTrimInterval, logger: logger),
+    ]
     var app = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.hostname, port: configuration.port), serverName: nil),
-        services: [
-            client, HashingPoolService(pool: hashing, worker: worker, logger: logger),
-            MailDispatcher(client: client, settings: configuration.mail, logger: logger, metrics: metrics),
-            HeapTrim.service(every: configuration.heapTrimInterval, logger: logger),
-        ],
+        services: services,
         logger: logger)
     app.beforeServerStarts {
         try await checkSchema(client: client, migrations: migrations, configuration: configuration, logger: logger)

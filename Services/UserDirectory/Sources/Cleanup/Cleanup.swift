@@ -48,6 +48,10 @@ extension PostgresQuery.StringInterpolation {
             olderThan("expires_at", request.codeRetentionSeconds)
         case .mail:
             olderThan("delivered_at", request.mailRetentionSeconds)
+        case .sms:
+            // Delivered or given up (either way without its body), kept as long as mail; the expression
+            // is the one `sms_outbox_done_idx` indexes.
+            olderThan("coalesce(delivered_at, failed_at)", request.mailRetentionSeconds)
         case .counter:
             // Rate-limit windows are an hour long; a day later nobody needs them.
             appendLiteral("window_start < now() - interval '1 day'")
@@ -61,10 +65,11 @@ extension PostgresQuery.StringInterpolation {
 }
 
 /// What housekeeping prunes: sessions (`refresh_families`), codes (`oob_codes`), delivered mail
-/// (`mail_outbox`), rate-limit windows (`rate_counters`), abandoned sign-ins with identity
-/// providers (`auth_flows`) and sign-ins that waited for a second factor in vain (`mfa_pending_sign_ins`).
+/// (`mail_outbox`), delivered or given-up text messages (`sms_outbox`), rate-limit windows
+/// (`rate_counters`), abandoned sign-ins with identity providers (`auth_flows`) and sign-ins that waited
+/// for a second factor in vain (`mfa_pending_sign_ins`).
 enum Prunable {
-    case session, code, mail, counter, authFlow, pendingSignIn
+    case session, code, mail, sms, counter, authFlow, pendingSignIn
 }
 
 /// The directory's side of the anonymous cleanup and housekeeping (docs/protocol/admin.md#anonymous-cleanup):
@@ -182,7 +187,8 @@ struct CleanupStore: Sendable {
     }
 
     /// Prunes, scope by scope and in bounded batches: sessions revoked, absolutely expired or idle
-    /// for longer than the retention; codes used or expired; delivered mail.
+    /// for longer than the retention; codes used or expired; delivered mail; delivered or given-up
+    /// text messages.
     func housekeeping(_ request: HousekeepingRequest, logger: Logger) async throws -> HousekeepingResponse {
         var result = HousekeepingResponse()
         let limit = max(1, min(request.batchSize, 10_000))
@@ -198,6 +204,7 @@ struct CleanupStore: Sendable {
                     WHERE f.tenant_id = t.tenant_id AND \(prunable: .session, by: request))
                 OR EXISTS (SELECT 1 FROM oob_codes c WHERE c.tenant_id = t.tenant_id AND \(prunable: .code, by: request))
                 OR EXISTS (SELECT 1 FROM mail_outbox m WHERE m.tenant_id = t.tenant_id AND \(prunable: .mail, by: request))
+                OR EXISTS (SELECT 1 FROM sms_outbox x WHERE x.tenant_id = t.tenant_id AND \(prunable: .sms, by: request))
                 OR EXISTS (SELECT 1 FROM rate_counters r
                     WHERE r.tenant_id = t.tenant_id AND \(prunable: .counter, by: request))
                 OR EXISTS (SELECT 1 FROM auth_flows a
@@ -229,7 +236,8 @@ struct CleanupStore: Sendable {
     }
 
     /// One bounded batch of one scope's pruning, in one statement: renew the lease (nothing is
-    /// deleted without it), then the sessions, codes, mail and rate-limit windows past their time.
+    /// deleted without it), then the sessions, codes, mail, text messages and rate-limit windows past
+    /// their time.
     func prune(scope: Scope, request: HousekeepingRequest, limit: Int, logger: Logger) async throws
         -> HousekeepingResponse
     {
@@ -254,6 +262,12 @@ struct CleanupStore: Sendable {
                         SELECT id FROM mail_outbox
                         WHERE tenant_id = \(scope: scope) AND \(prunable: .mail, by: request) LIMIT \(limit))
                 RETURNING 1
+            ), texts AS (
+                DELETE FROM sms_outbox WHERE tenant_id = \(scope: scope) AND EXISTS (SELECT 1 FROM lease)
+                    AND id IN (
+                        SELECT id FROM sms_outbox
+                        WHERE tenant_id = \(scope: scope) AND \(prunable: .sms, by: request) LIMIT \(limit))
+                RETURNING 1
             ), counters AS (
                 DELETE FROM rate_counters WHERE EXISTS (SELECT 1 FROM lease)
                     AND (tenant_id, bucket, key, window_start) IN (
@@ -271,10 +285,13 @@ struct CleanupStore: Sendable {
                         WHERE tenant_id = \(scope: scope) AND \(prunable: .pendingSignIn, by: request) LIMIT \(limit))
             )
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM sessions), (SELECT count(*) FROM codes),
-                (SELECT count(*) FROM mails)
+                (SELECT count(*) FROM mails), (SELECT count(*) FROM texts)
             """, logger: logger)
-        for try await (held, sessions, codes, mails) in rows.decode((Int64, Int64, Int64, Int64).self) where held > 0 {
-            return HousekeepingResponse(sessions: Int(sessions), codes: Int(codes), mails: Int(mails))
+        for try await (held, sessions, codes, mails, texts) in rows.decode((Int64, Int64, Int64, Int64, Int64).self)
+        where held > 0 {
+            // Text messages count as outbox messages with mail: the worker's report (and the internal
+            // answer) have no field of their own for them.
+            return HousekeepingResponse(sessions: Int(sessions), codes: Int(codes), mails: Int(mails + texts))
         }
         throw FirebaseError.leaseLost
     }

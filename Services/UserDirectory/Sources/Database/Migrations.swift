@@ -35,6 +35,7 @@ public enum Migrations {
         .linkedAccountsArePermanent,
         .mfaEnrollments,
         .mfaSignIns,
+        .smsOutbox,
     ]
 
     public static var latestVersion: Int { all.last?.version ?? 0 }
