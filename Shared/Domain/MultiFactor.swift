@@ -65,8 +65,10 @@ extension MFAEnrollmentInfo: DirectJSONEncodable, DirectJSONDecodable {
             case "displayName": displayName = try reader.optionalString()
             case "phoneInfo": phoneInfo = try reader.optionalString()
             case "totpInfo":
-                totp = true
-                try reader.skipValue()
+                if try !reader.null() {
+                    totp = true
+                    try reader.skipValue()
+                }
             case "enrolledAt": enrolledAt = try reader.string()
             default: try reader.skipValue()
             }
@@ -75,6 +77,18 @@ extension MFAEnrollmentInfo: DirectJSONEncodable, DirectJSONDecodable {
             mfaEnrollmentId: try requiredJSONMember(id, "mfaEnrollmentId"), displayName: displayName,
             phoneInfo: phoneInfo, totpInfo: totp ? EmptyObject() : nil,
             enrolledAt: try requiredJSONMember(enrolledAt, "enrolledAt"))
+    }
+}
+
+extension MFAEnrollmentInfo {
+    /// A JSON array of factors (the directory's statements build it in SQL).
+    public static func list(json text: String) throws -> [MFAEnrollmentInfo] {
+        try Array(text.utf8).withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(buffer)
+            let list = try reader.array { try MFAEnrollmentInfo(json: &$0) }
+            try reader.expectEnd()
+            return list
+        }
     }
 }
 

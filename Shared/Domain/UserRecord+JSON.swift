@@ -13,6 +13,7 @@ extension ProviderUserInfo: DirectJSONEncodable, DirectJSONDecodable {
             object.member("displayName", displayName)
             object.member("photoUrl", photoUrl)
             object.member("screenName", screenName)
+            object.member("phoneNumber", phoneNumber)
         }
     }
 
@@ -29,6 +30,7 @@ extension ProviderUserInfo: DirectJSONEncodable, DirectJSONDecodable {
             case "displayName": displayName = try reader.optionalString()
             case "photoUrl": photoUrl = try reader.optionalString()
             case "screenName": screenName = try reader.optionalString()
+            case "phoneNumber": phoneNumber = try reader.optionalString()
             default: try reader.skipValue()
             }
         }

@@ -9,8 +9,8 @@ public struct UserRecord: Codable, Sendable, Equatable {
     public var emailVerified: Bool
     public var displayName: String?
     public var photoUrl: String?
-    /// E.164 (`+15555550100`); an attribute admins set (phone sign-in is out of scope,
-    /// docs/protocol/README.md#the-surface).
+    /// E.164 (`+16505550100`): the number the user signs in with by SMS (docs/protocol/phone.md), or one an
+    /// admin set. With it comes the derived `phone` entry of `providerUserInfo`.
     public var phoneNumber: String?
     public var disabled: Bool
     /// A JSON object as text (`{"admin":true}`), nil when the user has no custom claims.
@@ -77,11 +77,14 @@ public struct ProviderUserInfo: Codable, Sendable, Equatable {
     public var displayName: String?
     public var photoUrl: String?
     public var screenName: String?
+    /// The `phone` entry's number (E.164), derived from the user's own `phoneNumber`.
+    public var phoneNumber: String?
 
     public init(
         providerId: String, rawId: String, federatedId: String? = nil, email: String? = nil,
-        displayName: String? = nil, photoUrl: String? = nil, screenName: String? = nil
+        displayName: String? = nil, photoUrl: String? = nil, screenName: String? = nil, phoneNumber: String? = nil
     ) {
+        self.phoneNumber = phoneNumber
         self.screenName = screenName
         self.providerId = providerId
         self.rawId = rawId

@@ -83,6 +83,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case phoneNumberExists = "PHONE_NUMBER_EXISTS"
     case projectDisabled = "PROJECT_DISABLED"
     case projectNotFound = "PROJECT_NOT_FOUND"
+    case quotaExceeded = "QUOTA_EXCEEDED"
     case secondFactorLimitExceeded = "SECOND_FACTOR_LIMIT_EXCEEDED"
     case sessionExpired = "SESSION_EXPIRED"
     case tenantIdMismatch = "TENANT_ID_MISMATCH"

@@ -67,6 +67,10 @@ public enum InternalEndpoints {
         "/internal/v1/mfaEnrollment:withdraw")
     public static let finalizeMFASignIn = InternalEndpoint<FinalizeMFASignInRequest, SessionCreatedResponse>(
         "/internal/v1/mfaSignIn:finalize")
+    public static let sendPhoneCode = InternalEndpoint<SendPhoneCodeRequest, SendPhoneCodeResponse>(
+        "/internal/v1/phone:sendCode")
+    public static let signInWithPhoneNumber = InternalEndpoint<SignInWithPhoneRequest, SignedInResponse>(
+        "/internal/v1/accounts:signInWithPhoneNumber")
     public static let checkScope = InternalEndpoint<CheckScopeRequest, EmptyObject>("/internal/v1/scopes:check")
     public static let createAuthFlow = InternalEndpoint<CreateAuthFlowRequest, EmptyObject>(
         "/internal/v1/authFlows:create")

@@ -17,7 +17,7 @@ struct DirectJSONTests {
             providerUserInfo: [
                 ProviderUserInfo(
                     providerId: "google.com", rawId: "g-1", federatedId: "g-1", email: "a@example.com",
-                    displayName: "A", photoUrl: "https://example.com/a", screenName: "a"),
+                    displayName: "A", photoUrl: "https://example.com/a", screenName: "a", phoneNumber: "+16505550100"),
                 ProviderUserInfo(providerId: "password", rawId: "a@example.com"),
             ])
         user.phoneNumber = "+15555550100"

@@ -141,6 +141,7 @@ func buildRouter(
     LegacyAdminController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
     MultiFactorController(tokens: tokens).addRoutes(to: clients)
+    PhoneController(tokens: tokens).addRoutes(to: clients)
     ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     AuthHandlerController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: router)
     OutOfScope.addRoutes(to: router)
@@ -151,8 +152,6 @@ func buildRouter(
 /// Features out of scope for now (docs/protocol/README.md#the-surface) answer 501 with a clear message rather than 404.
 enum OutOfScope {
     static let clientVerbs = [
-        "v1/accounts:sendVerificationCode": "Phone authentication",
-        "v1/accounts:signInWithPhoneNumber": "Phone authentication",
         "v2/accounts/passkeyEnrollment:start": "Passkeys",
         "v2/accounts/passkeyEnrollment:finalize": "Passkeys",
         "v2/accounts/passkeySignIn:start": "Passkeys",

@@ -109,15 +109,16 @@ struct InProcessClientErrorTests {
             let admin = service.directory.admin
             let p = InProcess.projectID
             let calls = [
-                try await client.post("/v1/accounts:sendVerificationCode", #"{"phoneNumber":"+15555550100"}"#),
-                try await client.post("/v1/accounts:signInWithPhoneNumber"),
+                try await client.post("/v2/accounts/mfaEnrollment:start", #"{"phoneEnrollmentInfo":{}}"#),
+                try await client.post(
+                    "/v2/accounts/mfaSignIn:finalize", #"{"mfaPendingCredential":"p","phoneVerificationInfo":{}}"#),
                 try await client.post("/v2/accounts/mfaSignIn:start"),
                 try await client.post("/v2/accounts/passkeySignIn:start"),
                 try await client.get("/v1/recaptchaParams"),
-                try await client.post("/identitytoolkit.googleapis.com/v1/accounts:sendVerificationCode"),
+                try await client.post("/identitytoolkit.googleapis.com/v2/accounts/mfaSignIn:start"),
                 try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/signOutUser"),
                 try await client.get("/www.googleapis.com/identitytoolkit/v3/relyingparty/getRecaptchaParam"),
-                try await client.post("/identitytoolkit/v3/relyingparty/sendVerificationCode"),
+                try await client.post("/identitytoolkit/v3/relyingparty/verifyClient"),
                 try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/signInWithGameCenter"),
                 try await admin.post("/v2/projects/\(p)/inboundSamlConfigs?inboundSamlConfigId=saml.x"),
                 try await admin.get("/v2/projects/\(p)/inboundSamlConfigs"),

@@ -90,7 +90,7 @@ struct InProcessLegacyV3Tests {
     func outOfScopeAndUnknownRPCs() async throws {
         try await InProcess.withTokenService { service in
             let outOfScope = [
-                "signOutUser", "verifyPhoneNumber", "verifyClient", "signInWithGameCenter", "setProjectConfig",
+                "signOutUser", "verifyClient", "signInWithGameCenter", "setProjectConfig",
             ]
             for rpc in outOfScope {
                 for method in [HTTPRequest.Method.post, .get] {

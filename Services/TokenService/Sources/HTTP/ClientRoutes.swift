@@ -25,6 +25,8 @@ enum LegacyV3 {
         "resetPassword": "v1/accounts:resetPassword",
         "createAuthUri": "v1/accounts:createAuthUri",
         "emailLinkSignin": "v1/accounts:signInWithEmailLink",
+        "sendVerificationCode": "v1/accounts:sendVerificationCode",
+        "verifyPhoneNumber": "v1/accounts:signInWithPhoneNumber",
         "getProjectConfig": "v1/projects",
         // The session-cookie keys as a kid → certificate map (docs/protocol/tokens.md#public-keys).
         "publicKeys": "v3:publicKeys",
@@ -35,7 +37,7 @@ enum LegacyV3 {
 
     /// rpcs of features out of scope (docs/protocol/README.md#the-surface): 501 with their name, whatever the method.
     static let outOfScope = [
-        "signOutUser", "sendVerificationCode", "verifyPhoneNumber", "verifyClient", "signInWithGameCenter",
+        "signOutUser", "verifyClient", "signInWithGameCenter",
         "getRecaptchaParam", "setProjectConfig",
     ]
 

@@ -59,7 +59,8 @@ public struct IDTokenIssuer: Sendable {
             claims["phone_number"] = .string(phone)
             identities["phone"] = .array([.string(phone)])
         }
-        for provider in user.providerUserInfo where provider.providerId != "password" {
+        for provider in user.providerUserInfo where provider.providerId != "password" && provider.providerId != "phone"
+        {
             var ids: [JSONValue] = []
             if case .array(let existing)? = identities[provider.providerId] { ids = existing }
             ids.append(.string(provider.rawId))

@@ -214,6 +214,12 @@ struct UserRows {
                         providerId: "password", rawId: email, federatedId: email, email: email,
                         displayName: user.displayName, photoUrl: user.photoUrl))
             }
+            // So is the phone entry: present iff the user has a number (docs/protocol/phone.md#the-user-record).
+            // Its federatedId is the number too, which the Apple SDK reads as the entry's uid.
+            if let phone = user.phoneNumber {
+                user.providerUserInfo.append(
+                    ProviderUserInfo(providerId: "phone", rawId: phone, federatedId: phone, phoneNumber: phone))
+            }
             byId[localId] = user
         }
         if let link = row.link { byId[localId]?.providerUserInfo.append(link) }
@@ -296,18 +302,48 @@ struct UserOfEnabledScope: ScopedStatement {
         WHERE t.tenant_id = $1
         ORDER BY l.provider_id
         """
-    /// The scope's `disable_auth`, the user's `credential_seq` (nil: no such user) and the user.
+    /// The scope's `disable_auth`, the user's `credential_seq` (nil: no such user) and the user; with
+    /// `UserOfEnabledScopeWithFactors`, its `mfaInfo` as JSON too.
     struct Row: NamedRow {
         var disableAuth: Bool
         var credentialSeq: Int64?
         var user: AccountRows.UserRow
+        var mfaInfo: String?
 
         init(_ row: PostgresRandomAccessRow) throws {
             disableAuth = try row.value("disable_auth")
             credentialSeq = try row.value("credential_seq")
             user = try AccountRows.UserRow(row)
+            mfaInfo = row.contains("mfa_info") ? try row.value("mfa_info") : nil
         }
     }
+    var scope: Scope
+    var localId: String
+    var argument: String { localId }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try Row(row.makeRandomAccess()) }
+}
+
+/// The same, with the user's second factors as `mfaInfo` JSON (the end user's own lookup,
+/// docs/protocol/mfa.md#the-factors): one statement still, the factors an index probe beside it.
+struct UserOfEnabledScopeWithFactors: ScopedStatement {
+    static let name = "tessera_user_of_enabled_scope_with_factors"
+    static let sql = """
+        SELECT t.disable_auth, u.credential_seq, \(UsersByID.columns),
+            (SELECT json_agg(json_strip_nulls(json_build_object(
+                    'mfaEnrollmentId', e.enrollment_id, 'displayName', e.display_name, 'phoneInfo', e.phone_number,
+                    'totpInfo', CASE WHEN e.factor = 'totp' THEN '{}'::json END,
+                    'enrolledAt', to_char(e.enrolled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+                    ORDER BY e.enrolled_at, e.enrollment_id)::text
+                FROM mfa_enrollments e WHERE e.tenant_id = u.tenant_id AND e.local_id = u.local_id) AS mfa_info
+        FROM tenants t
+        LEFT JOIN LATERAL (
+            SELECT * FROM users WHERE tenant_id = $1 AND local_id = $2 OFFSET 0) AS u ON true
+        \(UsersByID.linksJoin)
+        WHERE t.tenant_id = $1
+        ORDER BY l.provider_id
+        """
+    typealias Row = UserOfEnabledScope.Row
     var scope: Scope
     var localId: String
     var argument: String { localId }

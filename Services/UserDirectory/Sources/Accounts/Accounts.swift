@@ -15,6 +15,7 @@ public struct Accounts: Sendable {
     let emailLinks: EmailLinkAccounts
     let customTokens: CustomTokenAccounts
     let multiFactor: MultiFactorAccounts
+    let phone: PhoneAccounts
     public let admin: AdminUsers
 
     public init(
@@ -36,6 +37,11 @@ public struct Accounts: Sendable {
         emailLinks = EmailLinkAccounts(client: client, oobCodeTTL: oobCodeTTL)
         customTokens = CustomTokenAccounts(client: client)
         multiFactor = MultiFactorAccounts(client: client, sealer: SecretSealer(keys: mfaKeys))
+        phone = PhoneAccounts(
+            client: client,
+            budgetRefusals: metrics?.counter(
+                "sms_budget_refusals",
+                help: "SMS codes refused because a scope spent its daily SMS budget (rateLimits.smsPerScopePerDay)."))
         admin = AdminUsers(client: client, hasher: hasher, hashKey: hashKey)
     }
 }

@@ -74,6 +74,19 @@ struct InternalController {
             try await accounts.oob.applyOobCode(body, logger: context.logger)
         }
         addMultiFactorRoutes(to: group)
+        group.on(InternalEndpoints.sendPhoneCode) { body, context in
+            try await accounts.phone.sendCode(body, logger: context.logger)
+        }
+        group.on(InternalEndpoints.signInWithPhoneNumber) { body, context in
+            let answer = try await accounts.phone.signIn(body, logger: context.logger)
+            context.logger.info(
+                "phone sign-in",
+                metadata: [
+                    "tenant.id": .string(body.scope.key), "user.id": .string(answer.user.localId),
+                    "user.new": .stringConvertible(answer.isNewUser), "link": .stringConvertible(body.linkTo != nil),
+                ])
+            return answer
+        }
     }
 
     /// Second factors (docs/protocol/mfa.md).
@@ -162,16 +175,12 @@ struct InternalController {
 
     @Sendable func getAccount(_ body: AccountRequest, context: DirectoryInternalContext) async throws -> AccountResponse
     {
-        var (user, credentialSeq) = try await accounts.sessions.userAndCredentialSeq(
-            scope: body.scope, localId: body.localId, logger: context.logger)
+        let (user, credentialSeq) = try await accounts.sessions.userAndCredentialSeq(
+            scope: body.scope, localId: body.localId, withFactors: body.withFactors == true, logger: context.logger)
         // Only a token of the second `validSince` names needs its session looked at (older ones are
         // refused and later ones stand by the second alone), and only when something ever revoked
         // the user's sessions: a user as signed up has `credential_seq` 0 and nothing to look at.
 
-        if body.withFactors == true {
-            user.mfaInfo = try await accounts.multiFactor.factors(
-                scope: body.scope, localId: body.localId, logger: context.logger)
-        }
         guard let session = body.session, body.issuedAt == user.validSince, credentialSeq > 0 else {
             return AccountResponse(user: user)
         }

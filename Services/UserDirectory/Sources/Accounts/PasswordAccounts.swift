@@ -442,7 +442,15 @@ extension PasswordAccounts {
                         WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId)
                         """, logger: logger)
                 }
-                let federated = Array(deleteProviders.subtracting(["password"]))
+                // Unlinking `phone` (the SDKs' unlink(user, "phone")) removes the number.
+                if deleteProviders.contains("phone") {
+                    try await connection.query(
+                        """
+                        UPDATE users SET phone_number = NULL
+                        WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId)
+                        """, logger: logger)
+                }
+                let federated = Array(deleteProviders.subtracting(["password", "phone"]))
                 if !federated.isEmpty {
                     try await connection.query(
                         """
@@ -450,13 +458,15 @@ extension PasswordAccounts {
                         WHERE tenant_id = \(scope: scope) AND local_id = \(request.localId) AND provider_id = ANY(\(federated))
                         """, logger: logger)
                 }
-                // Anonymous = no password and no linked provider; an upgraded account is never due
+                // Anonymous = no password, phone number or linked provider; an upgraded account is never due
                 // for anonymous cleanup.
                 try await connection.query(
                     """
-                    UPDATE users u SET is_anonymous = u.password_hash IS NULL AND NOT u.custom_auth AND NOT EXISTS (
+                    UPDATE users u SET is_anonymous = u.password_hash IS NULL AND u.phone_number IS NULL
+                            AND NOT u.custom_auth AND NOT EXISTS (
                             SELECT 1 FROM provider_links l WHERE l.tenant_id = u.tenant_id AND l.local_id = u.local_id),
-                        anonymous_due_at = CASE WHEN u.password_hash IS NULL AND NOT u.custom_auth AND NOT EXISTS (
+                        anonymous_due_at = CASE WHEN u.password_hash IS NULL AND u.phone_number IS NULL
+                            AND NOT u.custom_auth AND NOT EXISTS (
                             SELECT 1 FROM provider_links l WHERE l.tenant_id = u.tenant_id AND l.local_id = u.local_id)
                             THEN u.anonymous_due_at END
                     WHERE u.tenant_id = \(scope: scope) AND u.local_id = \(request.localId)

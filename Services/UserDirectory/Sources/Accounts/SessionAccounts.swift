@@ -61,22 +61,30 @@ struct SessionAccounts: Sendable {
     /// The user, and its `credential_seq`: 0 while nothing ever revoked its sessions (migration 14's
     /// trigger and `AccountRows.revokeSessions` move it), so no ID token of it needs its session
     /// looked at (docs/design-notes.md, "Revocation is exact").
-    public func userAndCredentialSeq(scope: Scope, localId: String, logger: Logger) async throws -> (
-        user: UserRecord, credentialSeq: Int64
-    ) {
+    /// With `withFactors`, the user's `mfaInfo` is read in the same statement.
+    public func userAndCredentialSeq(scope: Scope, localId: String, withFactors: Bool = false, logger: Logger)
+        async throws -> (user: UserRecord, credentialSeq: Int64)
+    {
         var scopeDisabled: Bool?
         var credentialSeq: Int64 = 0
+        var factors: String?
         var users = UserRows()
-        for try await row in try await client.execute(
-            UserOfEnabledScope(scope: scope, localId: localId), logger: logger)
-        {
+        let rows =
+            withFactors
+            ? try await client.execute(UserOfEnabledScopeWithFactors(scope: scope, localId: localId), logger: logger)
+            : try await client.execute(UserOfEnabledScope(scope: scope, localId: localId), logger: logger)
+        for try await row in rows {
             scopeDisabled = row.disableAuth
             credentialSeq = row.credentialSeq ?? 0
+            factors = factors ?? row.mfaInfo
             users.add(row.user)
         }
         guard let scopeDisabled else { throw FirebaseError.invalid(.tenantNotFound) }
         if scopeDisabled { throw FirebaseError.invalid(.projectDisabled) }
-        guard let user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
+        guard var user = users.byId[localId] else { throw FirebaseError.invalid(.userNotFound) }
+        if let factors {
+            user.mfaInfo = try MFAEnrollmentInfo.list(json: factors)
+        }
         return (user, credentialSeq)
     }
 

@@ -36,6 +36,7 @@ public enum Migrations {
         .mfaEnrollments,
         .mfaSignIns,
         .smsOutbox,
+        .phoneSignIn,
     ]
 
     public static var latestVersion: Int { all.last?.version ?? 0 }

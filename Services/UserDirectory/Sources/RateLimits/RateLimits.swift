@@ -18,6 +18,13 @@ public struct RateLimitSettings: Codable, Sendable, Equatable {
     /// Sign-ins started with an identity provider (`createAuthUri`, the hosted handler) per client IP:
     /// each keeps a row until it is used or expires.
     public var idpSignInsPerIpPerHour: Int
+    /// SMS codes (docs/protocol/phone.md#abuse-controls): to one number, asked for by one address, to one
+    /// region, and the scope's daily budget (SMS pumping: someone making the service text numbers whose
+    /// operator pays them per message).
+    public var smsPerNumberPerHour: Int = 5
+    public var smsPerIpPerHour: Int = 20
+    public var smsPerRegionPerHour: Int = 500
+    public var smsPerScopePerDay: Int = 1000
 
     public static let defaults = RateLimitSettings(
         signUpsPerIpPerHour: 100, passwordSignInsPerAccountPerHour: 30, passwordSignInsPerIpPerHour: 300,
@@ -51,6 +58,13 @@ public struct RateLimitSettings: Codable, Sendable, Equatable {
             ?? defaults.oobEmailsPerAccountPerHour
         idpSignInsPerIpPerHour =
             try container.decodeIfPresent(Int.self, forKey: .idpSignInsPerIpPerHour) ?? defaults.idpSignInsPerIpPerHour
+        smsPerNumberPerHour =
+            try container.decodeIfPresent(Int.self, forKey: .smsPerNumberPerHour) ?? defaults.smsPerNumberPerHour
+        smsPerIpPerHour = try container.decodeIfPresent(Int.self, forKey: .smsPerIpPerHour) ?? defaults.smsPerIpPerHour
+        smsPerRegionPerHour =
+            try container.decodeIfPresent(Int.self, forKey: .smsPerRegionPerHour) ?? defaults.smsPerRegionPerHour
+        smsPerScopePerDay =
+            try container.decodeIfPresent(Int.self, forKey: .smsPerScopePerDay) ?? defaults.smsPerScopePerDay
     }
 
     /// The stored JSON (nil or unreadable: the defaults).
@@ -84,22 +98,26 @@ enum RateLimiter {
     /// stored hashed (they are addresses and emails). Inside a transaction that later fails, the
     /// count is rolled back with it.
     static func hit(
-        _ connection: PostgresConnection, scope: Scope, bucket: String, key: String?, limit: Int, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, bucket: String, key: String?, limit: Int,
+        window: Int64 = window, refusal: ((Int) -> FirebaseError)? = nil, logger: Logger
     ) async throws {
         guard applies(limit: limit, key: key), let key else { return }
-        let (count, remaining) = try await increment(connection, scope: scope, bucket: bucket, key: key, logger: logger)
+        let (count, remaining) = try await increment(
+            connection, scope: scope, bucket: bucket, key: key, window: window, logger: logger)
         if count > limit {
             logger.notice(
                 "rate limit reached",
                 metadata: ["tenant.id": .string(scope.key), "rate.bucket": .string(bucket), "rate.limit": "\(limit)"])
-            throw FirebaseError.tooManyAttempts(retryAfterSeconds: Int(max(1, remaining)))
+            let retryAfter = Int(max(1, remaining))
+            throw refusal?(retryAfter) ?? FirebaseError.tooManyAttempts(retryAfterSeconds: retryAfter)
         }
     }
 
     /// Counts one event of (`scope`, `bucket`, `key`) in the current window; returns the window's count
     /// and the seconds left in it.
     static func increment(
-        _ connection: PostgresConnection, scope: Scope, bucket: String, key: String, logger: Logger
+        _ connection: PostgresConnection, scope: Scope, bucket: String, key: String, window: Int64 = window,
+        logger: Logger
     ) async throws -> (count: Int, remaining: Int64) {
         let rows = try await connection.query(
             """

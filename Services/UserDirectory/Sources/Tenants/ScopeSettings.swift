@@ -15,6 +15,8 @@ public struct ScopeSettings: Sendable, Equatable {
     public var rateLimits: RateLimitSettings = .defaults
     /// The Tenant's `mfaConfig`, the project Config's `mfa` for the default scope.
     public var mfaConfig: MFAConfig = .defaults
+    /// Phone sign-in, test numbers and SMS regions (docs/protocol/phone.md#turning-it-on).
+    public var phoneConfig: PhoneConfig = .defaults
 
     public init(
         scope: Scope, displayName: String = "", allowPasswordSignup: Bool = false,

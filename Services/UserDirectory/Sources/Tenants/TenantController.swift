@@ -33,6 +33,8 @@ struct TenantController<Tenants: TenantStore> {
         let displayName = input.displayName ?? "tenant"
         try Self.validateDisplayName(displayName)
         try MFAConfigWire.check(input.mfaConfig, field: "mfaConfig")
+        try PhoneConfig.check(
+            testPhoneNumbers: input.testPhoneNumbers, smsRegionConfig: input.smsRegionConfig, field: "testPhoneNumbers")
         var settings = ScopeSettings(
             scope: Scope(minted: Self.newTenantID(displayName: displayName)), displayName: displayName)
         for apply in TenantWire.fields.values { apply(&settings, input) }
@@ -74,6 +76,8 @@ struct TenantController<Tenants: TenantStore> {
         let input = try await request.decodeJSON(TenantWire.self, context: context)
         if let displayName = input.displayName { try Self.validateDisplayName(displayName) }
         try MFAConfigWire.check(input.mfaConfig, field: "mfaConfig")
+        try PhoneConfig.check(
+            testPhoneNumbers: input.testPhoneNumbers, smsRegionConfig: input.smsRegionConfig, field: "testPhoneNumbers")
         let paths = try Self.maskPaths(request, known: TenantWire.fields.keys)
         // The body's errors come first; a tenant that does not exist is found by the locked read.
         let scope = context.pathScope.named
@@ -112,6 +116,9 @@ struct TenantController<Tenants: TenantStore> {
     {
         let input = try await request.decodeJSON(ProjectConfigWire.self, context: context)
         try MFAConfigWire.check(input.mfa, field: "mfa")
+        try PhoneConfig.check(
+            testPhoneNumbers: input.signIn?.phoneNumber?.testPhoneNumbers, smsRegionConfig: input.smsRegionConfig,
+            field: "signIn.phoneNumber.testPhoneNumbers")
         let paths = try Self.maskPaths(request, known: ProjectConfigWire.fields.keys)
         let (scope, project) = try await store.updateProjectConfig(logger: context.logger) { scope, project in
             for path in paths { ProjectConfigWire.fields[path]?(&scope, &project, input) }

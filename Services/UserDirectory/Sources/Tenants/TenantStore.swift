@@ -31,11 +31,11 @@ public struct PostgresTenantStore: TenantStore {
         self.anonymousRetention = anonymousRetention
     }
 
-    typealias Row = (Scope, String, Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, String?)
+    typealias Row = (Scope, String, Bool, Bool, Bool, Bool, Bool, Bool, Bool, String?, String?, String?)
     static let columns = """
         tenant_id, display_name, allow_password_signup, enable_email_link_signin, enable_anonymous_user,
         disable_auth, disabled_user_signup, disabled_user_deletion, autodelete_anonymous_users, rate_limits,
-        mfa_config
+        mfa_config, phone_config
         """
 
     static func settings(_ row: Row) -> ScopeSettings {
@@ -45,6 +45,7 @@ public struct PostgresTenantStore: TenantStore {
             autodeleteAnonymousUsers: row.8)
         settings.rateLimits = RateLimitSettings.decode(row.9)
         settings.mfaConfig = MFAConfig.decode(row.10)
+        settings.phoneConfig = PhoneConfig.decode(row.11)
         return settings
     }
 
@@ -54,11 +55,11 @@ public struct PostgresTenantStore: TenantStore {
             """
             INSERT INTO tenants (tenant_id, display_name, allow_password_signup, enable_email_link_signin,
                 enable_anonymous_user, disable_auth, disabled_user_signup, disabled_user_deletion,
-                autodelete_anonymous_users, autodelete_enabled_at, rate_limits, mfa_config)
+                autodelete_anonymous_users, autodelete_enabled_at, rate_limits, mfa_config, phone_config)
             VALUES (\(scope: s.scope), \(s.displayName), \(s.allowPasswordSignup), \(s.enableEmailLinkSignin),
                 \(s.enableAnonymousUser), \(s.disableAuth), \(s.disabledUserSignup), \(s.disabledUserDeletion),
                 \(s.autodeleteAnonymousUsers), CASE WHEN \(s.autodeleteAnonymousUsers) THEN now() END,
-                \(s.rateLimits.encoded), \(s.mfaConfig.encoded))
+                \(s.rateLimits.encoded), \(s.mfaConfig.encoded), \(s.phoneConfig.encoded))
             """, logger: logger)
         return settings
     }
@@ -117,7 +118,8 @@ public struct PostgresTenantStore: TenantStore {
                 disabled_user_deletion = \(s.disabledUserDeletion),
                 autodelete_anonymous_users = \(s.autodeleteAnonymousUsers),
                 autodelete_enabled_at = CASE WHEN \(enabling) THEN now() ELSE autodelete_enabled_at END,
-                rate_limits = \(s.rateLimits.encoded), mfa_config = \(s.mfaConfig.encoded), updated_at = now()
+                rate_limits = \(s.rateLimits.encoded), mfa_config = \(s.mfaConfig.encoded),
+                phone_config = \(s.phoneConfig.encoded), updated_at = now()
             WHERE tenant_id = \(scope: s.scope)
             """, logger: logger)
         if enabling {

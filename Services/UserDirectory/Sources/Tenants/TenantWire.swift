@@ -17,6 +17,10 @@ struct RateLimitsWire: Codable, Sendable {
     var passwordSignInsPerIpPerHour: Int?
     var oobEmailsPerAccountPerHour: Int?
     var idpSignInsPerIpPerHour: Int?
+    var smsPerNumberPerHour: Int?
+    var smsPerIpPerHour: Int?
+    var smsPerRegionPerHour: Int?
+    var smsPerScopePerDay: Int?
 
     init(_ s: RateLimitSettings) {
         signUpsPerIpPerHour = s.signUpsPerIpPerHour
@@ -24,6 +28,10 @@ struct RateLimitsWire: Codable, Sendable {
         passwordSignInsPerIpPerHour = s.passwordSignInsPerIpPerHour
         oobEmailsPerAccountPerHour = s.oobEmailsPerAccountPerHour
         idpSignInsPerIpPerHour = s.idpSignInsPerIpPerHour
+        smsPerNumberPerHour = s.smsPerNumberPerHour
+        smsPerIpPerHour = s.smsPerIpPerHour
+        smsPerRegionPerHour = s.smsPerRegionPerHour
+        smsPerScopePerDay = s.smsPerScopePerDay
     }
 
     typealias Apply = @Sendable (inout RateLimitSettings, RateLimitsWire?) -> Void
@@ -48,6 +56,18 @@ struct RateLimitsWire: Codable, Sendable {
         "idpSignInsPerIpPerHour": { s, w in
             s.idpSignInsPerIpPerHour = w?.idpSignInsPerIpPerHour ?? RateLimitSettings.defaults.idpSignInsPerIpPerHour
         },
+        "smsPerNumberPerHour": { s, w in
+            s.smsPerNumberPerHour = w?.smsPerNumberPerHour ?? RateLimitSettings.defaults.smsPerNumberPerHour
+        },
+        "smsPerIpPerHour": { s, w in
+            s.smsPerIpPerHour = w?.smsPerIpPerHour ?? RateLimitSettings.defaults.smsPerIpPerHour
+        },
+        "smsPerRegionPerHour": { s, w in
+            s.smsPerRegionPerHour = w?.smsPerRegionPerHour ?? RateLimitSettings.defaults.smsPerRegionPerHour
+        },
+        "smsPerScopePerDay": { s, w in
+            s.smsPerScopePerDay = w?.smsPerScopePerDay ?? RateLimitSettings.defaults.smsPerScopePerDay
+        },
     ]
 }
 
@@ -64,6 +84,12 @@ struct TenantWire: Codable, Sendable {
     var autodeleteAnonymousUsers: Bool?
     var client: ClientWire?
     var mfaConfig: MFAConfigWire?
+    /// Identity Platform's: fictional numbers with fixed codes, and the regions SMS may go to
+    /// (docs/protocol/phone.md#turning-it-on).
+    var testPhoneNumbers: [String: String]?
+    var smsRegionConfig: PhoneConfig.SMSRegionConfig?
+    /// Tessera's: phone sign-in on (the project Config's `signIn.phoneNumber.enabled`).
+    var enablePhoneSignIn: Bool?
     var rateLimits: RateLimitsWire?
     /// Read-only, for project admins: what this tenant's exported hashes need
     /// (docs/protocol/accounts.md#firebase-scrypt).
@@ -84,6 +110,9 @@ struct TenantWire: Codable, Sendable {
                 disabledUserSignup: settings.disabledUserSignup, disabledUserDeletion: settings.disabledUserDeletion))
         mfaConfig = MFAConfigWire(settings.mfaConfig)
         rateLimits = RateLimitsWire(settings.rateLimits)
+        enablePhoneSignIn = settings.phoneConfig.enabled
+        testPhoneNumbers = settings.phoneConfig.testPhoneNumbers.isEmpty ? nil : settings.phoneConfig.testPhoneNumbers
+        smsRegionConfig = settings.phoneConfig.smsRegionConfig
     }
 
     /// The update-mask paths a Tenant understands, and how each is copied from the input. A path
@@ -113,6 +142,9 @@ struct TenantWire: Codable, Sendable {
         "client.permissions.disabledUserDeletion": { s, w in
             s.disabledUserDeletion = w.client?.permissions?.disabledUserDeletion ?? false
         },
+        "enablePhoneSignIn": { s, w in s.phoneConfig.enabled = w.enablePhoneSignIn ?? false },
+        "testPhoneNumbers": { s, w in s.phoneConfig.testPhoneNumbers = w.testPhoneNumbers ?? [:] },
+        "smsRegionConfig": { s, w in s.phoneConfig.smsRegionConfig = w.smsRegionConfig },
     ]
 }
 
@@ -133,8 +165,13 @@ struct ProjectConfigWire: Codable, Sendable {
         var rounds: Int
         var memoryCost: Int
     }
+    struct PhoneNumberWire: Codable, Sendable {
+        var enabled: Bool?
+        var testPhoneNumbers: [String: String]?
+    }
     struct SignInWire: Codable, Sendable {
         var email: EmailWire?
+        var phoneNumber: PhoneNumberWire?
         var anonymous: AnonymousWire?
         var allowDuplicateEmails: Bool?
         /// Read-only: the parameters exported hashes need (docs/protocol/accounts.md#firebase-scrypt).
@@ -159,6 +196,9 @@ struct ProjectConfigWire: Codable, Sendable {
     var rateLimits: RateLimitsWire?
     /// Identity Platform's `mfa`: the default scope's multi-factor settings, as a tenant's `mfaConfig`.
     var mfa: MFAConfigWire?
+    var smsRegionConfig: PhoneConfig.SMSRegionConfig?
+    /// Tessera's alias of `signIn.phoneNumber.enabled`, the tenants' name.
+    var enablePhoneSignIn: Bool?
     /// Firebase's: the hosts (and their subdomains) a `continueUrl`, the hosted handler's
     /// `redirectUrl` and an identity-provider sign-in's `continueUri` may point to (docs/oauth-flows.md §2).
     /// Until set, the deployment's `TESSERA_AUTHORIZED_DOMAINS`.
@@ -174,6 +214,9 @@ struct ProjectConfigWire: Codable, Sendable {
         name = "projects/\(projectID)/config"
         signIn = SignInWire(
             email: EmailWire(enabled: scope.allowPasswordSignup, passwordRequired: !scope.enableEmailLinkSignin),
+            phoneNumber: PhoneNumberWire(
+                enabled: scope.phoneConfig.enabled,
+                testPhoneNumbers: scope.phoneConfig.testPhoneNumbers.isEmpty ? nil : scope.phoneConfig.testPhoneNumbers),
             anonymous: AnonymousWire(enabled: scope.enableAnonymousUser),
             allowDuplicateEmails: project.allowDuplicateEmails, hashConfig: hashConfig)
         client = ClientWire(
@@ -185,6 +228,8 @@ struct ProjectConfigWire: Codable, Sendable {
         allowPasswordSignup = scope.allowPasswordSignup
         enableEmailLinkSignin = scope.enableEmailLinkSignin
         disableAuth = scope.disableAuth
+        smsRegionConfig = scope.phoneConfig.smsRegionConfig
+        enablePhoneSignIn = scope.phoneConfig.enabled
     }
 
     typealias Apply = @Sendable (inout ScopeSettings, inout ProjectSettings, ProjectConfigWire) -> Void
@@ -232,6 +277,16 @@ struct ProjectConfigWire: Codable, Sendable {
         },
         "autodeleteAnonymousUsers": { s, _, w in s.autodeleteAnonymousUsers = w.autodeleteAnonymousUsers ?? false },
         "disableAuth": { s, _, w in s.disableAuth = w.disableAuth ?? false },
+        "signIn.phoneNumber.enabled": { s, _, w in
+            s.phoneConfig.enabled = w.signIn?.phoneNumber?.enabled ?? w.enablePhoneSignIn ?? false
+        },
+        "enablePhoneSignIn": { s, _, w in
+            s.phoneConfig.enabled = w.enablePhoneSignIn ?? w.signIn?.phoneNumber?.enabled ?? false
+        },
+        "signIn.phoneNumber.testPhoneNumbers": { s, _, w in
+            s.phoneConfig.testPhoneNumbers = w.signIn?.phoneNumber?.testPhoneNumbers ?? [:]
+        },
+        "smsRegionConfig": { s, _, w in s.phoneConfig.smsRegionConfig = w.smsRegionConfig },
         // Absent from a body whose mask names it: back to the deployment's default.
         "authorizedDomains": { _, p, w in p.authorizedDomains = w.authorizedDomains },
     ]
