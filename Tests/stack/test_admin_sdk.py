@@ -58,7 +58,9 @@ def test_create_get_update_and_delete_users(app):
                                email_verified=False, phone_number=number, app=app)
     assert created.uid == uid and created.email == email and created.display_name == "Ada"
     assert created.phone_number == number and not created.disabled
-    assert [p.provider_id for p in created.provider_data] == ["password"]
+    # A number brings its `phone` entry, as in Firebase (docs/protocol/phone.md#the-user-record).
+    assert [p.provider_id for p in created.provider_data] == ["password", "phone"]
+    assert [p.phone_number for p in created.provider_data if p.provider_id == "phone"] == [number]
     assert created.user_metadata.creation_timestamp > 0
 
     assert auth.get_user_by_email(email.upper(), app=app).uid == uid

@@ -72,7 +72,8 @@ def test_limits_are_tenant_settings_with_defaults(admin, make_tenant):
     tenant = make_tenant()
     assert tenant["rateLimits"] == {"signUpsPerIpPerHour": 100, "passwordSignInsPerAccountPerHour": 30,
                                     "passwordSignInsPerIpPerHour": 300, "oobEmailsPerAccountPerHour": 10,
-                                    "idpSignInsPerIpPerHour": 300}, tenant
+                                    "idpSignInsPerIpPerHour": 300, "smsPerNumberPerHour": 5, "smsPerIpPerHour": 20,
+                                    "smsPerRegionPerHour": 500, "smsPerScopePerDay": 1000}, tenant
     resp = admin.patch_tenant(tenant["tenantId"], {"rateLimits": {"signUpsPerIpPerHour": 0}},
                               update_mask="rateLimits.signUpsPerIpPerHour")
     changed = expect_ok(resp)["rateLimits"]

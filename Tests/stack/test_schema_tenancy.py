@@ -60,6 +60,8 @@ PRIMARY_KEYS_TO_FIX: dict[str, str] = {
                  "code_hash) needs the statements that use it up by hash alone to bind the tenant too",
     "mail_outbox": "PRIMARY KEY (id), a bigserial: (tenant_id, id) needs the sender (MailDispatcher) to take the "
                    "tenant from its claim and bind it in its updates by id; the claim reads all tenants either way",
+    "sms_outbox": "PRIMARY KEY (id), a bigserial, as mail_outbox's and for its reason: the sender (SMSDispatcher) "
+                  "claims across tenants and updates by id",
     "audit_log": "PRIMARY KEY (id), a bigserial: (tenant_id, id) is a key change only (audit_log_tenant_idx "
                  "already has those columns)",
 }

@@ -55,9 +55,9 @@ extension PostgresQuery.StringInterpolation {
         case .counter:
             // Rate-limit windows are an hour long; a day later nobody needs them.
             appendLiteral("window_start < now() - interval '1 day'")
-        case .authFlow, .pendingSignIn:
-            // A sign-in with an identity provider, or one waiting for a second factor, nobody
-            // finished: useless once expired.
+        case .authFlow, .pendingSignIn, .phoneCode:
+            // A sign-in with an identity provider, one waiting for a second factor, or a texted code
+            // nobody finished: useless once expired.
             appendLiteral("expires_at < now()")
         }
         appendLiteral(")")
@@ -67,9 +67,9 @@ extension PostgresQuery.StringInterpolation {
 /// What housekeeping prunes: sessions (`refresh_families`), codes (`oob_codes`), delivered mail
 /// (`mail_outbox`), delivered or given-up text messages (`sms_outbox`), rate-limit windows
 /// (`rate_counters`), abandoned sign-ins with identity providers (`auth_flows`) and sign-ins that waited
-/// for a second factor in vain (`mfa_pending_sign_ins`).
+/// for a second factor in vain (`mfa_pending_sign_ins`), and texted codes nobody used (`phone_codes`).
 enum Prunable {
-    case session, code, mail, sms, counter, authFlow, pendingSignIn
+    case session, code, mail, sms, counter, authFlow, pendingSignIn, phoneCode
 }
 
 /// The directory's side of the anonymous cleanup and housekeeping (docs/protocol/admin.md#anonymous-cleanup):
@@ -210,7 +210,9 @@ struct CleanupStore: Sendable {
                 OR EXISTS (SELECT 1 FROM auth_flows a
                     WHERE a.tenant_id = t.tenant_id AND \(prunable: .authFlow, by: request))
                 OR EXISTS (SELECT 1 FROM mfa_pending_sign_ins s
-                    WHERE s.tenant_id = t.tenant_id AND \(prunable: .pendingSignIn, by: request)))
+                    WHERE s.tenant_id = t.tenant_id AND \(prunable: .pendingSignIn, by: request))
+                OR EXISTS (SELECT 1 FROM phone_codes pc
+                    WHERE pc.tenant_id = t.tenant_id AND \(prunable: .phoneCode, by: request)))
             ORDER BY t.tenant_id
             """, logger: logger)
         var tenants: [Scope] = []
@@ -283,6 +285,11 @@ struct CleanupStore: Sendable {
                     AND credential_hash IN (
                         SELECT credential_hash FROM mfa_pending_sign_ins
                         WHERE tenant_id = \(scope: scope) AND \(prunable: .pendingSignIn, by: request) LIMIT \(limit))
+            ), phone AS (
+                DELETE FROM phone_codes WHERE tenant_id = \(scope: scope) AND EXISTS (SELECT 1 FROM lease)
+                    AND session_hash IN (
+                        SELECT session_hash FROM phone_codes
+                        WHERE tenant_id = \(scope: scope) AND \(prunable: .phoneCode, by: request) LIMIT \(limit))
             )
             SELECT (SELECT count(*) FROM lease), (SELECT count(*) FROM sessions), (SELECT count(*) FROM codes),
                 (SELECT count(*) FROM mails), (SELECT count(*) FROM texts)
