@@ -82,9 +82,8 @@ struct ConsoleSnapshotTests {
             database,
             """
             INSERT INTO refresh_families (tenant_id, family_id, local_id, sign_in_provider, auth_time,
-                created_at, last_used_at, expires_at, revoked_at, revoked_reason, second_factor)
-            SELECT tenant_id, gen_random_uuid(), local_id, s.provider, 0, s.created, s.used, s.expires, s.revoked, s.reason,
-                CASE WHEN s.reason IS NULL AND s.used = timestamptz '2001-01-21 09:30Z' THEN 'totp' END
+                created_at, last_used_at, expires_at, revoked_at, revoked_reason)
+            SELECT tenant_id, gen_random_uuid(), local_id, s.provider, 0, s.created, s.used, s.expires, s.revoked, s.reason
             FROM users, (VALUES
                 ('password', timestamptz '2001-01-20 08:00Z', timestamptz '2001-01-21 09:30Z',
                     timestamptz '2099-01-01 00:00Z', NULL::timestamptz, NULL),
@@ -97,7 +96,8 @@ struct ConsoleSnapshotTests {
             ) AS s (provider, created, used, expires, revoked, reason)
             WHERE local_id = 'u-ada'
             """)
-        // Ada's second factor (the seed is not opened: the page shows what the factor is, not its secret).
+        // Ada's second factor (the seed is not opened: the page shows what the factor is, not its secret),
+        // which her active session was signed in with.
         try await sql(
             database,
             """
@@ -106,6 +106,13 @@ struct ConsoleSnapshotTests {
             SELECT tenant_id, local_id, 'mfa-ada-1', 'totp', 'Work phone', 'v1.k.sealed',
                 timestamptz '2001-01-15 08:00Z'
             FROM users WHERE local_id = 'u-ada'
+            """)
+        try await sql(
+            database,
+            """
+            INSERT INTO session_second_factors (tenant_id, family_id, second_factor, second_factor_id)
+            SELECT tenant_id, family_id, 'totp', 'mfa-ada-1' FROM refresh_families
+            WHERE local_id = 'u-ada' AND last_used_at = timestamptz '2001-01-21 09:30Z'
             """)
     }
 

@@ -478,6 +478,22 @@ def apple_VerifyCustomTokenResponse(data: dict) -> dict:
     return data
 
 
+def apple_VerifyPhoneNumberResponse(data: dict) -> dict:
+    """Backend/RPC/VerifyPhoneNumberResponse.swift: idToken, refreshToken, expiresIn, localId, isNewUser,
+    phoneNumber; a temporaryProof with a phoneNumber is credentialAlreadyInUse (AuthBackend.swift:
+    phoneCredentialInUse)."""
+    kind = "VerifyPhoneNumberResponse"
+    _str(data, "idToken", kind, "VerifyPhoneNumberResponse.swift")
+    _str(data, "refreshToken", kind, "VerifyPhoneNumberResponse.swift")
+    _seconds(data, "expiresIn", kind, "VerifyPhoneNumberResponse.swift")
+    _bool(data, "isNewUser", kind, "VerifyPhoneNumberResponse.swift")
+    _str(data, "phoneNumber", kind, "VerifyPhoneNumberResponse.swift", required=False)
+    assert "temporaryProof" not in data, f"{kind}: a temporaryProof is credentialAlreadyInUse: {data}"
+    _absent(data, kind, *OUTCOME_KEYS)
+    id_token_claims(data["idToken"], provider="phone")
+    return data
+
+
 def apple_EmailLinkSignInResponse(data: dict) -> dict:
     """Backend/RPC/EmailLinkSignInResponse.swift:43-62; a link without tokens is a fatalError
     (User/User.swift:1552-1555)."""
@@ -1212,6 +1228,26 @@ class AppleSDK(_SdkBase):
         apple_EmailLinkSignInResponse(data)
         return AuthDataResult(self._complete_sign_in(data), "password", data.get("isNewUser", False), data)
 
+    # -- phone (AuthProvider/PhoneAuthProvider.swift) ------------------------------------------------
+
+    def verify_phone_number(self, phone_number: str) -> str:
+        """PhoneAuthProvider.verifyPhoneNumber with `settings.isAppVerificationDisabledForTesting` (the emulator
+        setup, PhoneAuthProvider.swift: verifyInTestMode): sendVerificationCode {phoneNumber, tenantId,
+        clientType} and no app credential (Backend/RPC/SendVerificationTokenRequest.swift); the verification id
+        is the answer's sessionInfo."""
+        data = self.rpc("sendVerificationCode", self._tenant(
+            {"phoneNumber": phone_number, "clientType": "CLIENT_TYPE_IOS"}))
+        return _str(data, "sessionInfo", "SendVerificationCodeResponse", "SendVerificationCodeResponse.swift")
+
+    def sign_in_with_phone(self, verification_id: str, code: str) -> AuthDataResult:
+        """Auth.signIn(with: PhoneAuthProvider.credential(withVerificationID:verificationCode:)): verifyPhoneNumber
+        {sessionInfo, code, tenantId, operation: SIGN_UP_OR_IN} (Backend/RPC/VerifyPhoneNumberRequest.swift),
+        then completeSignIn."""
+        data = self.rpc("verifyPhoneNumber", self._tenant({"sessionInfo": verification_id, "code": code}) |
+                        {"operation": "SIGN_UP_OR_IN"})
+        apple_VerifyPhoneNumberResponse(data)
+        return AuthDataResult(self._complete_sign_in(data), "phone", data.get("isNewUser", False), data)
+
     # -- multi-factor (MultiFactor/) -----------------------------------------------------------------
 
     def _v2(self, endpoint: str, body: dict) -> dict:
@@ -1519,6 +1555,8 @@ class JsSDK(_SdkBase):
         self.language_code = language_code
         self.app_check_token = app_check_token
         self.password_policy: dict | None = None
+        # auth._getRecaptchaConfig(): fetched once, before the first phone verification.
+        self.recaptcha_config: dict | None = None
 
     # -- transport (api/index.ts) ------------------------------------------------------------------------
 
@@ -1765,6 +1803,30 @@ class JsSDK(_SdkBase):
         js_SignInWithEmailLinkResponse(data)
         return AuthDataResult(self._from_id_token_response(data), "password", data.get("isNewUser"), data)
 
+    # -- phone (platform_browser/strategies/phone.ts, api/authentication/sms.ts) ----------------------
+
+    def sign_in_with_phone_number(self, phone_number: str, recaptcha_token: str = "fake-recaptcha-v2") -> str:
+        """signInWithPhoneNumber(auth, number, recaptchaVerifier) -> _verifyPhoneNumber (strategies/phone.ts):
+        the reCAPTCHA config (every provider OFF), so handleRecaptchaFlow's v2 path: captchaResponse NO_RECAPTCHA,
+        clientType and recaptchaVersion (recaptcha_enterprise_verifier.ts: injectRecaptchaFields), then the
+        RecaptchaVerifier's token (injectRecaptchaV2Token); sendVerificationCode (t). Returns the
+        ConfirmationResult's verificationId."""
+        if self.recaptcha_config is None:
+            self.initialize_recaptcha_config()
+        data = self.api("POST", "/v1/accounts:sendVerificationCode", {
+            "phoneNumber": phone_number, "clientType": "CLIENT_TYPE_WEB", "captchaResponse": "NO_RECAPTCHA",
+            "recaptchaVersion": "RECAPTCHA_ENTERPRISE", "recaptchaToken": recaptcha_token}, tenant=True)
+        return _str(data, "sessionInfo", "SendPhoneVerificationCodeResponse", "api/authentication/sms.ts")
+
+    def confirm(self, verification_id: str, code: str) -> AuthDataResult:
+        """ConfirmationResult.confirm(code) -> signInWithCredential(PhoneAuthCredential) -> signInWithPhoneNumber
+        {sessionInfo, code} (t) (core/credentials/phone.ts, api/authentication/sms.ts), then the user (lookup)."""
+        data = self.api("POST", "/v1/accounts:signInWithPhoneNumber", {
+            "sessionInfo": verification_id, "code": code}, sign_in=True, tenant=True)
+        js_IdTokenResponse(data, "SignInWithPhoneNumberResponse")
+        assert "temporaryProof" not in data, f"a temporaryProof is auth/credential-already-in-use: {data}"
+        return AuthDataResult(self._from_id_token_response(data), "phone", data.get("isNewUser"), data)
+
     # -- multi-factor (mfa/, api/account_management/mfa.ts, api/authentication/mfa.ts) ----------------
 
     def totp_generate_secret(self) -> dict:
@@ -1870,7 +1932,8 @@ class JsSDK(_SdkBase):
         GET /v2/recaptchaConfig?clientType=CLIENT_TYPE_WEB&version=RECAPTCHA_ENTERPRISE[&tenantId]&key=K."""
         data = self.api("GET", "/v2/recaptchaConfig", {"clientType": "CLIENT_TYPE_WEB",
                                                        "version": "RECAPTCHA_ENTERPRISE"}, tenant=True)
-        return js_GetRecaptchaConfigResponse(data)
+        self.recaptcha_config = js_GetRecaptchaConfigResponse(data)
+        return self.recaptcha_config
 
     def validate_password(self, password: str) -> dict:
         """validatePassword (core/auth/auth_impl.ts:488-511 + password_policy_impl.ts): fetches the policy

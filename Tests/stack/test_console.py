@@ -757,3 +757,30 @@ def test_an_admin_sees_a_user_s_second_factor_and_removes_it(stack, admin, clien
     expect_error = test_mfa.expect_error
     expect_error(client.refresh_raw(enrolled["refreshToken"]), "TOKEN_EXPIRED")
     assert "idToken" in test_mfa.password_sign_in(client, tenant_id, email)
+
+
+def test_phone_sign_in_and_totp_are_switched_on_in_the_console(stack, admin, make_tenant, browser, artifacts):
+    """docs/protocol/phone.md#turning-it-on, docs/protocol/mfa.md#turning-it-on: the sign-in methods page's two
+    switches write the settings the admin API shows, and back off."""
+    tenant_id = make_tenant()["tenantId"]
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open(f"/console/tenants/{tenant_id}/sign-in-methods")
+        assert not at.page.is_checked("#enablePhoneSignIn") and not at.page.is_checked("#totpSecondFactors")
+        at.page.check("#enablePhoneSignIn")
+        at.page.check("#totpSecondFactors")
+        at.click("form.card button[type=submit]")
+        assert "Saved." in at.text()
+        at.shots("sign-in-methods-phone-totp")
+        tenant = expect_ok(admin.get_tenant(tenant_id))
+        assert tenant["enablePhoneSignIn"] is True
+        assert tenant["mfaConfig"]["providerConfigs"] == [
+            {"state": "ENABLED", "totpProviderConfig": {"adjacentIntervals": 5}}], tenant
+        at.page.uncheck("#totpSecondFactors")
+        at.click("form.card button[type=submit]")
+        tenant = expect_ok(admin.get_tenant(tenant_id))
+        assert "providerConfigs" not in tenant["mfaConfig"] and tenant["enablePhoneSignIn"] is True, tenant
+        assert at.errors == [], at.errors
+    finally:
+        at.close()

@@ -35,6 +35,7 @@ import pytest
 pytest.register_assert_rewrite("sdk_traffic")
 
 from conftest import describe, expect_ok, oob_link  # noqa: E402
+from sms_sink import sms_code  # noqa: E402
 from fake_idp import configure_provider  # noqa: E402
 from sdk_traffic import (APPLE_VERSION, BUNDLE_ID, JS_ORIGIN, JS_REQUEST_HEADERS, JS_VERSION,  # noqa: E402
                          ActionCodeSettings, AppleSDK, JsSDK, SdkError, ServiceAccount,
@@ -605,6 +606,53 @@ def test_email_link_credential_links_to_an_anonymous_user(stack, make_tenant, ma
     with pytest.raises(SdkError) as caught:
         sdk(stack, tenant_id).sign_in_with_email_link(email, link)
     expect(caught, "INVALID_OOB_CODE")
+
+
+# --------------------------------------------------------------------------------------
+# Phone sign-in
+# --------------------------------------------------------------------------------------
+
+def test_phone_sign_in_up_then_in_and_unlink(stack, make_tenant, sms_sink, sdk):
+    """Each SDK's phone calls (docs/protocol/phone.md): the code asked for as the SDK asks in the emulator setup
+    (JS: the reCAPTCHA v2 path, every provider OFF; Apple: app verification disabled for testing), texted through
+    the SMS sink, then the credential signs the number up, then in on another device, and `unlink("phone")`."""
+    import random
+
+    tenant_id = make_tenant(enablePhoneSignIn=True)["tenantId"]
+    number = f"+1650555{random.randrange(10_000):04d}"
+    first = sdk(stack, tenant_id)
+    verification_id = getattr(first, sdk.pick(apple="verify_phone_number", js="sign_in_with_phone_number"))(number)
+    assert first.calls == sdk.pick(apple=["sendVerificationCode"], js=["recaptchaConfig", "sendVerificationCode"])
+    sent = sent_body(first.log[-1])
+    assert sent == sdk.pick(
+        apple={"phoneNumber": number, "tenantId": tenant_id, "clientType": "CLIENT_TYPE_IOS"},
+        js={"phoneNumber": number, "clientType": "CLIENT_TYPE_WEB", "captchaResponse": "NO_RECAPTCHA",
+            "recaptchaVersion": "RECAPTCHA_ENTERPRISE", "recaptchaToken": "fake-recaptcha-v2", "tenantId": tenant_id})
+    [message] = sms_sink.wait_for(number)
+    first.clear_log()
+    result = getattr(first, sdk.pick(apple="sign_in_with_phone", js="confirm"))(verification_id, sms_code(message))
+    assert first.calls == sdk.pick(apple=["verifyPhoneNumber", "getAccountInfo"],
+                                   js=["signInWithPhoneNumber", "lookup"])
+    assert result.is_new_user is True and first.user.uid
+    assert first.user.provider_data["phone"]["phoneNumber"] == number
+    claims = first.get_id_token_result()
+    assert claims["phone_number"] == number and claims["firebase"]["sign_in_provider"] == "phone"
+
+    second = sdk(stack, tenant_id)
+    verification_id = getattr(second, sdk.pick(apple="verify_phone_number", js="sign_in_with_phone_number"))(number)
+    [_, message] = sms_sink.wait_for(number, 2)
+    again = getattr(second, sdk.pick(apple="sign_in_with_phone", js="confirm"))(verification_id, sms_code(message))
+    assert again.is_new_user is False and second.user.uid == first.user.uid
+    # A wrong code.
+    verification_id = getattr(second, sdk.pick(apple="verify_phone_number", js="sign_in_with_phone_number"))(number)
+    [*_, message] = sms_sink.wait_for(number, 3)
+    wrong = f"{(int(sms_code(message)) + 1) % 1_000_000:06d}"
+    with pytest.raises(SdkError) as caught:
+        getattr(second, sdk.pick(apple="sign_in_with_phone", js="confirm"))(verification_id, wrong)
+    expect(caught, "INVALID_CODE")
+
+    second.unlink("phone")
+    assert "phone" not in second.user.provider_data
 
 
 # --------------------------------------------------------------------------------------

@@ -20,9 +20,12 @@ extension AdminUsers {
     func sessions(scope: Scope, localId: String, limit: Int = 50, logger: Logger) async throws -> [UserSession] {
         let rows = try await client.query(
             """
-            SELECT sign_in_provider, created_at, last_used_at, expires_at, revoked_at, revoked_reason, second_factor
-            FROM refresh_families WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
-            ORDER BY created_at DESC LIMIT \(limit)
+            SELECT f.sign_in_provider, f.created_at, f.last_used_at, f.expires_at, f.revoked_at, f.revoked_reason,
+                s.second_factor
+            FROM refresh_families f
+            LEFT JOIN session_second_factors s ON s.tenant_id = f.tenant_id AND s.family_id = f.family_id
+            WHERE f.tenant_id = \(scope: scope) AND f.local_id = \(localId)
+            ORDER BY f.created_at DESC LIMIT \(limit)
             """, logger: logger)
         var sessions: [UserSession] = []
         for try await (provider, started, last, expires, revoked, reason, factor) in rows.decode(

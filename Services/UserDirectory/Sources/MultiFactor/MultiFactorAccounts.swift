@@ -227,8 +227,10 @@ extension MultiFactorAccounts {
         try await connection.query(
             """
             UPDATE refresh_families SET revoked_at = now(), revoked_reason = 'factor_withdrawn'
-            WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
-                AND second_factor_id = ANY(\(factors)) AND revoked_at IS NULL
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND revoked_at IS NULL
+                AND family_id IN (
+                    SELECT family_id FROM session_second_factors
+                    WHERE tenant_id = \(scope: scope) AND second_factor_id = ANY(\(factors)))
             """, logger: logger)
         try await connection.query(
             "DELETE FROM mfa_pending_sign_ins WHERE tenant_id = \(scope: scope) AND local_id = \(localId)",
