@@ -101,4 +101,28 @@ struct QueryPlanPostgresTests {
             #expect(users.map { $0.providerUserInfo.map(\.rawId) } == [["g1999"], ["a7", "g7"], []])
         }
     }
+
+    /// The foreign-key check of every new refresh token (`refresh_tokens` → `refresh_families`) is planned
+    /// once per connection, often while the tables are new and not analyzed. It must use the primary
+    /// key then too: with two more columns on `refresh_families` it used an index on `tenant_id` alone,
+    /// and each sign-up read all of its tenant's sessions until autoanalyze (docs/design-notes.md,
+    /// "Second factors").
+    @Test("the refresh-token foreign-key check uses the primary key on a new, unanalyzed schema")
+    func foreignKeyCheckOnANewSchema() async throws {
+        try await PostgresSupport.withDatabase(reuse: false) { (client: Database) async throws -> Void in
+            try await client.withConnection { connection in
+                try await connection.query("SET plan_cache_mode = force_generic_plan", logger: logger)
+                try await connection.query(
+                    """
+                    PREPARE fk_check(text, uuid) AS SELECT 1 FROM ONLY refresh_families x
+                    WHERE tenant_id = $1 AND family_id = $2 FOR KEY SHARE OF x
+                    """, logger: logger)
+                let rows = try await connection.query(
+                    "EXPLAIN EXECUTE fk_check('t', '00000000-0000-0000-0000-000000000000')", logger: logger)
+                var plan = ""
+                for try await line in rows.decode(String.self) { plan += line + "\n" }
+                #expect(plan.contains("refresh_families_pkey"), "\(plan)")
+            }
+        }
+    }
 }
