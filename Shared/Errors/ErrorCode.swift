@@ -84,6 +84,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case projectDisabled = "PROJECT_DISABLED"
     case projectNotFound = "PROJECT_NOT_FOUND"
     case quotaExceeded = "QUOTA_EXCEEDED"
+    case secondFactorExists = "SECOND_FACTOR_EXISTS"
     case secondFactorLimitExceeded = "SECOND_FACTOR_LIMIT_EXCEEDED"
     case sessionExpired = "SESSION_EXPIRED"
     case tenantIdMismatch = "TENANT_ID_MISMATCH"

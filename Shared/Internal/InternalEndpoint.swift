@@ -67,6 +67,15 @@ public enum InternalEndpoints {
         "/internal/v1/mfaEnrollment:withdraw")
     public static let finalizeMFASignIn = InternalEndpoint<FinalizeMFASignInRequest, SessionCreatedResponse>(
         "/internal/v1/mfaSignIn:finalize")
+    public static let startPhoneEnrollment = InternalEndpoint<StartPhoneEnrollmentRequest, SendPhoneCodeResponse>(
+        "/internal/v1/mfaEnrollment:startPhone")
+    public static let finalizePhoneEnrollment = InternalEndpoint<
+        FinalizePhoneEnrollmentRequest, SessionCreatedResponse
+    >("/internal/v1/mfaEnrollment:finalizePhone")
+    public static let startPhoneMFASignIn = InternalEndpoint<StartPhoneMFASignInRequest, SendPhoneCodeResponse>(
+        "/internal/v1/mfaSignIn:startPhone")
+    public static let finalizePhoneMFASignIn = InternalEndpoint<FinalizePhoneMFASignInRequest, SessionCreatedResponse>(
+        "/internal/v1/mfaSignIn:finalizePhone")
     public static let sendPhoneCode = InternalEndpoint<SendPhoneCodeRequest, SendPhoneCodeResponse>(
         "/internal/v1/phone:sendCode")
     public static let signInWithPhoneNumber = InternalEndpoint<SignInWithPhoneRequest, SignedInResponse>(

@@ -134,3 +134,88 @@ public struct FinalizeMFASignInRequest: Codable, Sendable {
         case clientIP, scope = "tenantId", credentialHash, mfaEnrollmentId, verificationCode, session
     }
 }
+
+/// `mfaEnrollment:start` with `phoneEnrollmentInfo`: a code texted to the number to enrol.
+public struct StartPhoneEnrollmentRequest: Codable, Sendable {
+    public var clientIP: String?
+    public var scope: Scope
+    public var localId: String
+    public var phoneNumber: String
+
+    public init(scope: Scope, localId: String, phoneNumber: String) {
+        self.scope = scope
+        self.localId = localId
+        self.phoneNumber = phoneNumber
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", localId, phoneNumber
+    }
+}
+
+/// `mfaEnrollment:finalize` with `phoneVerificationInfo`: the texted code enrols its number.
+public struct FinalizePhoneEnrollmentRequest: Codable, Sendable {
+    public var scope: Scope
+    public var localId: String
+    public var signInProvider: String
+    public var sessionInfo: String
+    public var code: String
+    public var displayName: String?
+    public var session: NewSession
+
+    public init(
+        scope: Scope, localId: String, signInProvider: String, sessionInfo: String, code: String,
+        displayName: String?, session: NewSession
+    ) {
+        self.scope = scope
+        self.localId = localId
+        self.signInProvider = signInProvider
+        self.sessionInfo = sessionInfo
+        self.code = code
+        self.displayName = displayName
+        self.session = session
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope = "tenantId", localId, signInProvider, sessionInfo, code, displayName, session
+    }
+}
+
+/// `mfaSignIn:start`: a code texted to the number of the pending sign-in's phone factor.
+public struct StartPhoneMFASignInRequest: Codable, Sendable {
+    public var clientIP: String?
+    public var scope: Scope
+    public var credentialHash: String
+    public var mfaEnrollmentId: String
+
+    public init(scope: Scope, credentialHash: String, mfaEnrollmentId: String) {
+        self.scope = scope
+        self.credentialHash = credentialHash
+        self.mfaEnrollmentId = mfaEnrollmentId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clientIP, scope = "tenantId", credentialHash, mfaEnrollmentId
+    }
+}
+
+/// `mfaSignIn:finalize` with `phoneVerificationInfo`: the texted code finishes the pending sign-in.
+public struct FinalizePhoneMFASignInRequest: Codable, Sendable {
+    public var scope: Scope
+    public var credentialHash: String
+    public var sessionInfo: String
+    public var code: String
+    public var session: NewSession
+
+    public init(scope: Scope, credentialHash: String, sessionInfo: String, code: String, session: NewSession) {
+        self.scope = scope
+        self.credentialHash = credentialHash
+        self.sessionInfo = sessionInfo
+        self.code = code
+        self.session = session
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case scope = "tenantId", credentialHash, sessionInfo, code, session
+    }
+}

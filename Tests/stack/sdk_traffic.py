@@ -1291,6 +1291,51 @@ class AppleSDK(_SdkBase):
             "totpVerificationInfo": {"verificationCode": otp}, "mfaEnrollmentId": enrollment_id})
         return self._complete_mfa(data)
 
+    def verify_phone_number_for_enrollment(self, phone_number: str) -> str:
+        """PhoneAuthProvider.verifyPhoneNumber(_:uiDelegate:multiFactorSession: user.multiFactor.session()) with
+        `isAppVerificationDisabledForTesting` (AuthProvider/PhoneAuthProvider.swift: verifyInTestMode,
+        executeMFARequest): StartMFAEnrollmentRequest {idToken, phoneEnrollmentInfo: {phoneNumber}} (no app
+        credential, AuthProtoStartMFAPhoneRequestInfo.swift); the verification id is phoneSessionInfo.sessionInfo
+        (StartMFAEnrollmentResponse.swift)."""
+        token = self._require_user().id_token
+        data = self._v2("accounts/mfaEnrollment:start",
+                        {"idToken": token, "phoneEnrollmentInfo": {"phoneNumber": phone_number}})
+        info = data.get("phoneSessionInfo")
+        assert isinstance(info, dict), f"StartMFAEnrollmentResponse: no phoneSessionInfo: {data}"
+        return _str(info, "sessionInfo", "StartMFAEnrollmentResponse", "AuthProtoStartMFAPhoneResponseInfo.swift")
+
+    def verify_phone_number_for_sign_in(self, resolver: dict, hint: dict) -> str:
+        """PhoneAuthProvider.verifyPhoneNumber(with: hint as PhoneMultiFactorInfo, multiFactorSession:
+        resolver.session) in test mode: the hint's (masked) number and StartMFASignInRequest
+        {mfaPendingCredential, mfaEnrollmentId, phoneSignInInfo: {phoneNumber}} (StartMFASignInRequest.swift);
+        the verification id is phoneResponseInfo.sessionInfo, which StartMFASignInResponse requires."""
+        data = self._v2("accounts/mfaSignIn:start", {
+            "mfaPendingCredential": resolver["pending"], "mfaEnrollmentId": hint["mfaEnrollmentId"],
+            "phoneSignInInfo": {"phoneNumber": hint["phoneInfo"]}})
+        info = data.get("phoneResponseInfo")
+        assert isinstance(info, dict), f"StartMFASignInResponse: no phoneResponseInfo: {data}"
+        return _str(info, "sessionInfo", "StartMFASignInResponse", "AuthProtoStartMFAPhoneResponseInfo.swift")
+
+    def enroll_phone(self, verification_id: str, code: str, display_name: str | None) -> SdkUser:
+        """MultiFactor.enroll(with: PhoneMultiFactorGenerator.assertion(with: credential), displayName:)
+        (MultiFactor/MultiFactor.swift): FinalizeMFAEnrollmentRequest {idToken, displayName, phoneVerificationInfo:
+        {sessionInfo, code}} (AuthProtoFinalizeMFAPhoneRequestInfo.swift), then completeSignIn."""
+        body = {"idToken": self._require_user().id_token}
+        if display_name is not None:
+            body["displayName"] = display_name
+        body["phoneVerificationInfo"] = {"sessionInfo": verification_id, "code": code}
+        data = self._signing_out(lambda: self._v2("accounts/mfaEnrollment:finalize", body))
+        return self._complete_mfa(data)
+
+    def resolve_sign_in_phone(self, resolver: dict, verification_id: str, code: str) -> SdkUser:
+        """MultiFactorResolver.resolveSignIn(with: PhoneMultiFactorGenerator.assertion(with: credential))
+        (MultiFactor/MultiFactorResolver.swift: AuthProtoFinalizeMFAPhoneRequestInfo): FinalizeMFASignInRequest
+        {mfaPendingCredential, phoneVerificationInfo: {sessionInfo, code}}, no mfaEnrollmentId."""
+        data = self._v2("accounts/mfaSignIn:finalize", {
+            "mfaPendingCredential": resolver["pending"],
+            "phoneVerificationInfo": {"sessionInfo": verification_id, "code": code}})
+        return self._complete_mfa(data)
+
     def _complete_mfa(self, data: dict) -> SdkUser:
         """Auth.completeSignIn(withAccessToken: response.idToken, accessTokenExpirationDate: nil, refreshToken:)
         after an MFA rpc (FinalizeMFAEnrollmentResponse.swift: idToken, refreshToken)."""
@@ -1862,11 +1907,15 @@ class JsSDK(_SdkBase):
     def resolve_sign_in_totp(self, resolver: dict, enrollment_id: str, otp: str) -> SdkUser:
         """resolver.resolveSignIn(TotpMultiFactorGenerator.assertionForSignIn(uid, otp)) (mfa/mfa_resolver.ts:
         66-96; assertions/totp.ts:160-176): finalizeSignInTotpMfa {mfaPendingCredential, mfaEnrollmentId,
-        totpVerificationInfo {verificationCode}} (t); the first answer without its mfa fields, with the new
-        tokens, becomes the user (UserCredentialImpl._fromIdTokenResponse: reload)."""
+        totpVerificationInfo {verificationCode}} (t), then the user (_signed_in_after_mfa)."""
         data = self.api("POST", "/v2/accounts/mfaSignIn:finalize", {
             "mfaPendingCredential": resolver["pending"], "mfaEnrollmentId": enrollment_id,
             "totpVerificationInfo": {"verificationCode": otp}}, tenant=True)
+        return self._signed_in_after_mfa(resolver, data)
+
+    def _signed_in_after_mfa(self, resolver: dict, data: dict) -> SdkUser:
+        """MultiFactorResolverImpl.resolveSignIn's end (mfa/mfa_resolver.ts:66-96): the first answer without its
+        mfa fields, with the new tokens, becomes the user (UserCredentialImpl._fromIdTokenResponse: reload)."""
         js_FinalizeMfaResponse(data)
         response = {k: v for k, v in resolver["response"].items() if k not in ("mfaInfo", "mfaPendingCredential")}
         response.update(idToken=data["idToken"], refreshToken=data["refreshToken"])
@@ -1874,6 +1923,65 @@ class JsSDK(_SdkBase):
         # 62-65).
         response.setdefault("expiresIn", str(id_token_claims(data["idToken"])["exp"] - int(time.time())))
         return self._from_id_token_response(response)
+
+    # The reCAPTCHA v2 fields of a phone factor's start call (every provider OFF in the reCAPTCHA config, so
+    # handleRecaptchaFlow's v2 path: injectRecaptchaFields puts them inside the info object for the MFA_SMS_*
+    # actions, injectRecaptchaV2Token adds the verifier's token there; recaptcha_enterprise_verifier.ts,
+    # strategies/phone.ts).
+    @staticmethod
+    def _phone_mfa_recaptcha(recaptcha_token: str) -> dict:
+        return {"recaptchaToken": recaptcha_token, "captchaResponse": "NO_RECAPTCHA", "clientType": "CLIENT_TYPE_WEB",
+                "recaptchaVersion": "RECAPTCHA_ENTERPRISE"}
+
+    def verify_phone_number_for_enrollment(self, phone_number: str, recaptcha_token: str = "fake-recaptcha-v2") -> str:
+        """new PhoneAuthProvider(auth).verifyPhoneNumber({phoneNumber, session: await multiFactor(user).getSession()},
+        verifier) -> _verifyPhoneNumber (strategies/phone.ts): startEnrollPhoneMfa {idToken, phoneEnrollmentInfo}
+        (t) (api/account_management/mfa.ts); the verification id is phoneSessionInfo.sessionInfo."""
+        if self.recaptcha_config is None:
+            self.initialize_recaptcha_config()
+        token = self.get_id_token()
+        data = self.api("POST", "/v2/accounts/mfaEnrollment:start", {
+            "idToken": token,
+            "phoneEnrollmentInfo": {"phoneNumber": phone_number} | self._phone_mfa_recaptcha(recaptcha_token)},
+            tenant=True)
+        info = data.get("phoneSessionInfo")
+        assert isinstance(info, dict), f"StartPhoneMfaEnrollmentResponse: no phoneSessionInfo: {data}"
+        return _str(info, "sessionInfo", "StartPhoneMfaEnrollmentResponse", "api/account_management/mfa.ts")
+
+    def verify_phone_number_for_sign_in(self, resolver: dict, hint: dict,
+                                        recaptcha_token: str = "fake-recaptcha-v2") -> str:
+        """new PhoneAuthProvider(auth).verifyPhoneNumber({multiFactorHint: hint, session: resolver.session}, verifier)
+        -> _verifyPhoneNumber: startSignInPhoneMfa {mfaPendingCredential, mfaEnrollmentId, phoneSignInInfo} (t)
+        (api/authentication/mfa.ts); the verification id is phoneResponseInfo.sessionInfo."""
+        if self.recaptcha_config is None:
+            self.initialize_recaptcha_config()
+        data = self.api("POST", "/v2/accounts/mfaSignIn:start", {
+            "mfaPendingCredential": resolver["pending"], "mfaEnrollmentId": hint["mfaEnrollmentId"],
+            "phoneSignInInfo": self._phone_mfa_recaptcha(recaptcha_token)}, tenant=True)
+        info = data.get("phoneResponseInfo")
+        assert isinstance(info, dict), f"StartPhoneMfaSignInResponse: no phoneResponseInfo: {data}"
+        return _str(info, "sessionInfo", "StartPhoneMfaSignInResponse", "api/authentication/mfa.ts")
+
+    def enroll_phone(self, verification_id: str, code: str, display_name: str | None) -> SdkUser:
+        """multiFactor(user).enroll(PhoneMultiFactorGenerator.assertion(PhoneAuthProvider.credential(id, code)),
+        displayName) (mfa/mfa_user.ts; platform_browser/mfa/assertions/phone.ts: _finalizeEnroll):
+        finalizeEnrollPhoneMfa {idToken, displayName, phoneVerificationInfo {sessionInfo, code}} (t), new tokens,
+        reload."""
+        token = self.get_id_token()
+        data = self._signing_out(lambda: self.api("POST", "/v2/accounts/mfaEnrollment:finalize", {
+            "idToken": token, "displayName": display_name,
+            "phoneVerificationInfo": {"sessionInfo": verification_id, "code": code}}, tenant=True))
+        js_FinalizeMfaResponse(data)
+        return self._update_tokens(data, reload=True)
+
+    def resolve_sign_in_phone(self, resolver: dict, verification_id: str, code: str) -> SdkUser:
+        """resolver.resolveSignIn(PhoneMultiFactorGenerator.assertion(credential)) (assertions/phone.ts:
+        _finalizeSignIn): finalizeSignInPhoneMfa {mfaPendingCredential, phoneVerificationInfo {sessionInfo, code}}
+        (t), then the user as after a TOTP factor."""
+        data = self.api("POST", "/v2/accounts/mfaSignIn:finalize", {
+            "mfaPendingCredential": resolver["pending"],
+            "phoneVerificationInfo": {"sessionInfo": verification_id, "code": code}}, tenant=True)
+        return self._signed_in_after_mfa(resolver, data)
 
     def _oob(self, request: dict, settings: ActionCodeSettings | None) -> dict:
         if settings is not None:

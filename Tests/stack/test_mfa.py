@@ -270,10 +270,10 @@ def test_refusals(client, admin, tenant, make_tenant):
     expect_error(client.refresh_raw(pending), "INVALID_REFRESH_TOKEN")
     # After all that, the right code still signs in.
     expect_ok(finalize_sign_in(client, tenant, pending, enrollment, code))
-    # Phone factors are not built yet, and say so.
-    resp = client.post(f"{V2}/mfaSignIn:start", {"tenantId": tenant, "mfaPendingCredential": pending,
-                                                 "mfaEnrollmentId": enrollment, "phoneSignInInfo": {}})
-    assert resp.status_code == 501, describe(resp)
+    # Phone factors are off in this scope (TOTP only).
+    expect_error(client.post(f"{V2}/mfaSignIn:start", {"tenantId": tenant, "mfaPendingCredential": pending,
+                                                       "mfaEnrollmentId": enrollment, "phoneSignInInfo": {}}),
+                 "OPERATION_NOT_ALLOWED")
 
 
 def test_switching_totp_off_stops_asking_for_it(client, admin, tenant):
@@ -373,3 +373,87 @@ def test_an_identity_provider_sign_in_is_challenged_and_links_first(client, admi
     claims = unverified_claims(signed_in["idToken"])
     assert claims["firebase"]["sign_in_provider"] == "google.com"
     assert claims["firebase"]["sign_in_second_factor"] == "totp"
+
+
+def test_a_phone_factor_is_enrolled_and_signs_in_by_sms(client, admin, make_tenant, sms_sink):
+    """docs/protocol/mfa.md#phone-factors: `phoneEnrollmentInfo` texts a code and `phoneVerificationInfo` enrols the
+    number; a sign-in then answers the factor masked, `mfaSignIn:start` texts a code for it, and the code finishes
+    the sign-in. The codes are phone sign-in's (single use, counted, through the SMS sink)."""
+    from sms_sink import sms_code
+
+    tenant = make_tenant(allowPasswordSignup=True,
+                         mfaConfig={"state": "ENABLED", "enabledProviders": ["PHONE_SMS"]})["tenantId"]
+    email = address()
+    user = verified_user(client, admin, tenant, email)
+    number = f"+1650555{uuid.uuid4().int % 10_000:04d}"
+    resp = client.post(f"{V2}/mfaEnrollment:start", {"idToken": user["idToken"], "tenantId": tenant,
+                                                     "phoneEnrollmentInfo": {"phoneNumber": number}})
+    session_info = expect_ok(resp)["phoneSessionInfo"]["sessionInfo"]
+    [message] = sms_sink.wait_for(number)
+    resp = client.post(f"{V2}/mfaEnrollment:finalize", {
+        "idToken": user["idToken"], "tenantId": tenant, "displayName": "work phone",
+        "phoneVerificationInfo": {"sessionInfo": session_info, "code": sms_code(message)}})
+    enrolled = expect_ok(resp)
+    claims = unverified_claims(enrolled["idToken"])
+    assert claims["firebase"]["sign_in_second_factor"] == "phone"
+    enrollment = claims["firebase"]["second_factor_identifier"]
+    [record] = expect_ok(client.lookup(enrolled["idToken"], tenant))["users"]
+    assert record["mfaInfo"][0]["phoneInfo"] == number and "totpInfo" not in record["mfaInfo"][0]
+    # The same number twice is refused.
+    expect_error(client.post(f"{V2}/mfaEnrollment:start", {"idToken": enrolled["idToken"], "tenantId": tenant,
+                                                           "phoneEnrollmentInfo": {"phoneNumber": number}}),
+                 "SECOND_FACTOR_EXISTS")
+
+    pending = password_sign_in(client, tenant, email)
+    [hint] = pending["mfaInfo"]
+    assert hint["mfaEnrollmentId"] == enrollment and hint["phoneInfo"] == "+*******" + number[-4:], hint
+    credential = pending["mfaPendingCredential"]
+    # A factor the user does not have.
+    expect_error(client.post(f"{V2}/mfaSignIn:start", {"tenantId": tenant, "mfaPendingCredential": credential,
+                                                       "mfaEnrollmentId": "no-such-factor", "phoneSignInInfo": {}}),
+                 "MFA_ENROLLMENT_NOT_FOUND")
+    # An enrolment's session is not a sign-in's.
+    expect_error(client.post(f"{V2}/mfaSignIn:finalize", {
+        "tenantId": tenant, "mfaPendingCredential": credential,
+        "phoneVerificationInfo": {"sessionInfo": session_info, "code": sms_code(message)}}), "INVALID_SESSION_INFO")
+    resp = client.post(f"{V2}/mfaSignIn:start", {"tenantId": tenant, "mfaPendingCredential": credential,
+                                                 "mfaEnrollmentId": enrollment, "phoneSignInInfo": {}})
+    sign_in_session = expect_ok(resp)["phoneResponseInfo"]["sessionInfo"]
+    [_, message] = sms_sink.wait_for(number, 2)
+    code = sms_code(message)
+    wrong = f"{(int(code) + 1) % 1_000_000:06d}"
+    expect_error(client.post(f"{V2}/mfaSignIn:finalize", {
+        "tenantId": tenant, "mfaPendingCredential": credential,
+        "phoneVerificationInfo": {"sessionInfo": sign_in_session, "code": wrong}}), "INVALID_CODE")
+    signed_in = expect_ok(client.post(f"{V2}/mfaSignIn:finalize", {
+        "tenantId": tenant, "mfaPendingCredential": credential,
+        "phoneVerificationInfo": {"sessionInfo": sign_in_session, "code": code}}))
+    claims = unverified_claims(signed_in["idToken"])
+    assert claims["firebase"]["sign_in_second_factor"] == "phone"
+    assert claims["firebase"]["second_factor_identifier"] == enrollment and claims["sub"] == user["localId"]
+    # The pending credential and the code are spent.
+    expect_error(client.post(f"{V2}/mfaSignIn:finalize", {
+        "tenantId": tenant, "mfaPendingCredential": credential,
+        "phoneVerificationInfo": {"sessionInfo": sign_in_session, "code": code}}), "INVALID_MFA_PENDING_CREDENTIAL")
+    expect_error(client.post(f"{V2}/mfaSignIn:start", {"tenantId": tenant, "mfaPendingCredential": credential,
+                                                       "mfaEnrollmentId": enrollment, "phoneSignInInfo": {}}),
+                 "INVALID_MFA_PENDING_CREDENTIAL")
+
+    # Another tenant does not know this sign-in; withdrawing the factor after its code was sent ends the
+    # user's pending sign-ins, so the code finishes nothing.
+    credential = password_sign_in(client, tenant, email)["mfaPendingCredential"]
+    other = make_tenant(allowPasswordSignup=True,
+                        mfaConfig={"state": "ENABLED", "enabledProviders": ["PHONE_SMS"]})["tenantId"]
+    expect_error(client.post(f"{V2}/mfaSignIn:start", {"tenantId": other, "mfaPendingCredential": credential,
+                                                       "mfaEnrollmentId": enrollment, "phoneSignInInfo": {}}),
+                 "INVALID_MFA_PENDING_CREDENTIAL")
+    resp = client.post(f"{V2}/mfaSignIn:start", {"tenantId": tenant, "mfaPendingCredential": credential,
+                                                 "mfaEnrollmentId": enrollment, "phoneSignInInfo": {}})
+    sign_in_session = expect_ok(resp)["phoneResponseInfo"]["sessionInfo"]
+    [*_, message] = sms_sink.wait_for(number, 3)
+    expect_ok(client.post(f"{V2}/mfaEnrollment:withdraw", {"idToken": signed_in["idToken"], "tenantId": tenant,
+                                                           "mfaEnrollmentId": enrollment}))
+    expect_error(client.post(f"{V2}/mfaSignIn:finalize", {
+        "tenantId": tenant, "mfaPendingCredential": credential,
+        "phoneVerificationInfo": {"sessionInfo": sign_in_session, "code": sms_code(message)}}),
+        "INVALID_MFA_PENDING_CREDENTIAL")

@@ -738,6 +738,77 @@ def test_totp_second_factor_enrol_sign_in_and_unenrol(stack, admin, make_tenant,
     assert sdk(stack, tenant_id).sign_in(email, PASSWORD).user.uid == signed_in.uid
 
 
+def test_phone_second_factor_enrol_sign_in_and_unenrol(stack, admin, make_tenant, sms_sink, sdk):
+    """Each SDK's phone-factor calls (docs/protocol/mfa.md#phone-factors): verifyPhoneNumber with the user's
+    multi-factor session texts a code (through the SMS sink) and enroll finishes it; a password sign-in raises the
+    second-factor error with the number masked, verifyPhoneNumber with the hint and the resolver's session texts the
+    sign-in's code, and resolveSignIn with it signs in; then unenroll."""
+    tenant_id = make_tenant(allowPasswordSignup=True,
+                            mfaConfig={"state": "ENABLED", "enabledProviders": ["PHONE_SMS"]})["tenantId"]
+    email = new_email(f"{sdk.id}-sms-mfa")
+    number = f"+1650555{uuid.uuid4().int % 10_000:04d}"
+    first = sdk(stack, tenant_id)
+    first.create_user(email, PASSWORD)
+    expect_ok(admin.request("POST", admin.accounts_path(tenant_id, "update"),
+                            json={"localId": first.user.uid, "emailVerified": True}))
+    first.reload()
+
+    first.clear_log()
+    verification_id = first.verify_phone_number_for_enrollment(number)
+    [message] = sms_sink.wait_for(number)
+    user = first.enroll_phone(verification_id, sms_code(message), "work phone")
+    # The JS SDK reads the reCAPTCHA config first (_verifyPhoneNumber); the Apple SDK's test mode does not.
+    assert first.calls == sdk.pick(
+        apple=["mfaEnrollment:start", "mfaEnrollment:finalize", "token", "getAccountInfo"],
+        js=["recaptchaConfig", "mfaEnrollment:start", "mfaEnrollment:finalize", "lookup"])
+    skip = sdk.pick(apple=0, js=1)
+    start, finalize = sent_body(first.log[skip]), sent_body(first.log[skip + 1])
+    assert start["phoneEnrollmentInfo"]["phoneNumber"] == number and start["tenantId"] == tenant_id
+    assert finalize["phoneVerificationInfo"] == {"sessionInfo": verification_id, "code": sms_code(message)}
+    [(kind, enrollment, name)] = user.enrolled_factors
+    assert (kind, name) == ("phone", "work phone")
+    claims = first.get_id_token_result()
+    assert claims["firebase"]["sign_in_second_factor"] == "phone"
+    assert claims["firebase"]["second_factor_identifier"] == enrollment
+
+    second = sdk(stack, tenant_id)
+    with pytest.raises(SdkError) as caught:
+        second.sign_in(email, PASSWORD)
+    assert caught.value.sdk_code == sdk.pick(apple="secondFactorRequired", js="auth/multi-factor-auth-required")
+    resolver = second.resolver(caught.value)
+    assert resolver["hints"] == [("phone", enrollment, "work phone")]
+    [hint] = resolver["response"]["mfaInfo"]
+    assert hint["phoneInfo"] == "+*******" + number[-4:]
+    second.clear_log()
+    verification_id = second.verify_phone_number_for_sign_in(resolver, hint)
+    [_, message] = sms_sink.wait_for(number, 2)
+    # A wrong code is refused and the right one still signs in.
+    wrong = f"{(int(sms_code(message)) + 1) % 1_000_000:06d}"
+    with pytest.raises(SdkError) as caught:
+        second.resolve_sign_in_phone(resolver, verification_id, wrong)
+    expect(caught, "INVALID_CODE")
+    signed_in = second.resolve_sign_in_phone(resolver, verification_id, sms_code(message))
+    assert second.calls == sdk.pick(
+        apple=["mfaSignIn:start", "mfaSignIn:finalize", "mfaSignIn:finalize", "token", "getAccountInfo"],
+        js=["recaptchaConfig", "mfaSignIn:start", "mfaSignIn:finalize", "mfaSignIn:finalize", "lookup"])
+    assert sent_body(second.log[skip]) == sdk.pick(
+        apple={"mfaPendingCredential": resolver["pending"], "mfaEnrollmentId": enrollment,
+               "phoneSignInInfo": {"phoneNumber": hint["phoneInfo"]}, "tenantId": tenant_id},
+        js={"mfaPendingCredential": resolver["pending"], "mfaEnrollmentId": enrollment,
+            "phoneSignInInfo": {"recaptchaToken": "fake-recaptcha-v2", "captchaResponse": "NO_RECAPTCHA",
+                                "clientType": "CLIENT_TYPE_WEB", "recaptchaVersion": "RECAPTCHA_ENTERPRISE"},
+            "tenantId": tenant_id})
+    assert sent_body(second.log[skip + 2]) == {
+        "mfaPendingCredential": resolver["pending"],
+        "phoneVerificationInfo": {"sessionInfo": verification_id, "code": sms_code(message)}, "tenantId": tenant_id}
+    assert signed_in.uid == first.user.uid
+    assert second.get_id_token_result()["firebase"]["sign_in_second_factor"] == "phone"
+
+    second.unenroll(enrollment)
+    assert second.user.enrolled_factors == []
+    assert sdk(stack, tenant_id).sign_in(email, PASSWORD).user.uid == signed_in.uid
+
+
 # --------------------------------------------------------------------------------------
 # Deletion
 # --------------------------------------------------------------------------------------

@@ -109,13 +109,12 @@ struct InProcessClientErrorTests {
             let admin = service.directory.admin
             let p = InProcess.projectID
             let calls = [
-                try await client.post("/v2/accounts/mfaEnrollment:start", #"{"phoneEnrollmentInfo":{}}"#),
-                try await client.post(
-                    "/v2/accounts/mfaSignIn:finalize", #"{"mfaPendingCredential":"p","phoneVerificationInfo":{}}"#),
-                try await client.post("/v2/accounts/mfaSignIn:start"),
+                try await client.post("/v2/accounts/passkeyEnrollment:start"),
+                try await client.post("/v2/accounts/passkeyEnrollment:finalize"),
+                try await client.post("/v2/accounts/passkeySignIn:finalize"),
                 try await client.post("/v2/accounts/passkeySignIn:start"),
                 try await client.get("/v1/recaptchaParams"),
-                try await client.post("/identitytoolkit.googleapis.com/v2/accounts/mfaSignIn:start"),
+                try await client.post("/identitytoolkit.googleapis.com/v2/accounts/passkeySignIn:start"),
                 try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/signOutUser"),
                 try await client.get("/www.googleapis.com/identitytoolkit/v3/relyingparty/getRecaptchaParam"),
                 try await client.post("/identitytoolkit/v3/relyingparty/verifyClient"),

@@ -5,7 +5,8 @@ import TesseraShared
 
 /// Second factors (docs/protocol/mfa.md): `v2/accounts/mfaEnrollment:{start,finalize,withdraw}` for
 /// a signed-in user, and `v2/accounts/mfaSignIn:finalize` for a sign-in that answered
-/// `mfaPendingCredential`. TOTP factors; phone factors answer 501 until SMS is built.
+/// `mfaPendingCredential`, with `v2/accounts/mfaSignIn:start` texting a phone factor's code first. TOTP and
+/// phone (SMS) factors.
 struct MultiFactorController {
     let tokens: SessionTokens
 
@@ -33,10 +34,35 @@ struct MultiFactorController {
         var mfaEnrollmentId: String?
         var mfaPendingCredential: String?
         var totpEnrollmentInfo: JSONValue?
+        struct PhoneEnrollmentInfo: Decodable {
+            var phoneNumber: String?
+        }
+        struct PhoneVerificationInfo: Decodable {
+            var sessionInfo: String?
+            var code: String?
+        }
         var totpVerificationInfo: TOTPVerificationInfo?
-        var phoneEnrollmentInfo: JSONValue?
-        var phoneVerificationInfo: JSONValue?
+        var phoneEnrollmentInfo: PhoneEnrollmentInfo?
+        var phoneVerificationInfo: PhoneVerificationInfo?
         var phoneSignInInfo: JSONValue?
+    }
+
+    /// A phone factor's code and its session, or the refusal of a missing part.
+    static func phoneCode(_ info: Body.PhoneVerificationInfo) throws -> (sessionInfo: String, code: String) {
+        guard let code = info.code, !code.isEmpty else { throw FirebaseError.invalid(.missingCode) }
+        guard let sessionInfo = info.sessionInfo, !sessionInfo.isEmpty, sessionInfo.utf8.count <= 256 else {
+            throw FirebaseError.invalid(.missingSessionInfo)
+        }
+        return (sessionInfo, String(code.prefix(16)))
+    }
+
+    /// `phoneSessionInfo` / `phoneResponseInfo` of the start calls.
+    struct PhoneSession: Encodable, Sendable {
+        struct Info: Encodable, Sendable {
+            var sessionInfo: String
+        }
+        var phoneSessionInfo: Info?
+        var phoneResponseInfo: Info?
     }
 
     /// `idToken` and `refreshToken` of the new session, as the v2 answers carry them.
@@ -44,8 +70,6 @@ struct MultiFactorController {
         var idToken: String
         var refreshToken: String
     }
-
-    static let phoneFactors = "Phone (SMS) second factors"
 
     /// The caller's ID token, checked, from a first factor a second one may be added to.
     func signedInUser(_ body: Body, context: ClientContext) async throws -> (IDTokenIssuer.Verified, UserRecord) {
@@ -58,26 +82,50 @@ struct MultiFactorController {
         return (verified, user)
     }
 
-    @Sendable func startEnrollment(_ request: Request, context: ClientContext) async throws -> JSONResponse<
-        StartTOTPEnrollmentResponse
-    > {
+    @Sendable func startEnrollment(_ request: Request, context: ClientContext) async throws -> Response {
         let body = try await request.decodeJSON(Body.self, context: context)
-        if body.phoneEnrollmentInfo != nil { throw FirebaseError.notImplemented(Self.phoneFactors) }
-        guard body.totpEnrollmentInfo != nil else {
+        guard body.totpEnrollmentInfo != nil || body.phoneEnrollmentInfo != nil else {
             throw FirebaseError.invalid(.invalidArgument, "Missing totpEnrollmentInfo or phoneEnrollmentInfo.")
         }
         let (verified, user) = try await signedInUser(body, context: context)
         try tokens.requireRecentSignIn(verified, user: user)
-        return JSONResponse(
+        if let phone = body.phoneEnrollmentInfo {
+            // Production answers a missing number as a malformed one (the emulator's mfaEnrollmentStart).
+            guard let number = phone.phoneNumber, !number.isEmpty, number.utf8.count <= 64 else {
+                throw FirebaseError.invalid(.invalidPhoneNumber, "Invalid format.")
+            }
+            var call = StartPhoneEnrollmentRequest(
+                scope: verified.scope, localId: verified.localId, phoneNumber: number)
+            call.clientIP = tokens.clientIP(request, context)
+            let answer = try await tokens.directory.call(
+                InternalEndpoints.startPhoneEnrollment, call, requestID: context.requestID, logger: context.logger)
+            return try JSONResponse(PhoneSession(phoneSessionInfo: .init(sessionInfo: answer.sessionInfo)))
+                .response(from: request, context: context)
+        }
+        return try JSONResponse(
             try await tokens.directory.call(
                 InternalEndpoints.startTOTPEnrollment,
                 StartTOTPEnrollmentRequest(scope: verified.scope, localId: verified.localId),
-                requestID: context.requestID, logger: context.logger))
+                requestID: context.requestID, logger: context.logger)
+        ).response(from: request, context: context)
     }
 
     @Sendable func finalizeEnrollment(_ request: Request, context: ClientContext) async throws -> JSONResponse<Tokens> {
         let body = try await request.decodeJSON(Body.self, context: context)
-        if body.phoneVerificationInfo != nil { throw FirebaseError.notImplemented(Self.phoneFactors) }
+        if let phone = body.phoneVerificationInfo {
+            let (verified, _) = try await signedInUser(body, context: context)
+            let (sessionInfo, code) = try Self.phoneCode(phone)
+            let displayName = body.displayName.flatMap { $0.isEmpty ? nil : $0 }
+            try Credentials.checkProfile(displayName: displayName, photoUrl: nil)
+            let issued = try await tokens.startSession(
+                InternalEndpoints.finalizePhoneEnrollment, requestID: context.requestID, logger: context.logger
+            ) { session in
+                FinalizePhoneEnrollmentRequest(
+                    scope: verified.scope, localId: verified.localId, signInProvider: verified.signInProvider,
+                    sessionInfo: sessionInfo, code: code, displayName: displayName, session: session)
+            }
+            return JSONResponse(Tokens(idToken: issued.idToken, refreshToken: issued.refreshToken))
+        }
         guard let info = body.totpVerificationInfo else {
             throw FirebaseError.invalid(.invalidArgument, "Missing totpVerificationInfo or phoneVerificationInfo.")
         }
@@ -116,9 +164,26 @@ struct MultiFactorController {
         return JSONResponse(Tokens(idToken: issued.idToken, refreshToken: issued.refreshToken))
     }
 
-    /// Only phone factors are started (a code is sent); a TOTP factor goes straight to `finalize`.
-    @Sendable func startSignIn(_ request: Request, context: ClientContext) async throws -> Response {
-        throw FirebaseError.notImplemented(Self.phoneFactors)
+    /// Only phone factors are started (a code is texted); a TOTP factor goes straight to `finalize`.
+    @Sendable func startSignIn(_ request: Request, context: ClientContext) async throws -> JSONResponse<PhoneSession> {
+        let body = try await request.decodeJSON(Body.self, context: context)
+        let scope = Scope(wire: body.tenantId)
+        return try await tokens.switchesFirst(scope, context: context) {
+            guard let pending = body.mfaPendingCredential, !pending.isEmpty else {
+                throw FirebaseError.invalid(
+                    .missingMfaPendingCredential, "Request does not have MFA pending credential.")
+            }
+            guard let enrollmentId = body.mfaEnrollmentId, !enrollmentId.isEmpty else {
+                throw FirebaseError.invalid(.missingMfaEnrollmentId, "No second factor identifier is provided.")
+            }
+            guard RefreshTokens.isWellFormed(pending) else { throw FirebaseError.invalid(.invalidMfaPendingCredential) }
+            var call = StartPhoneMFASignInRequest(
+                scope: scope, credentialHash: Secrets.tokenHash(pending), mfaEnrollmentId: enrollmentId)
+            call.clientIP = tokens.clientIP(request, context)
+            let answer = try await tokens.directory.call(
+                InternalEndpoints.startPhoneMFASignIn, call, requestID: context.requestID, logger: context.logger)
+            return JSONResponse(PhoneSession(phoneResponseInfo: .init(sessionInfo: answer.sessionInfo)))
+        }
     }
 
     @Sendable func finalizeSignIn(_ request: Request, context: ClientContext) async throws -> JSONResponse<Tokens> {
@@ -128,7 +193,20 @@ struct MultiFactorController {
             guard let pending = body.mfaPendingCredential, !pending.isEmpty else {
                 throw FirebaseError.invalid(.missingCredential, "Please set MFA Pending Credential.")
             }
-            if body.phoneVerificationInfo != nil { throw FirebaseError.notImplemented(Self.phoneFactors) }
+            if let phone = body.phoneVerificationInfo {
+                let (sessionInfo, code) = try Self.phoneCode(phone)
+                guard RefreshTokens.isWellFormed(pending) else {
+                    throw FirebaseError.invalid(.invalidMfaPendingCredential)
+                }
+                let issued = try await tokens.startSession(
+                    InternalEndpoints.finalizePhoneMFASignIn, requestID: context.requestID, logger: context.logger
+                ) { session in
+                    FinalizePhoneMFASignInRequest(
+                        scope: scope, credentialHash: Secrets.tokenHash(pending), sessionInfo: sessionInfo,
+                        code: code, session: session)
+                }
+                return JSONResponse(Tokens(idToken: issued.idToken, refreshToken: issued.refreshToken))
+            }
             guard let info = body.totpVerificationInfo else {
                 throw FirebaseError.invalid(.invalidArgument, "MFA provider not supported!")
             }

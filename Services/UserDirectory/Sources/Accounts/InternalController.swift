@@ -124,6 +124,31 @@ struct InternalController {
                 ])
             return SessionCreatedResponse(user: user, session: session)
         }
+        group.on(InternalEndpoints.startPhoneEnrollment) { body, context in
+            try await accounts.phone.startEnrollment(body, logger: context.logger)
+        }
+        group.on(InternalEndpoints.finalizePhoneEnrollment) { body, context in
+            let (user, session) = try await accounts.phone.finalizeEnrollment(body, logger: context.logger)
+            context.logger.info(
+                "second factor enrolled",
+                metadata: [
+                    "tenant.id": .string(body.scope.key), "user.id": .string(body.localId), "mfa.factor": "phone",
+                    "mfa.enrollment": .string(session.secondFactorId ?? "-"),
+                ])
+            return SessionCreatedResponse(user: user, session: session)
+        }
+        group.on(InternalEndpoints.startPhoneMFASignIn) { body, context in
+            try await accounts.phone.startSignIn(body, logger: context.logger)
+        }
+        group.on(InternalEndpoints.finalizePhoneMFASignIn) { body, context in
+            let (user, session) = try await accounts.phone.finalizeSignIn(body, logger: context.logger)
+            context.logger.info(
+                "second factor sign-in",
+                metadata: [
+                    "tenant.id": .string(body.scope.key), "user.id": .string(user.localId), "mfa.factor": "phone",
+                ])
+            return SessionCreatedResponse(user: user, session: session)
+        }
     }
 
     @Sendable func signUpPassword(_ body: SignUpPasswordRequest, context: DirectoryInternalContext) async throws

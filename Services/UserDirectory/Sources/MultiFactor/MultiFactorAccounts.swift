@@ -64,7 +64,7 @@ extension MultiFactorAccounts {
     }
 
     /// Checks that `localId` may enrol a factor: an enabled user with a verified email.
-    private static func enrollingUser(
+    static func enrollingUser(
         _ connection: PostgresConnection, scope: Scope, localId: String, logger: Logger
     ) async throws -> UserRecord {
         guard

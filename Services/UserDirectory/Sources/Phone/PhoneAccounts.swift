@@ -70,53 +70,125 @@ extension PhoneAccounts {
             let settings = try await Self.scopePhone(connection, scope: scope, logger: logger)
             if !settings.phone.enabled { throw FirebaseError.invalid(.operationNotAllowed) }
             let number = try Self.number(request.phoneNumber, phone: settings.phone)
-            if let region = number.region, let regions = settings.phone.smsRegionConfig, !regions.allows(region) {
-                throw FirebaseError.invalid(
-                    .operationNotAllowed, "SMS unable to be sent until this region enabled by the app developer.")
-            }
-            let limits = settings.flags.rateLimits
-            if number.testCode == nil {
-                try await RateLimiter.hit(
-                    connection, scope: scope, bucket: "sms_number", key: number.e164, limit: limits.smsPerNumberPerHour,
-                    logger: logger)
-                try await RateLimiter.hit(
-                    connection, scope: scope, bucket: "sms_ip", key: request.clientIP, limit: limits.smsPerIpPerHour,
-                    logger: logger)
-                try await RateLimiter.hit(
-                    connection, scope: scope, bucket: "sms_region", key: number.region,
-                    limit: limits.smsPerRegionPerHour,
-                    logger: logger)
-                let refusals = budgetRefusals
-                try await RateLimiter.hit(
-                    connection, scope: scope, bucket: "sms_day", key: "scope", limit: limits.smsPerScopePerDay,
-                    window: 86_400,
-                    refusal: { _ in
-                        refusals?.increment()
-                        return FirebaseError.invalid(.quotaExceeded, "Exceeded quota for verifying phone numbers.")
-                    }, logger: logger)
-            }
-            let sessionInfo = Secrets.randomAlphanumeric(64)
-            let code = number.testCode ?? Self.newCode()
-            let expiresAt = Date().addingTimeInterval(Double(Self.codeLifetime))
-            try await connection.query(
-                """
-                INSERT INTO phone_codes (tenant_id, session_hash, phone_number, code_hash, purpose, expires_at)
-                VALUES (\(scope: scope), \(Self.sessionHash(sessionInfo)), \(number.e164),
-                    \(Self.codeHash(sessionInfo: sessionInfo, code: code)), 'sign_in', \(expiresAt))
-                """, logger: logger)
-            if number.testCode == nil {
-                try await SMSOutbox.enqueue(
-                    connection, scope: scope, to: number.e164,
-                    body: "\(code) is your verification code. Do not share it.", expiresAt: expiresAt, logger: logger)
-            }
-            logger.info(
-                "phone code sent",
-                metadata: [
-                    "tenant.id": .string(scope.key), "phone.region": .string(number.region ?? "test"),
-                    "phone.test": .stringConvertible(number.testCode != nil),
-                ])
+            let sessionInfo = try await issueCode(
+                connection, scope: scope, number: number, settings: settings, clientIP: request.clientIP,
+                code: Code(purpose: "sign_in"), logger: logger)
             return SendPhoneCodeResponse(sessionInfo: sessionInfo)
         }
+    }
+
+    /// What a code is for, and whose.
+    struct Code: Sendable {
+        var purpose: String
+        var localId: String? = nil
+        var pendingHash: String? = nil
+        var enrollmentId: String? = nil
+    }
+
+    /// Checks the number's region and the limits, keeps the code's hash and queues its SMS, in the
+    /// caller's transaction; the session info. A test number gets its fixed code and no SMS, and counts
+    /// against no limit.
+    func issueCode(
+        _ connection: PostgresConnection, scope: Scope, number: (e164: String, region: String?, testCode: String?),
+        settings: ScopePhone, clientIP: String?, code what: Code, logger: Logger
+    ) async throws -> String {
+        if let region = number.region, let regions = settings.phone.smsRegionConfig, !regions.allows(region) {
+            throw FirebaseError.invalid(
+                .operationNotAllowed, "SMS unable to be sent until this region enabled by the app developer.")
+        }
+        let limits = settings.flags.rateLimits
+        if number.testCode == nil {
+            try await RateLimiter.hit(
+                connection, scope: scope, bucket: "sms_number", key: number.e164, limit: limits.smsPerNumberPerHour,
+                logger: logger)
+            try await RateLimiter.hit(
+                connection, scope: scope, bucket: "sms_ip", key: clientIP, limit: limits.smsPerIpPerHour,
+                logger: logger)
+            try await RateLimiter.hit(
+                connection, scope: scope, bucket: "sms_region", key: number.region, limit: limits.smsPerRegionPerHour,
+                logger: logger)
+            let refusals = budgetRefusals
+            try await RateLimiter.hit(
+                connection, scope: scope, bucket: "sms_day", key: "scope", limit: limits.smsPerScopePerDay,
+                window: 86_400,
+                refusal: { _ in
+                    refusals?.increment()
+                    return FirebaseError.invalid(.quotaExceeded, "Exceeded quota for verifying phone numbers.")
+                }, logger: logger)
+        }
+        let sessionInfo = Secrets.randomAlphanumeric(64)
+        let code = number.testCode ?? Self.newCode()
+        let expiresAt = Date().addingTimeInterval(Double(Self.codeLifetime))
+        try await connection.query(
+            """
+            INSERT INTO phone_codes (tenant_id, session_hash, phone_number, code_hash, purpose, local_id, pending_hash,
+                enrollment_id, expires_at)
+            VALUES (\(scope: scope), \(Self.sessionHash(sessionInfo)), \(number.e164),
+                \(Self.codeHash(sessionInfo: sessionInfo, code: code)), \(what.purpose), \(what.localId),
+                \(what.pendingHash), \(what.enrollmentId), \(expiresAt))
+            """, logger: logger)
+        if number.testCode == nil {
+            try await SMSOutbox.enqueue(
+                connection, scope: scope, to: number.e164,
+                body: "\(code) is your verification code. Do not share it.", expiresAt: expiresAt, logger: logger)
+        }
+        logger.info(
+            "phone code sent",
+            metadata: [
+                "tenant.id": .string(scope.key), "phone.region": .string(number.region ?? "test"),
+                "phone.test": .stringConvertible(number.testCode != nil), "phone.purpose": .string(what.purpose),
+            ])
+        return sessionInfo
+    }
+
+    /// A code checked against its session, in the caller's transaction: the code's row when it matches
+    /// (and it is gone then), or the refusal. A wrong code is counted; the fifth ends the session.
+    enum Checked: Sendable {
+        case valid(number: String, code: Code)
+        case refused(FirebaseError)
+    }
+
+    static func consumeCode(
+        _ connection: PostgresConnection, scope: Scope, sessionInfo: String, code: String, purpose: String,
+        logger: Logger
+    ) async throws -> Checked {
+        let hash = sessionHash(sessionInfo)
+        let rows = try await connection.query(
+            """
+            SELECT phone_number, code_hash, failed_attempts, expires_at < now(), purpose, local_id, pending_hash,
+                enrollment_id
+            FROM phone_codes WHERE tenant_id = \(scope: scope) AND session_hash = \(hash)
+            FOR UPDATE
+            """, logger: logger)
+        var found: (String, String, Int, Bool, String, String?, String?, String?)?
+        for try await row in rows.decode((String, String, Int, Bool, String, String?, String?, String?).self) {
+            found = row
+        }
+        guard let found, found.4 == purpose else { return .refused(.invalid(.invalidSessionInfo)) }
+        func endCode() async throws {
+            try await connection.query(
+                "DELETE FROM phone_codes WHERE tenant_id = \(scope: scope) AND session_hash = \(hash)", logger: logger)
+        }
+        if found.3 {
+            try await endCode()
+            return .refused(.invalid(.sessionExpired))
+        }
+        guard Secrets.constantTimeEquals(codeHash(sessionInfo: sessionInfo, code: code), found.1) else {
+            if found.2 + 1 >= attemptsPerCode {
+                try await endCode()
+            } else {
+                try await connection.query(
+                    """
+                    UPDATE phone_codes SET failed_attempts = failed_attempts + 1
+                    WHERE tenant_id = \(scope: scope) AND session_hash = \(hash)
+                    """, logger: logger)
+            }
+            return .refused(.invalid(.invalidCode))
+        }
+        try await endCode()
+        return .valid(
+            number: found.0, code: Code(purpose: found.4, localId: found.5, pendingHash: found.6, enrollmentId: found.7)
+        )
     }
 
     /// What a phone sign-in came to: a user and a session, or a refusal thrown after the transaction
@@ -146,41 +218,15 @@ extension PhoneAccounts {
         try await client.transaction(logger: logger) { connection in
             let settings = try await Self.scopePhone(connection, scope: scope, logger: logger)
             if !settings.phone.enabled { throw FirebaseError.invalid(.operationNotAllowed) }
-            let hash = Self.sessionHash(request.sessionInfo)
-            let rows = try await connection.query(
-                """
-                SELECT phone_number, code_hash, failed_attempts, expires_at < now(), purpose FROM phone_codes
-                WHERE tenant_id = \(scope: scope) AND session_hash = \(hash)
-                FOR UPDATE
-                """, logger: logger)
-            var found: (number: String, codeHash: String, failures: Int, expired: Bool, purpose: String)?
-            for try await row in rows.decode((String, String, Int, Bool, String).self) { found = row }
-            guard let found, found.purpose == "sign_in" else { return .refused(.invalid(.invalidSessionInfo)) }
-            func endCode() async throws {
-                try await connection.query(
-                    "DELETE FROM phone_codes WHERE tenant_id = \(scope: scope) AND session_hash = \(hash)",
-                    logger: logger)
+            switch try await Self.consumeCode(
+                connection, scope: scope, sessionInfo: request.sessionInfo, code: request.code, purpose: "sign_in",
+                logger: logger)
+            {
+            case .refused(let error): return .refused(error)
+            case .valid(let number, _):
+                return try await Self.signIn(
+                    connection, scope: scope, number: number, request: request, flags: settings.flags, logger: logger)
             }
-            if found.expired {
-                try await endCode()
-                return .refused(.invalid(.sessionExpired))
-            }
-            let given = Self.codeHash(sessionInfo: request.sessionInfo, code: request.code)
-            guard Secrets.constantTimeEquals(given, found.codeHash) else {
-                if found.failures + 1 >= Self.attemptsPerCode {
-                    try await endCode()
-                } else {
-                    try await connection.query(
-                        """
-                        UPDATE phone_codes SET failed_attempts = failed_attempts + 1
-                        WHERE tenant_id = \(scope: scope) AND session_hash = \(hash)
-                        """, logger: logger)
-                }
-                return .refused(.invalid(.invalidCode))
-            }
-            try await endCode()
-            return try await Self.signIn(
-                connection, scope: scope, number: found.number, request: request, flags: settings.flags, logger: logger)
         }
     }
 
