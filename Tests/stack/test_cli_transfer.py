@@ -478,6 +478,13 @@ def source(request, cli, stack, admin, fake_idp, mail_sink, workdir) -> Source:
     phone.local_id = admin_create(admin, tenant_id, phoneNumber=phone.phone, displayName="Phone Only",
                                   photoUrl=f"https://img.example/{run}/phone.png")
 
+    # Phone second factors (admin create): they move with the user (docs/cli.md, "Export format").
+    mfa = src.add(User("mfa", "", f"mfa-{run}@example.com", "factor password 1",
+                       phone=f"+1650555{secrets.randbelow(10 ** 4):04d}"))
+    mfa.local_id = admin_create(admin, tenant_id, email=mfa.email, password=mfa.password, emailVerified=True,
+                                mfaInfo=[{"phoneInfo": mfa.phone, "displayName": "desk"},
+                                         {"phoneInfo": f"+1650555{secrets.randbelow(10 ** 4):04d}"}])
+
     # Custom token only (a backend's service account): no email, no provider, not anonymous.
     src.backend_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     account = register_service_account(admin, tenant_id, src.backend_key)
@@ -795,6 +802,17 @@ def test_profiles_survive(admin, source, imported):
     assert new[source.users["bcrypt"].local_id]["createdAt"] == "1500000000000"
     assert new[source.users["fbplain"].local_id]["createdAt"] == "1600000000000"
     assert not new[source.users["anonymous"].local_id].get("providerUserInfo")
+
+
+def test_phone_factors_came_across(admin, source, export, imported):
+    """A user's phone second factors are in the export's `mfaInfo` (Firebase's member) and come back with their
+    ids, numbers, names and enrolment times."""
+    user = source.users["mfa"]
+    [old] = admin.lookup_users(source.tenant_id, [user.local_id])
+    [new] = imported.admin.lookup_users(imported.tenant_id, [user.local_id])
+    assert len(old["mfaInfo"]) == 2 and old["mfaInfo"][0]["phoneInfo"] == user.phone, old
+    assert export.user(user.local_id)["mfaInfo"] == old["mfaInfo"]
+    assert new["mfaInfo"] == old["mfaInfo"]
 
 
 def anonymous_users(admin: Admin, tenant_id: str) -> int:

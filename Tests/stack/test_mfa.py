@@ -298,7 +298,7 @@ def test_the_seed_is_sealed_at_rest(client, admin, tenant, stack):
 def test_admins_read_factors_and_remove_them(client, admin, tenant):
     """The admin API (docs/protocol/mfa.md#admins): `mfaInfo` in lookups and the export, `mfa: {}` removing every
     factor and `mfa.enrollments` keeping those it names, as the Node Admin SDK sends them (`updateUser` with
-    `multiFactor.enrolledFactors`); adding a factor is not built."""
+    `multiFactor.enrolledFactors`); what cannot be added."""
     email = address()
     user = verified_user(client, admin, tenant, email)
     secret, enrolled = enrol(client, tenant, user["idToken"])
@@ -328,11 +328,14 @@ def test_admins_read_factors_and_remove_them(client, admin, tenant):
     expect_error(client.refresh_raw(enrolled["refreshToken"]), "TOKEN_EXPIRED")
     expect_error(client.refresh_raw(second_signed["refreshToken"]), "TOKEN_EXPIRED")
     client.refresh(second_enrolled["refreshToken"])
-    # Adding one (an entry without an id, or with one the user does not have) is phone factors' work: 501.
-    for entry in ({"phoneInfo": "+15555550100", "displayName": "phone"}, {"mfaEnrollmentId": "x" * 28}):
-        resp = admin.request("POST", update, json={"localId": user["localId"], "mfa": {"enrollments": [entry]}})
-        assert resp.status_code == 501, describe(resp)
-    assert len(admin.lookup_users(tenant, [user["localId"]])[0]["mfaInfo"]) == 1
+    # An entry that would add a factor needs a number (a TOTP factor cannot be added by an admin); a TOTP
+    # factor takes no number. Nothing changes.
+    for entry, code in (({"mfaEnrollmentId": "x" * 28}, "INVALID_MFA_PHONE_NUMBER"),
+                        ({"phoneInfo": "+1 555 555 0100"}, "INVALID_MFA_PHONE_NUMBER"),
+                        ({"mfaEnrollmentId": second, "phoneInfo": "+16505550123"}, "INVALID_ARGUMENT")):
+        expect_error(admin.request("POST", update, json={"localId": user["localId"], "mfa": {"enrollments": [entry]}}),
+                     code)
+    assert [f["mfaEnrollmentId"] for f in admin.lookup_users(tenant, [user["localId"]])[0]["mfaInfo"]] == [second]
     # `mfa: {}` (the Admin SDK's enrolledFactors: null) removes them all: the user signs in with the password.
     expect_ok(admin.request("POST", update, json={"localId": user["localId"], "mfa": {}}))
     assert "mfaInfo" not in admin.lookup_users(tenant, [user["localId"]])[0]
@@ -457,3 +460,141 @@ def test_a_phone_factor_is_enrolled_and_signs_in_by_sms(client, admin, make_tena
         "tenantId": tenant, "mfaPendingCredential": credential,
         "phoneVerificationInfo": {"sessionInfo": sign_in_session, "code": sms_code(message)}}),
         "INVALID_MFA_PENDING_CREDENTIAL")
+
+
+PHONE_AND_TOTP = {"state": "ENABLED", "enabledProviders": ["PHONE_SMS"], **TOTP_ON}
+
+
+def phone_number() -> str:
+    return f"+1650555{uuid.uuid4().int % 10_000:04d}"
+
+
+def accounts(admin, tenant: str) -> str:
+    """`POST …/accounts`, the Admin SDKs' createUser."""
+    return admin.accounts_path(tenant, "lookup").removesuffix(":lookup")
+
+
+def sign_in_by_sms(client, tenant: str, email: str, enrollment: str, number: str, sms_sink) -> dict:
+    """A password sign-in finished with the phone factor `enrollment`, its code read from the SMS sink."""
+    from sms_sink import sms_code
+
+    pending = password_sign_in(client, tenant, email)
+    assert enrollment in [f["mfaEnrollmentId"] for f in pending["mfaInfo"]], pending
+    before = len(sms_sink.to(number))
+    session = expect_ok(client.post(f"{V2}/mfaSignIn:start", {
+        "tenantId": tenant, "mfaPendingCredential": pending["mfaPendingCredential"], "mfaEnrollmentId": enrollment,
+        "phoneSignInInfo": {}}))["phoneResponseInfo"]["sessionInfo"]
+    message = sms_sink.wait_for(number, before + 1)[-1]
+    signed_in = expect_ok(client.post(f"{V2}/mfaSignIn:finalize", {
+        "tenantId": tenant, "mfaPendingCredential": pending["mfaPendingCredential"],
+        "phoneVerificationInfo": {"sessionInfo": session, "code": sms_code(message)}}))
+    claims = unverified_claims(signed_in["idToken"])["firebase"]
+    assert claims["sign_in_second_factor"] == "phone" and claims["second_factor_identifier"] == enrollment
+    return signed_in
+
+
+def test_admins_add_phone_factors(client, admin, make_tenant, sms_sink):
+    """docs/protocol/mfa.md#admins: phone factors an admin writes, as the Node Admin SDK sends them: `mfaInfo` on
+    createUser (`POST …/accounts`), `mfa.enrollments` on updateUser (kept by id, renamed, renumbered, added without
+    an id), and the refusals; a factor so added signs in by SMS like an enrolled one."""
+    tenant = make_tenant(allowPasswordSignup=True, mfaConfig=PHONE_AND_TOTP)["tenantId"]
+    email, first_number, second_number = address(), phone_number(), phone_number()
+    # createUser({email, emailVerified, password, multiFactor: {enrolledFactors: [{phoneNumber, displayName,
+    # factorId: 'phone'}]}}) -> signUp with mfaInfo [{displayName, phoneInfo}].
+    created = expect_ok(admin.request("POST", accounts(admin, tenant), json={
+        "email": email, "emailVerified": True, "password": PASSWORD,
+        "mfaInfo": [{"displayName": "desk", "phoneInfo": first_number[:2] + " " + first_number[2:5] + "-"
+                     + first_number[5:]}]}))
+    [record] = admin.lookup_users(tenant, [created["localId"]])
+    [factor] = record["mfaInfo"]
+    assert factor["phoneInfo"] == first_number and factor["displayName"] == "desk", factor
+    sign_in_by_sms(client, tenant, email, factor["mfaEnrollmentId"], first_number, sms_sink)
+
+    update = admin.accounts_path(tenant, "update")
+    local_id = created["localId"]
+    # updateUser(uid, {multiFactor: {enrolledFactors: [existing renamed, a new one]}}): the existing factor as
+    # {mfaEnrollmentId, displayName, phoneInfo, enrolledAt}, the new one without an id; the new number twice
+    # counts once.
+    expect_ok(admin.request("POST", update, json={"localId": local_id, "mfa": {"enrollments": [
+        {"mfaEnrollmentId": factor["mfaEnrollmentId"], "displayName": "old desk", "phoneInfo": first_number,
+         "enrolledAt": factor["enrolledAt"]},
+        {"displayName": "mobile", "phoneInfo": second_number, "enrolledAt": "2024-05-01T10:00:00.000Z"},
+        {"displayName": "mobile again", "phoneInfo": second_number}]}}))
+    # Factors are listed oldest first: the new one says it was enrolled in 2024.
+    [added, kept] = admin.lookup_users(tenant, [local_id])[0]["mfaInfo"]
+    assert kept["mfaEnrollmentId"] == factor["mfaEnrollmentId"] and kept["displayName"] == "old desk"
+    assert kept["enrolledAt"] == factor["enrolledAt"]
+    assert added["phoneInfo"] == second_number and added["displayName"] == "mobile"
+    assert added["enrolledAt"].startswith("2024-05-01T10:00:00")
+    sign_in_by_sms(client, tenant, email, added["mfaEnrollmentId"], second_number, sms_sink)
+
+    # Refusals, each changing nothing: an id twice, six factors, another user's factor's id, a malformed entry.
+    other = expect_ok(admin.request("POST", accounts(admin, tenant), json={
+        "email": address(), "emailVerified": True, "mfaInfo": [{"phoneInfo": phone_number()}]}))
+    [foreign] = admin.lookup_users(tenant, [other["localId"]])[0]["mfaInfo"]
+    for enrollments, code in (
+            ([{"mfaEnrollmentId": kept["mfaEnrollmentId"]}, {"mfaEnrollmentId": kept["mfaEnrollmentId"]}],
+             "DUPLICATE_MFA_ENROLLMENT_ID"),
+            ([{"phoneInfo": phone_number()} for _ in range(6)], "SECOND_FACTOR_LIMIT_EXCEEDED"),
+            ([{"mfaEnrollmentId": foreign["mfaEnrollmentId"], "phoneInfo": phone_number()}],
+             "DUPLICATE_MFA_ENROLLMENT_ID")):
+        expect_error(admin.request("POST", update, json={"localId": local_id, "mfa": {"enrollments": enrollments}}),
+                     code)
+    resp = admin.request("POST", update, json={"localId": local_id, "mfa": {"enrollments": [{"phoneInfo": 5}]}})
+    assert resp.status_code == 400 and "mfa.enrollments" in resp.text, describe(resp)
+    expect_error(admin.request("POST", accounts(admin, tenant), json={
+        "email": address(), "mfaInfo": [{"phoneInfo": "12345"}]}), "INVALID_MFA_PHONE_NUMBER")
+    assert [f["mfaEnrollmentId"] for f in admin.lookup_users(tenant, [local_id])[0]["mfaInfo"]] == \
+        [added["mfaEnrollmentId"], kept["mfaEnrollmentId"]]
+    # Renumbering a factor keeps its id.
+    third_number = phone_number()
+    expect_ok(admin.request("POST", update, json={"localId": local_id, "mfa": {"enrollments": [
+        {"mfaEnrollmentId": added["mfaEnrollmentId"], "phoneInfo": third_number}]}}))
+    [renumbered] = admin.lookup_users(tenant, [local_id])[0]["mfaInfo"]
+    assert renumbered["mfaEnrollmentId"] == added["mfaEnrollmentId"] and renumbered["phoneInfo"] == third_number
+    assert renumbered["displayName"] == "mobile"
+
+
+def test_export_and_import_round_trip_phone_factors(client, admin, make_tenant, sms_sink):
+    """docs/protocol/mfa.md#admins: a user's phone factors exported (`batchGet`) and imported elsewhere
+    (`batchCreate`) keep their ids, numbers, names and times, and sign in by SMS there; what an import refuses, user
+    by user, as production's import does: an unverified or missing email, a TOTP factor, a malformed number, an id
+    taken."""
+    source = make_tenant(allowPasswordSignup=True, mfaConfig=PHONE_AND_TOTP)["tenantId"]
+    target = make_tenant(allowPasswordSignup=True, mfaConfig=PHONE_AND_TOTP)["tenantId"]
+    email, numbers = address(), [phone_number(), phone_number()]
+    created = expect_ok(admin.request("POST", accounts(admin, source), json={
+        "email": email, "emailVerified": True, "password": PASSWORD,
+        "mfaInfo": [{"displayName": "desk", "phoneInfo": numbers[0]}, {"phoneInfo": numbers[1]}]}))
+    page = expect_ok(admin.request("GET", admin.accounts_path(source, "batchGet"), params={"maxResults": 100}))
+    [exported] = [u for u in page["users"] if u["localId"] == created["localId"]]
+    assert [f["phoneInfo"] for f in exported["mfaInfo"]] == numbers
+
+    totp_user = verified_user(client, admin, source)
+    secret, _ = enrol(client, source, totp_user["idToken"])
+    [totp_record] = admin.lookup_users(source, [totp_user["localId"]])
+    bad = lambda n: {"localId": f"bad-{n}-{uuid.uuid4().hex[:8]}", "email": address(), "emailVerified": True}  # noqa
+    users = [
+        {"localId": exported["localId"], "email": email, "emailVerified": True, "rawPassword": PASSWORD,
+         "mfaInfo": exported["mfaInfo"]},
+        {**bad(1), "emailVerified": False, "mfaInfo": [{"phoneInfo": phone_number()}]},
+        {**bad(2), "mfaInfo": totp_record["mfaInfo"]},
+        {**bad(3), "mfaInfo": [{"phoneInfo": "+1 555 555 0100"}]},
+        # The first user of the batch took this id.
+        {**bad(4), "mfaInfo": [{"mfaEnrollmentId": exported["mfaInfo"][0]["mfaEnrollmentId"],
+                                "phoneInfo": phone_number()}]},
+        {"localId": f"bad-5-{uuid.uuid4().hex[:8]}", "mfaInfo": [{"phoneInfo": phone_number()}]},
+    ]
+    resp = admin.request("POST", admin.accounts_path(target, "batchCreate"), json={"users": users})
+    assert resp.status_code == 200, describe(resp)
+    result = resp.json()
+    assert {e["index"]: e["message"] for e in result.get("error", [])} == {
+        1: "Second factor account requires email to be verified.", 2: "Second factor not supported.",
+        3: "Phone number format is invalid", 4: "Enrollment id already exists.",
+        5: "Second factor account requires email to be presented."}, result
+    [imported] = admin.lookup_users(target, [exported["localId"]])
+    assert [{k: f[k] for k in ("mfaEnrollmentId", "phoneInfo", "enrolledAt") if k in f} for f in imported["mfaInfo"]] \
+        == [{k: f[k] for k in ("mfaEnrollmentId", "phoneInfo", "enrolledAt") if k in f} for f in exported["mfaInfo"]]
+    assert imported["mfaInfo"][0]["displayName"] == "desk" and "displayName" not in imported["mfaInfo"][1]
+    assert admin.lookup_users(target, [u["localId"] for u in users[1:]]) == []
+    sign_in_by_sms(client, target, email, exported["mfaInfo"][1]["mfaEnrollmentId"], numbers[1], sms_sink)

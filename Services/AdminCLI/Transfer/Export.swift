@@ -52,6 +52,12 @@ struct Export: AsyncParsableCommand {
                 if summary.withheld > 0 {
                     Output.note(Self.withheldNote(summary.withheld))
                 }
+                if summary.unmovableFactors > 0 {
+                    Output.note(
+                        "\(summary.unmovableFactors) users have TOTP second factors, which are not exported (a seed never "
+                            + "leaves its server): imported elsewhere, each signs in with its other factors until it "
+                            + "enrols an authenticator again")
+                }
             } catch {
                 sink.abandon()
                 throw error
@@ -71,6 +77,8 @@ struct Export: AsyncParsableCommand {
         var extras = 0
         /// Users whose password hash the server withheld (TransferFormat.withheldKey).
         var withheld = 0
+        /// Users with a TOTP second factor, which the export leaves out.
+        var unmovableFactors = 0
         var providers = 0
         var templates = 0
     }
@@ -121,6 +129,7 @@ struct Export: AsyncParsableCommand {
                 let (firebase, extra) = TransferFormat.split(user)
                 try sink.write((summary.users == 0 ? "\n" : ",\n") + JSON.compact(firebase))
                 summary.users += 1
+                if TransferFormat.hasUnmovableFactor(user) { summary.unmovableFactors += 1 }
                 if let extra {
                     try extras.write((summary.extras == 0 ? "\n" : ",\n") + JSON.compact(extra))
                     summary.extras += 1

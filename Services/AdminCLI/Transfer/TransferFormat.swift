@@ -31,6 +31,28 @@ enum TransferFormat {
     ]
     static let firebaseProviders: Set<String> = ["google.com", "facebook.com", "twitter.com", "github.com"]
     static let firebaseProviderKeys = ["providerId", "rawId", "email", "displayName", "photoUrl"]
+    /// A second factor's members in both formats; only phone factors move (a TOTP seed never leaves the
+    /// server it was enrolled on, docs/protocol/mfa.md#admins).
+    static let factorKeys = ["mfaEnrollmentId", "displayName", "phoneInfo", "enrolledAt"]
+
+    /// A user's phone factors (`mfaInfo`), or nil without any.
+    static func phoneFactors(_ user: JSONValue) -> JSONValue? {
+        let factors: [JSONValue] = (user["mfaInfo"]?.arrayValue ?? []).compactMap { factor in
+            guard factor["phoneInfo"]?.stringValue != nil else { return nil }
+            var picked: [String: JSONValue] = [:]
+            for key in factorKeys {
+                if let value = factor[key], value != .null { picked[key] = value }
+            }
+            return .object(picked)
+        }
+        return factors.isEmpty ? nil : .array(factors)
+    }
+
+    /// Whether a user has a second factor that does not move (TOTP).
+    static func hasUnmovableFactor(_ user: JSONValue) -> Bool {
+        (user["mfaInfo"]?.arrayValue ?? []).contains { $0["phoneInfo"]?.stringValue == nil }
+    }
+
     /// Provider entries derived from the user's own fields (docs/protocol/accounts.md#the-user-record): never
     /// exported, never imported.
     static let derivedProviders: Set<String> = ["password", "phone"]
@@ -42,6 +64,7 @@ enum TransferFormat {
             if let value = user[key], value != .null { out[key] = value }
         }
         if let last = user["lastLoginAt"], last != .null { out["lastSignedInAt"] = last }
+        out["mfaInfo"] = phoneFactors(user)
         var firebaseProviders: [JSONValue] = []
         var otherProviders: [JSONValue] = []
         for provider in user["providerUserInfo"]?.arrayValue ?? [] {
@@ -103,6 +126,7 @@ enum TransferFormat {
             if let value = user[key], value != .null { out[key] = value }
         }
         if out["lastLoginAt"] == nil, let last = user["lastSignedInAt"], last != .null { out["lastLoginAt"] = last }
+        out["mfaInfo"] = phoneFactors(user)
         for mark in markKeys where (extra?[mark] ?? user[mark])?.boolValue == true { out[mark] = .bool(true) }
         var providers: [JSONValue] = []
         var seen: Set<String> = []

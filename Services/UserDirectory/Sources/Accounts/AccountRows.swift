@@ -341,7 +341,7 @@ struct UserOfEnabledScopeWithFactors: ScopedStatement {
                     'mfaEnrollmentId', e.enrollment_id, 'displayName', e.display_name, 'phoneInfo', e.phone_number,
                     'totpInfo', CASE WHEN e.factor = 'totp' THEN '{}'::json END,
                     'enrolledAt', to_char(e.enrolled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
-                    ORDER BY e.enrolled_at, e.enrollment_id)::text
+                    ORDER BY e.enrolled_at, e.position)::text
                 FROM mfa_enrollments e WHERE e.tenant_id = u.tenant_id AND e.local_id = u.local_id) AS mfa_info
         FROM tenants t
         LEFT JOIN LATERAL (

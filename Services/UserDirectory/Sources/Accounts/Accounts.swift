@@ -70,9 +70,9 @@ public struct AdminUserChange: Sendable {
     /// A provider identity to link (`linkProviderUserInfo`), replacing the user's link of that
     /// provider; another user's identity is `FEDERATED_USER_ID_ALREADY_LINKED`.
     public var linkProvider: FederatedIdentity?
-    /// `mfa` (docs/protocol/mfa.md#admins): the ids of the second factors the user keeps; the others
-    /// are removed. Nil: untouched.
-    public var keptFactors: [String]?
+    /// `mfa` (docs/protocol/mfa.md#admins): the user's second factors from now on, those it has named by
+    /// id and new phone factors; the others are removed. Nil: untouched.
+    public var factors: [AdminFactor]?
 
     public init() {}
 }

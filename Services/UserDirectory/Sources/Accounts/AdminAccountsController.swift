@@ -49,7 +49,7 @@ struct AdminAccountsController<Tenants: TenantStore> {
         var emailVerified: Bool?
         var disabled: Bool?
         var tenantId: String?
-        var mfaInfo: JSONValue?
+        var mfaInfo: [JSONValue]?
     }
 
     struct CreateResponse: Encodable, Sendable {
@@ -64,7 +64,6 @@ struct AdminAccountsController<Tenants: TenantStore> {
     @Sendable func create(_ request: Request, context: AdminContext) async throws -> JSONResponse<CreateResponse> {
         let body = try await request.decodeJSON(CreateRequest.self, context: context)
         let scope = try await tenants.usersScope(of: context, bodyTenant: body.tenantId)
-        if body.mfaInfo != nil { throw FirebaseError.notImplemented("Multi-factor enrollment") }
         var user = AdminNewUser()
         if let localId = body.localId {
             guard !localId.isEmpty, localId.count <= 128 else { throw FirebaseError.invalid(.invalidLocalId) }
@@ -80,6 +79,7 @@ struct AdminAccountsController<Tenants: TenantStore> {
         user.photoUrl = body.photoUrl
         user.emailVerified = body.emailVerified ?? false
         user.disabled = body.disabled ?? false
+        user.factors = try AdminFactor.parse(body.mfaInfo ?? [], field: "mfa_info")
         let created = try await accounts.admin.create(scope: scope, user: user, logger: context.logger)
         context.logger.info(
             "user created by admin", metadata: ["tenant.id": .string(scope.key), "user.id": .string(created.localId)])
@@ -300,23 +300,15 @@ struct AdminAccountsController<Tenants: TenantStore> {
         var screenName: String?
     }
 
-    /// `mfa` (docs/protocol/mfa.md#admins): `{}` removes every factor, `{enrollments: [...]}` keeps
-    /// those named by `mfaEnrollmentId`. A malformed one is an invalid payload, as the protocol's parser
-    /// says it (the emulator's setAccountInfo:980).
+    /// `mfa` (docs/protocol/mfa.md#admins): `{}` removes every factor, `{enrollments: [...]}` makes the
+    /// user's factors those its entries name, and adds phone factors for the others (`AdminFactor`). A
+    /// malformed one is an invalid payload, as the protocol's parser says it (the emulator's
+    /// setAccountInfo:980).
     struct MFAUpdate: Decodable {
         var enrollments: [JSONValue]?
 
-        /// The ids of the factors to keep; an entry without one would add a factor.
-        func kept() throws -> [String] {
-            try (enrollments ?? []).map { entry in
-                guard case .object(let fields) = entry else {
-                    throw FirebaseError.invalidJSON("Invalid value at 'mfa.enrollments'.")
-                }
-                guard case .string(let id)? = fields["mfaEnrollmentId"], !id.isEmpty else {
-                    throw FirebaseError.notImplemented("Adding second factors through the admin API (phone factors)")
-                }
-                return id
-            }
+        func factors() throws -> [AdminFactor] {
+            try AdminFactor.parse(enrollments ?? [], field: "mfa.enrollments")
         }
 
         enum CodingKeys: CodingKey { case enrollments }
@@ -384,7 +376,7 @@ struct AdminAccountsController<Tenants: TenantStore> {
             }
         }
         if let info = body.linkProviderUserInfo { change.linkProvider = try Self.identity(info) }
-        if let mfa = body.mfa { change.keptFactors = try mfa.kept() }
+        if let mfa = body.mfa { change.factors = try mfa.factors() }
         if let validSince = body.validSince {
             switch validSince {
             case .int(let seconds): change.validSince = seconds

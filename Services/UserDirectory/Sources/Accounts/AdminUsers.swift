@@ -14,6 +14,8 @@ public struct AdminNewUser: Sendable {
     public var phoneNumber: String?
     public var emailVerified = false
     public var disabled = false
+    /// Phone second factors (docs/protocol/mfa.md#admins).
+    public var factors: [AdminFactor] = []
 
     public init() {}
 }
@@ -129,6 +131,10 @@ extension AdminUsers {
                         \(new.phoneNumber), \(new.disabled), \(now / 1000), \(now), \(stored?.algorithm), \(stored?.params),
                         \(stored?.salt), \(stored?.hash), \(stored == nil ? nil : now), false)
                     """, logger: logger)
+                if !new.factors.isEmpty {
+                    try await MultiFactorAccounts.setFactors(
+                        connection, scope: scope, localId: localId, factors: new.factors, logger: logger)
+                }
                 guard
                     let user = try await AccountRows.fetchUsers(
                         connection, scope: scope, localIds: [localId], logger: logger
@@ -347,9 +353,9 @@ extension AdminUsers {
                         connection, scope: scope, localId: localId, reason: "tokens_revoked",
                         startedBefore: validSince >= now / 1000 - 1 ? nil : validSince, logger: logger)
                 }
-                if let kept = change.keptFactors {
-                    try await MultiFactorAccounts.keepOnly(
-                        connection, scope: scope, localId: localId, kept: kept, logger: logger)
+                if let factors = change.factors {
+                    try await MultiFactorAccounts.setFactors(
+                        connection, scope: scope, localId: localId, factors: factors, logger: logger)
                 }
                 return try await MultiFactorAccounts.usersWithFactors(
                     connection, scope: scope, localIds: [localId], logger: logger

@@ -23,6 +23,8 @@ public struct ImportUser: Sendable {
     public var customAuth = false
     /// Signs in by email link (UserInfo's `emailLinkSignin`): its `password` provider entry stays.
     public var emailLinkSignin = false
+    /// Phone second factors (`mfaInfo`, docs/protocol/mfa.md#admins), each with a number.
+    public var factors: [AdminFactor] = []
 }
 
 extension AdminUsers {
@@ -47,6 +49,16 @@ extension AdminUsers {
         var is_anonymous: Bool
         var custom_auth: Bool
         var email_link_signin: Bool
+    }
+
+    /// One imported second factor, an `mfa_enrollments` row in JSON likewise.
+    private struct FactorRow: Encodable {
+        var local_id: String
+        var enrollment_id: String
+        var factor = "phone"
+        var display_name: String?
+        var phone_number: String
+        var enrolled_at: String?
     }
 
     /// One imported provider link, a `provider_links` row in JSON likewise.
@@ -81,8 +93,10 @@ extension AdminUsers {
                     connection, scope: scope, localIds: candidates.map(\.user.localId), logger: logger)
             }
             var failures: [(index: Int, message: String)] = []
-            let users = try await Self.withoutHeldIdentities(
+            var users = try await Self.withoutHeldIdentities(
                 connection, scope: scope, candidates, failures: &failures, logger: logger)
+            users = try await Self.withImportableFactors(
+                connection, scope: scope, users, failures: &failures, logger: logger)
             return try await failures + insert(connection, scope: scope, users: users, now: now, logger: logger)
         }
     }
@@ -141,6 +155,54 @@ extension AdminUsers {
         return kept
     }
 
+    /// The users whose second factors can be imported, each factor's number in E.164 (or a test number
+    /// of the scope), a number given twice counted once, and an id (the given one, or a new one). A
+    /// user fails when a number is not one, or when an id is another user's factor's (in the scope,
+    /// or an earlier user's of the batch).
+    private static func withImportableFactors(
+        _ connection: PostgresConnection, scope: Scope, _ users: [(index: Int, user: ImportUser)],
+        failures: inout [(index: Int, message: String)], logger: Logger
+    ) async throws -> [(index: Int, user: ImportUser)] {
+        let given = users.flatMap { $0.user.factors.compactMap(\.enrollmentId) }
+        guard users.contains(where: { !$0.user.factors.isEmpty }) else { return users }
+        let phone = try await PhoneAccounts.phoneConfig(connection, scope: scope, logger: logger)
+        var taken: Set<String> = []
+        if !given.isEmpty {
+            let rows = try await connection.query(
+                """
+                SELECT enrollment_id FROM mfa_enrollments
+                WHERE tenant_id = \(scope: scope) AND enrollment_id = ANY(\(given))
+                """, logger: logger)
+            for try await id in rows.decode(String.self) { taken.insert(id) }
+        }
+        var kept: [(index: Int, user: ImportUser)] = []
+        users: for (index, candidate) in users {
+            var user = candidate
+            var numbers: Set<String> = []
+            var factors: [AdminFactor] = []
+            for var factor in user.factors {
+                guard let number = try? MultiFactorAccounts.factorNumber(factor.phoneNumber ?? "", phone: phone)
+                else {
+                    failures.append((index, "Phone number format is invalid"))
+                    continue users
+                }
+                guard numbers.insert(number).inserted else { continue }
+                factor.phoneNumber = number
+                factor.enrollmentId = factor.enrollmentId ?? MultiFactorEnrollment.newID()
+                factors.append(factor)
+            }
+            let ids = factors.compactMap(\.enrollmentId)
+            if ids.contains(where: taken.contains) {
+                failures.append((index, "Enrollment id already exists."))
+                continue
+            }
+            taken.formUnion(ids)
+            user.factors = factors
+            kept.append((index, user))
+        }
+        return kept
+    }
+
     private func insert(
         _ connection: PostgresConnection, scope: Scope, users: [(index: Int, user: ImportUser)], now: Int64,
         logger: Logger
@@ -184,6 +246,26 @@ extension AdminUsers {
                         federated_id: provider.federatedId ?? provider.rawId, email: provider.email,
                         display_name: provider.displayName, photo_url: provider.photoUrl))
             }
+        }
+        let factors = users.filter { created.contains($0.user.localId) }.flatMap { _, user in
+            user.factors.map { factor in
+                FactorRow(
+                    local_id: user.localId, enrollment_id: factor.enrollmentId ?? "",
+                    display_name: factor.displayName, phone_number: factor.phoneNumber ?? "",
+                    enrolled_at: factor.enrolledAtMillis.map { RFC3339.millis(fromEpochMillis: $0) })
+            }
+        }
+        if !factors.isEmpty {
+            let factorsJSON = String(decoding: try JSONEncoder().encode(factors), as: UTF8.self)
+            try await connection.query(
+                """
+                INSERT INTO mfa_enrollments (tenant_id, local_id, enrollment_id, factor, display_name, phone_number,
+                    enrolled_at)
+                SELECT \(scope: scope), local_id, enrollment_id, factor, display_name, phone_number,
+                    coalesce(enrolled_at, clock_timestamp())
+                FROM jsonb_populate_recordset(NULL::mfa_enrollments, \(factorsJSON)::jsonb) WITH ORDINALITY AS f
+                ORDER BY f.ordinality
+                """, logger: logger)
         }
         if !links.isEmpty {
             let linksJSON = String(decoding: try JSONEncoder().encode(links), as: UTF8.self)
@@ -431,7 +513,26 @@ struct ImportController<Tenants: TenantStore> {
                     continue
                 }
             }
-            if let mfa = wire.mfaInfo, !mfa.isEmpty { fail("Multi-factor enrollments cannot be imported."); continue }
+            if let entries = wire.mfaInfo, !entries.isEmpty {
+                // As production's import has it (the emulator's batchCreate): phone factors only, for a
+                // user with a verified email, with ids of their own.
+                guard let factors = try? AdminFactor.parse(entries, field: "users.mfa_info") else {
+                    fail("mfaInfo is invalid"); continue
+                }
+                guard user.email != nil else { fail("Second factor account requires email to be presented."); continue }
+                guard wire.emailVerified == true else {
+                    fail("Second factor account requires email to be verified."); continue
+                }
+                guard factors.allSatisfy({ $0.phoneNumber != nil }) else {
+                    fail("Second factor not supported."); continue
+                }
+                let ids = factors.compactMap(\.enrollmentId)
+                guard Set(ids).count == ids.count else { fail("Enrollment id already exists."); continue }
+                guard factors.count <= MultiFactorAccounts.factorsPerUser else {
+                    fail("A user may have at most \(MultiFactorAccounts.factorsPerUser) second factors."); continue
+                }
+                user.factors = factors
+            }
             if (try? Credentials.checkProfile(displayName: wire.displayName, photoUrl: wire.photoUrl)) == nil {
                 fail("displayName and photoUrl must be at most 2048 characters"); continue
             }

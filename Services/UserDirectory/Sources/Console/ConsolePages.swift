@@ -395,7 +395,7 @@ extension ConsoleController {
         let factors = (user.mfaInfo ?? []).map(\.mfaEnrollmentId)
         guard factors.contains(enrollmentId) else { throw FirebaseError.invalid(.mfaEnrollmentNotFound) }
         var change = AdminUserChange()
-        change.keptFactors = factors.filter { $0 != enrollmentId }
+        change.factors = factors.filter { $0 != enrollmentId }.map { AdminFactor(enrollmentId: $0) }
         _ = try await accounts.admin.update(scope: scope, localId: user.localId, change: change, logger: context.logger)
         context.logger.info(
             "console removed a second factor",

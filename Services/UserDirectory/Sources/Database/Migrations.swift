@@ -37,6 +37,7 @@ public enum Migrations {
         .mfaSignIns,
         .smsOutbox,
         .phoneSignIn,
+        .mfaEnrollmentOrder,
     ]
 
     public static var latestVersion: Int { all.last?.version ?? 0 }

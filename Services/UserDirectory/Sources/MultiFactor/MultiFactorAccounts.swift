@@ -237,29 +237,6 @@ extension MultiFactorAccounts {
             logger: logger)
     }
 
-    /// An admin's `mfa` (docs/protocol/mfa.md#admins): the user keeps the factors of `kept` and loses
-    /// the others, with the sessions signed in with them. `kept` naming a factor the user does not
-    /// have is adding one, which only phone factors could be: not built yet. In the caller's
-    /// transaction, the user's row locked.
-    static func keepOnly(
-        _ connection: PostgresConnection, scope: Scope, localId: String, kept: [String], logger: Logger
-    ) async throws {
-        let existing =
-            try await enrollments(connection, scope: scope, localIds: [localId], logger: logger)[localId] ?? []
-        let ids = Set(existing.map(\.enrollmentId))
-        if kept.contains(where: { !ids.contains($0) }) {
-            throw FirebaseError.notImplemented("Adding second factors through the admin API (phone factors)")
-        }
-        let removed = existing.map(\.enrollmentId).filter { !kept.contains($0) }
-        guard !removed.isEmpty else { return }
-        try await connection.query(
-            """
-            DELETE FROM mfa_enrollments
-            WHERE tenant_id = \(scope: scope) AND local_id = \(localId) AND enrollment_id = ANY(\(removed))
-            """, logger: logger)
-        try await endSignIns(connection, scope: scope, localId: localId, factors: removed, logger: logger)
-    }
-
     /// One user's `mfaInfo` (nil without factors).
     func factors(scope: Scope, localId: String, logger: Logger) async throws -> [MFAEnrollmentInfo]? {
         let own = try await client.withConnection { connection in
@@ -290,7 +267,7 @@ extension MultiFactorAccounts {
             """
             SELECT enrollment_id, local_id, display_name, factor, phone_number, totp_secret, totp_last_step, enrolled_at
             FROM mfa_enrollments WHERE tenant_id = \(scope: scope) AND local_id = ANY(\(localIds))
-            ORDER BY enrolled_at, enrollment_id
+            ORDER BY enrolled_at, position
             """, logger: logger)
         var result: [String: [MultiFactorEnrollment]] = [:]
         for try await row in rows.decode((String, String, String?, String, String?, String?, Int64?, Date).self) {
@@ -326,11 +303,19 @@ extension MultiFactorEnrollment {
             mfaEnrollmentId: enrollmentId, displayName: displayName, phoneInfo: phone, totpInfo: totp,
             // Milliseconds, as Identity Platform writes it: the Apple SDK parses
             // `yyyy-MM-dd'T'HH:mm:ss.SSSZ` and reads no date from a time without them.
-            enrolledAt: RFC3339.millis(fromEpochMillis: Int64((enrolledAt.timeIntervalSince1970 * 1000).rounded(.down)))
+            enrolledAt: RFC3339.millis(fromEpochMillis: Self.millis(enrolledAt))
         )
     }
 
     var info: MFAEnrollmentInfo { info(masked: false) }
+
+    /// A stored time's milliseconds, cut as PostgreSQL's `to_char(…, 'MS')` cuts them (the other reader of
+    /// `enrolled_at`): the microseconds the column holds first, by rounding (a `Date` is a Double, and an
+    /// imported `….160Z` reads as 0.159999…), then whole milliseconds, rounded down.
+    static func millis(_ date: Date) -> Int64 {
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        return micros >= 0 ? micros / 1000 : (micros - 999) / 1000
+    }
 
     /// `+15555550100` → `+*******0100`.
     static func mask(_ number: String) -> String {

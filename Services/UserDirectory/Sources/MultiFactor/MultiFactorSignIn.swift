@@ -43,7 +43,7 @@ extension MultiFactorAccounts {
                 e.totp_secret, e.totp_last_step, e.enrolled_at
             FROM tenants t JOIN mfa_enrollments e ON e.tenant_id = t.tenant_id AND e.local_id = \(localId)
             WHERE t.tenant_id = \(scope: scope)
-            ORDER BY e.enrolled_at, e.enrollment_id
+            ORDER BY e.enrolled_at, e.position
             """, logger: logger)
         var config: MFAConfig?
         var factors: [MultiFactorEnrollment] = []

@@ -28,11 +28,18 @@ extension PhoneAccounts {
 
     static func scopePhone(_ connection: PostgresConnection, scope: Scope, logger: Logger) async throws -> ScopePhone {
         let flags = try await ScopeFlags.read(connection, scope: scope, lock: false, logger: logger)
+        return ScopePhone(flags: flags, phone: try await phoneConfig(connection, scope: scope, logger: logger))
+    }
+
+    /// The scope's phone settings alone, read in the caller's transaction.
+    static func phoneConfig(_ connection: PostgresConnection, scope: Scope, logger: Logger) async throws
+        -> PhoneConfig
+    {
         let rows = try await connection.query(
             "SELECT phone_config FROM tenants WHERE tenant_id = \(scope: scope)", logger: logger)
         var phone = PhoneConfig.defaults
         for try await text in rows.decode(String?.self) { phone = PhoneConfig.decode(text) }
-        return ScopePhone(flags: flags, phone: phone)
+        return phone
     }
 
     /// The number a client typed, as a test number of the scope (its E.164 form and fixed code) or as a
