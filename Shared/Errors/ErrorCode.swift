@@ -2,8 +2,9 @@
 /// `CODE : detail`, no `status`) — one list, so a code cannot be misspelt where it is thrown and a
 /// test can walk them all (issue #24). `FirebaseError.invalid(_:_:)` is the one place a code becomes
 /// the wire's error; `DirectoryClient` reads it back into the same code.
-public enum ErrorCode: String, CaseIterable, Sendable {
+public enum ErrorCode: String, CaseIterable, Codable, Sendable {
     case adminOnlyOperation = "ADMIN_ONLY_OPERATION"
+    case captchaCheckFailed = "CAPTCHA_CHECK_FAILED"
     case claimsTooLarge = "CLAIMS_TOO_LARGE"
     case credentialMismatch = "CREDENTIAL_MISMATCH"
     case credentialNotFound = "CREDENTIAL_NOT_FOUND"
@@ -73,6 +74,7 @@ public enum ErrorCode: String, CaseIterable, Sendable {
     case missingPassword = "MISSING_PASSWORD"
     case missingProviderId = "MISSING_PROVIDER_ID"
     case missingRawId = "MISSING_RAW_ID"
+    case missingRecaptchaToken = "MISSING_RECAPTCHA_TOKEN"
     case missingRefreshToken = "MISSING_REFRESH_TOKEN"
     case missingRequestUri = "MISSING_REQUEST_URI"
     case missingReqType = "MISSING_REQ_TYPE"

@@ -138,6 +138,9 @@ public struct FinalizeMFASignInRequest: Codable, Sendable {
 /// `mfaEnrollment:start` with `phoneEnrollmentInfo`: a code texted to the number to enrol.
 public struct StartPhoneEnrollmentRequest: Codable, Sendable {
     public var clientIP: String?
+    /// Why the app was not verified (docs/protocol/phone.md#app-verification): the refusal, unless the
+    /// number is one of the scope's test numbers. Nil: verified, or not asked for.
+    public var appRefusal: ErrorCode?
     public var scope: Scope
     public var localId: String
     public var phoneNumber: String
@@ -149,7 +152,7 @@ public struct StartPhoneEnrollmentRequest: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case clientIP, scope = "tenantId", localId, phoneNumber
+        case clientIP, appRefusal, scope = "tenantId", localId, phoneNumber
     }
 }
 
@@ -184,6 +187,9 @@ public struct FinalizePhoneEnrollmentRequest: Codable, Sendable {
 /// `mfaSignIn:start`: a code texted to the number of the pending sign-in's phone factor.
 public struct StartPhoneMFASignInRequest: Codable, Sendable {
     public var clientIP: String?
+    /// Why the app was not verified (docs/protocol/phone.md#app-verification): the refusal, unless the
+    /// number is one of the scope's test numbers. Nil: verified, or not asked for.
+    public var appRefusal: ErrorCode?
     public var scope: Scope
     public var credentialHash: String
     public var mfaEnrollmentId: String
@@ -195,7 +201,7 @@ public struct StartPhoneMFASignInRequest: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case clientIP, scope = "tenantId", credentialHash, mfaEnrollmentId
+        case clientIP, appRefusal, scope = "tenantId", credentialHash, mfaEnrollmentId
     }
 }
 

@@ -8,6 +8,9 @@ import Foundation
 public struct SendPhoneCodeRequest: Codable, Sendable {
     /// The end user's address (behind trusted proxies), for the limits.
     public var clientIP: String?
+    /// Why the app was not verified (docs/protocol/phone.md#app-verification): the refusal, unless the
+    /// number is one of the scope's test numbers. Nil: verified, or not asked for.
+    public var appRefusal: ErrorCode?
     public var scope: Scope
     public var phoneNumber: String
 
@@ -17,7 +20,7 @@ public struct SendPhoneCodeRequest: Codable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case clientIP, scope = "tenantId", phoneNumber
+        case clientIP, appRefusal, scope = "tenantId", phoneNumber
     }
 }
 

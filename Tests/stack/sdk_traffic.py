@@ -1602,6 +1602,8 @@ class JsSDK(_SdkBase):
         self.password_policy: dict | None = None
         # auth._getRecaptchaConfig(): fetched once, before the first phone verification.
         self.recaptcha_config: dict | None = None
+        # The RecaptchaVerifier's site key, read once when it first renders.
+        self.recaptcha_site_key: str | None = None
 
     # -- transport (api/index.ts) ------------------------------------------------------------------------
 
@@ -1850,6 +1852,18 @@ class JsSDK(_SdkBase):
 
     # -- phone (platform_browser/strategies/phone.ts, api/authentication/sms.ts) ----------------------
 
+    def _recaptcha_v2_token(self, token: str) -> str:
+        """RecaptchaVerifier.verify() (platform_browser/recaptcha/recaptcha_verifier.ts): its first render runs
+        init(), which asks getRecaptchaParams (GET /v1/recaptchaParams, api/authentication/recaptcha.ts) for the
+        site key and asserts one (auth/internal-error otherwise), even with appVerificationDisabledForTesting's
+        mock widget; then the widget's token."""
+        if self.recaptcha_site_key is None:
+            data = self.api("GET", "/v1/recaptchaParams")
+            assert data.get("kind") == "identitytoolkit#GetRecaptchaParamResponse", data
+            self.recaptcha_site_key = _str(data, "recaptchaSiteKey", "GetRecaptchaParamResponse",
+                                           "recaptcha_verifier.ts: init")
+        return token
+
     def sign_in_with_phone_number(self, phone_number: str, recaptcha_token: str = "fake-recaptcha-v2") -> str:
         """signInWithPhoneNumber(auth, number, recaptchaVerifier) -> _verifyPhoneNumber (strategies/phone.ts):
         the reCAPTCHA config (every provider OFF), so handleRecaptchaFlow's v2 path: captchaResponse NO_RECAPTCHA,
@@ -1860,7 +1874,8 @@ class JsSDK(_SdkBase):
             self.initialize_recaptcha_config()
         data = self.api("POST", "/v1/accounts:sendVerificationCode", {
             "phoneNumber": phone_number, "clientType": "CLIENT_TYPE_WEB", "captchaResponse": "NO_RECAPTCHA",
-            "recaptchaVersion": "RECAPTCHA_ENTERPRISE", "recaptchaToken": recaptcha_token}, tenant=True)
+            "recaptchaVersion": "RECAPTCHA_ENTERPRISE", "recaptchaToken": self._recaptcha_v2_token(recaptcha_token)},
+            tenant=True)
         return _str(data, "sessionInfo", "SendPhoneVerificationCodeResponse", "api/authentication/sms.ts")
 
     def confirm(self, verification_id: str, code: str) -> AuthDataResult:
@@ -1928,10 +1943,9 @@ class JsSDK(_SdkBase):
     # handleRecaptchaFlow's v2 path: injectRecaptchaFields puts them inside the info object for the MFA_SMS_*
     # actions, injectRecaptchaV2Token adds the verifier's token there; recaptcha_enterprise_verifier.ts,
     # strategies/phone.ts).
-    @staticmethod
-    def _phone_mfa_recaptcha(recaptcha_token: str) -> dict:
-        return {"recaptchaToken": recaptcha_token, "captchaResponse": "NO_RECAPTCHA", "clientType": "CLIENT_TYPE_WEB",
-                "recaptchaVersion": "RECAPTCHA_ENTERPRISE"}
+    def _phone_mfa_recaptcha(self, recaptcha_token: str) -> dict:
+        return {"recaptchaToken": self._recaptcha_v2_token(recaptcha_token), "captchaResponse": "NO_RECAPTCHA",
+                "clientType": "CLIENT_TYPE_WEB", "recaptchaVersion": "RECAPTCHA_ENTERPRISE"}
 
     def verify_phone_number_for_enrollment(self, phone_number: str, recaptcha_token: str = "fake-recaptcha-v2") -> str:
         """new PhoneAuthProvider(auth).verifyPhoneNumber({phoneNumber, session: await multiFactor(user).getSession()},

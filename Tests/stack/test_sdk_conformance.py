@@ -622,7 +622,8 @@ def test_phone_sign_in_up_then_in_and_unlink(stack, make_tenant, sms_sink, sdk):
     number = f"+1650555{random.randrange(10_000):04d}"
     first = sdk(stack, tenant_id)
     verification_id = getattr(first, sdk.pick(apple="verify_phone_number", js="sign_in_with_phone_number"))(number)
-    assert first.calls == sdk.pick(apple=["sendVerificationCode"], js=["recaptchaConfig", "sendVerificationCode"])
+    assert first.calls == sdk.pick(apple=["sendVerificationCode"],
+                                   js=["recaptchaConfig", "recaptchaParams", "sendVerificationCode"])
     sent = sent_body(first.log[-1])
     assert sent == sdk.pick(
         apple={"phoneNumber": number, "tenantId": tenant_id, "clientType": "CLIENT_TYPE_IOS"},
@@ -757,11 +758,12 @@ def test_phone_second_factor_enrol_sign_in_and_unenrol(stack, admin, make_tenant
     verification_id = first.verify_phone_number_for_enrollment(number)
     [message] = sms_sink.wait_for(number)
     user = first.enroll_phone(verification_id, sms_code(message), "work phone")
-    # The JS SDK reads the reCAPTCHA config first (_verifyPhoneNumber); the Apple SDK's test mode does not.
+    # The JS SDK reads the reCAPTCHA config and its verifier the site key first (_verifyPhoneNumber,
+    # RecaptchaVerifier.render); the Apple SDK's test mode does neither.
     assert first.calls == sdk.pick(
         apple=["mfaEnrollment:start", "mfaEnrollment:finalize", "token", "getAccountInfo"],
-        js=["recaptchaConfig", "mfaEnrollment:start", "mfaEnrollment:finalize", "lookup"])
-    skip = sdk.pick(apple=0, js=1)
+        js=["recaptchaConfig", "recaptchaParams", "mfaEnrollment:start", "mfaEnrollment:finalize", "lookup"])
+    skip = sdk.pick(apple=0, js=2)
     start, finalize = sent_body(first.log[skip]), sent_body(first.log[skip + 1])
     assert start["phoneEnrollmentInfo"]["phoneNumber"] == number and start["tenantId"] == tenant_id
     assert finalize["phoneVerificationInfo"] == {"sessionInfo": verification_id, "code": sms_code(message)}
@@ -790,7 +792,8 @@ def test_phone_second_factor_enrol_sign_in_and_unenrol(stack, admin, make_tenant
     signed_in = second.resolve_sign_in_phone(resolver, verification_id, sms_code(message))
     assert second.calls == sdk.pick(
         apple=["mfaSignIn:start", "mfaSignIn:finalize", "mfaSignIn:finalize", "token", "getAccountInfo"],
-        js=["recaptchaConfig", "mfaSignIn:start", "mfaSignIn:finalize", "mfaSignIn:finalize", "lookup"])
+        js=["recaptchaConfig", "recaptchaParams", "mfaSignIn:start", "mfaSignIn:finalize", "mfaSignIn:finalize",
+            "lookup"])
     assert sent_body(second.log[skip]) == sdk.pick(
         apple={"mfaPendingCredential": resolver["pending"], "mfaEnrollmentId": enrollment,
                "phoneSignInInfo": {"phoneNumber": hint["phoneInfo"]}, "tenantId": tenant_id},
@@ -1073,7 +1076,7 @@ def test_apple_project_config_also_as_a_post_and_on_v1(stack):
     assert resp.status_code == 200 and resp.json() == config, describe(resp)
 
 
-@pytest.mark.parametrize("rpc", ["signOutUser", "verifyClient", "signInWithGameCenter", "getRecaptchaParam"])
+@pytest.mark.parametrize("rpc", ["signOutUser", "verifyClient", "signInWithGameCenter"])
 def test_apple_out_of_scope_rpcs_answer_501(stack, rpc):
     """Apple only: the v3 rpcs Tessera leaves out."""
     apple = AppleSDK(stack)

@@ -21,10 +21,7 @@ public func buildTokenApplication(
         httpClient: httpClient, baseURL: configuration.directoryURL, secret: configuration.internalSecret,
         timeout: configuration.internalTimeout, metrics: metrics)
     let issuer = IDTokenIssuer(keys: keys, projectID: configuration.projectID, metrics: metrics)
-    let tokens = SessionTokens(
-        directory: directory, issuer: issuer, configuration: configuration,
-        passwordGate: PasswordGate(window: configuration.passwordRefusalWindow, metrics: metrics))
-    // Identity providers are outside: their own client (TLS, no redirects), not the internal one.
+    // Identity providers (and reCAPTCHA) are outside: their own client (TLS, no redirects), not the internal one.
     var providerClientConfiguration = HTTPClient.Configuration()
     providerClientConfiguration.redirectConfiguration = .disallow
     providerClientConfiguration.timeout = .init(connect: .seconds(2), read: nil)
@@ -34,6 +31,10 @@ public func buildTokenApplication(
     let providerHTTP = ProviderHTTP(
         client: providerClient, configuration: providerClientConfiguration,
         timeout: .milliseconds(Int64(configuration.idpTimeout.timeInterval * 1000)), egress: configuration.egress)
+    let tokens = SessionTokens(
+        directory: directory, issuer: issuer, configuration: configuration,
+        passwordGate: PasswordGate(window: configuration.passwordRefusalWindow, metrics: metrics),
+        appVerifier: AppVerifier(recaptcha: configuration.recaptcha, http: providerHTTP))
     let providers = IdentityProviders(
         endpoints: configuration.providerEndpoints,
         keys: JWKSCache(http: providerHTTP, refetchInterval: configuration.idpJWKSRefetchInterval), http: providerHTTP)
@@ -142,6 +143,7 @@ func buildRouter(
     EmailLinkController(tokens: tokens, configuration: configuration).addRoutes(to: clients)
     MultiFactorController(tokens: tokens).addRoutes(to: clients)
     PhoneController(tokens: tokens).addRoutes(to: clients)
+    RecaptchaParamsController(verifier: tokens.appVerifier).addRoutes(to: clients)
     ActionPageController(tokens: tokens, configuration: configuration).addRoutes(to: router)
     AuthHandlerController(tokens: tokens, flows: flows, configuration: configuration).addRoutes(to: router)
     OutOfScope.addRoutes(to: router)
@@ -156,7 +158,6 @@ enum OutOfScope {
         "v2/accounts/passkeyEnrollment:finalize": "Passkeys",
         "v2/accounts/passkeySignIn:start": "Passkeys",
         "v2/accounts/passkeySignIn:finalize": "Passkeys",
-        "v1/recaptchaParams": "reCAPTCHA",
     ]
 
     static func addRoutes(to router: Router<TokenContext>) {

@@ -52,6 +52,8 @@ public struct TokenServiceConfiguration: Sendable {
     /// iOS bundle ids and Android package names that may sign in through the hosted handler
     /// (`TESSERA_AUTHORIZED_APPS`): the provider's answer goes to the app that claims the scheme.
     public var authorizedApps: [String] = []
+    /// The operator's reCAPTCHA v2 keys; nil: no app verification (docs/protocol/phone.md#app-verification).
+    public var recaptcha: RecaptchaSettings?
 
     var links: ActionLinks {
         ActionLinks(actionURL: actionURL, publicURL: publicURL, apiKey: apiKey, authorizedDomains: authorizedDomains)
@@ -112,6 +114,22 @@ public struct TokenServiceConfiguration: Sendable {
         }
         if let domains = env.string("TESSERA_AUTHORIZED_DOMAINS") {
             authorizedDomains = ActionLinks.authorizedDomains(from: domains)
+        }
+        switch (env.string("TESSERA_RECAPTCHA_SITE_KEY"), try env.secretText("TESSERA_RECAPTCHA_SECRET_KEY")) {
+        case (nil, nil):
+            recaptcha = nil
+        case (let siteKey?, let secretKey?) where !siteKey.isEmpty && !secretKey.isEmpty:
+            var settings = RecaptchaSettings(siteKey: siteKey, secretKey: secretKey)
+            if let url = env.string("TESSERA_RECAPTCHA_VERIFY_URL") {
+                guard let parsed = WebURL(url), ["http", "https"].contains(parsed.scheme) else {
+                    throw ConfigError.invalid("TESSERA_RECAPTCHA_VERIFY_URL", "not an http(s) URL")
+                }
+                settings.verifyURL = url
+            }
+            recaptcha = settings
+        default:
+            throw ConfigError.invalid(
+                "TESSERA_RECAPTCHA_SITE_KEY", "set it and TESSERA_RECAPTCHA_SECRET_KEY (or _FILE) together, or neither")
         }
     }
 

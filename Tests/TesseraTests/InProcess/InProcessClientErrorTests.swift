@@ -113,10 +113,8 @@ struct InProcessClientErrorTests {
                 try await client.post("/v2/accounts/passkeyEnrollment:finalize"),
                 try await client.post("/v2/accounts/passkeySignIn:finalize"),
                 try await client.post("/v2/accounts/passkeySignIn:start"),
-                try await client.get("/v1/recaptchaParams"),
                 try await client.post("/identitytoolkit.googleapis.com/v2/accounts/passkeySignIn:start"),
                 try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/signOutUser"),
-                try await client.get("/www.googleapis.com/identitytoolkit/v3/relyingparty/getRecaptchaParam"),
                 try await client.post("/identitytoolkit/v3/relyingparty/verifyClient"),
                 try await client.post("/www.googleapis.com/identitytoolkit/v3/relyingparty/signInWithGameCenter"),
                 try await admin.post("/v2/projects/\(p)/inboundSamlConfigs?inboundSamlConfigId=saml.x"),
@@ -127,7 +125,7 @@ struct InProcessClientErrorTests {
                 let error = try expectStatusError(answer, .notImplemented, "NOT_IMPLEMENTED")
                 #expect(error["message"]?.stringValue?.contains("is not implemented in Tessera") == true, "\(answer)")
             }
-            #expect(calls[6].json?["error"]?["message"]?.stringValue?.contains("signOutUser") == true)
+            #expect(calls[5].json?["error"]?["message"]?.stringValue?.contains("signOutUser") == true)
         }
     }
 }

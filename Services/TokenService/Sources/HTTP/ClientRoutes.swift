@@ -28,6 +28,7 @@ enum LegacyV3 {
         "sendVerificationCode": "v1/accounts:sendVerificationCode",
         "verifyPhoneNumber": "v1/accounts:signInWithPhoneNumber",
         "getProjectConfig": "v1/projects",
+        "getRecaptchaParam": "v1/recaptchaParams",
         // The session-cookie keys as a kid → certificate map (docs/protocol/tokens.md#public-keys).
         "publicKeys": "v3:publicKeys",
         // Admin export and import with the project in the body (docs/protocol/accounts.md#legacy-v3-paths).
@@ -38,7 +39,7 @@ enum LegacyV3 {
     /// rpcs of features out of scope (docs/protocol/README.md#the-surface): 501 with their name, whatever the method.
     static let outOfScope = [
         "signOutUser", "verifyClient", "signInWithGameCenter",
-        "getRecaptchaParam", "setProjectConfig",
+        "setProjectConfig",
     ]
 
     /// The v3 rpcs that stand for `operation`.

@@ -36,6 +36,10 @@ struct MultiFactorController {
         var totpEnrollmentInfo: JSONValue?
         struct PhoneEnrollmentInfo: Decodable {
             var phoneNumber: String?
+            var recaptchaToken: String?
+        }
+        struct PhoneSignInInfo: Decodable {
+            var recaptchaToken: String?
         }
         struct PhoneVerificationInfo: Decodable {
             var sessionInfo: String?
@@ -44,7 +48,7 @@ struct MultiFactorController {
         var totpVerificationInfo: TOTPVerificationInfo?
         var phoneEnrollmentInfo: PhoneEnrollmentInfo?
         var phoneVerificationInfo: PhoneVerificationInfo?
-        var phoneSignInInfo: JSONValue?
+        var phoneSignInInfo: PhoneSignInInfo?
     }
 
     /// A phone factor's code and its session, or the refusal of a missing part.
@@ -97,6 +101,8 @@ struct MultiFactorController {
             var call = StartPhoneEnrollmentRequest(
                 scope: verified.scope, localId: verified.localId, phoneNumber: number)
             call.clientIP = tokens.clientIP(request, context)
+            call.appRefusal = try await tokens.appVerifier.check(
+                token: phone.recaptchaToken, clientIP: call.clientIP, logger: context.logger)
             let answer = try await tokens.directory.call(
                 InternalEndpoints.startPhoneEnrollment, call, requestID: context.requestID, logger: context.logger)
             return try JSONResponse(PhoneSession(phoneSessionInfo: .init(sessionInfo: answer.sessionInfo)))
@@ -180,6 +186,8 @@ struct MultiFactorController {
             var call = StartPhoneMFASignInRequest(
                 scope: scope, credentialHash: Secrets.tokenHash(pending), mfaEnrollmentId: enrollmentId)
             call.clientIP = tokens.clientIP(request, context)
+            call.appRefusal = try await tokens.appVerifier.check(
+                token: body.phoneSignInInfo?.recaptchaToken, clientIP: call.clientIP, logger: context.logger)
             let answer = try await tokens.directory.call(
                 InternalEndpoints.startPhoneMFASignIn, call, requestID: context.requestID, logger: context.logger)
             return JSONResponse(PhoneSession(phoneResponseInfo: .init(sessionInfo: answer.sessionInfo)))

@@ -5,8 +5,8 @@ import TesseraShared
 
 /// Phone sign-in (docs/protocol/phone.md): `accounts:sendVerificationCode` texts a code, and
 /// `accounts:signInWithPhoneNumber` signs in with it (v3: `sendVerificationCode`, `verifyPhoneNumber`).
-/// App verification (reCAPTCHA, Apple's APNs receipts, Play Integrity) is not checked: the tokens an SDK
-/// sends are ignored, and the limits of docs/protocol/phone.md#abuse-controls stand in for it.
+/// App verification: a reCAPTCHA token, when the operator gave reCAPTCHA keys (`AppVerifier`); Apple's APNs
+/// receipts and Play Integrity tokens cannot be checked (docs/protocol/phone.md#app-verification).
 struct PhoneController {
     let tokens: SessionTokens
 
@@ -17,6 +17,7 @@ struct PhoneController {
 
     struct SendCodeRequest: Decodable {
         var phoneNumber: String?
+        var recaptchaToken: String?
         var tenantId: String?
     }
 
@@ -32,6 +33,8 @@ struct PhoneController {
         }
         var call = SendPhoneCodeRequest(scope: Scope(wire: body.tenantId), phoneNumber: phoneNumber)
         call.clientIP = tokens.clientIP(request, context)
+        call.appRefusal = try await tokens.appVerifier.check(
+            token: body.recaptchaToken, clientIP: call.clientIP, logger: context.logger)
         let answer = try await tokens.directory.call(
             InternalEndpoints.sendPhoneCode, call, requestID: context.requestID, logger: context.logger)
         return JSONResponse(SendCodeResponse(sessionInfo: answer.sessionInfo))

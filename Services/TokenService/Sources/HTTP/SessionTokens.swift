@@ -11,6 +11,8 @@ struct SessionTokens: Sendable {
     let configuration: TokenServiceConfiguration
     /// Password sign-ins and sign-ups of an address the directory just refused are refused here.
     let passwordGate: PasswordGate
+    /// reCAPTCHA for the calls that text a code.
+    let appVerifier: AppVerifier
 
     struct Issued {
         var user: UserRecord

@@ -49,6 +49,7 @@ extension PhoneAccounts {
                 connection, scope: scope, localId: request.localId, number: number.e164, logger: logger)
             let sessionInfo = try await issueCode(
                 connection, scope: scope, number: number, settings: settings, clientIP: request.clientIP,
+                appRefusal: request.appRefusal,
                 code: Code(purpose: "mfa_enrollment", localId: request.localId), logger: logger)
             return SendPhoneCodeResponse(sessionInfo: sessionInfo)
         }
@@ -128,6 +129,7 @@ extension PhoneAccounts {
             let number = try Self.number(e164, phone: settings.phone)
             let sessionInfo = try await issueCode(
                 connection, scope: scope, number: number, settings: settings, clientIP: request.clientIP,
+                appRefusal: request.appRefusal,
                 code: Code(
                     purpose: "mfa_sign_in", localId: pending.localId, pendingHash: request.credentialHash,
                     enrollmentId: factor.enrollmentId), logger: logger)

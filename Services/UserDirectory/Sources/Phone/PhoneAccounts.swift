@@ -79,7 +79,7 @@ extension PhoneAccounts {
             let number = try Self.number(request.phoneNumber, phone: settings.phone)
             let sessionInfo = try await issueCode(
                 connection, scope: scope, number: number, settings: settings, clientIP: request.clientIP,
-                code: Code(purpose: "sign_in"), logger: logger)
+                appRefusal: request.appRefusal, code: Code(purpose: "sign_in"), logger: logger)
             return SendPhoneCodeResponse(sessionInfo: sessionInfo)
         }
     }
@@ -97,8 +97,17 @@ extension PhoneAccounts {
     /// against no limit.
     func issueCode(
         _ connection: PostgresConnection, scope: Scope, number: (e164: String, region: String?, testCode: String?),
-        settings: ScopePhone, clientIP: String?, code what: Code, logger: Logger
+        settings: ScopePhone, clientIP: String?, appRefusal: ErrorCode?, code what: Code, logger: Logger
     ) async throws -> String {
+        // An app that did not pass reCAPTCHA gets no code, except for a test number
+        // (docs/protocol/phone.md#app-verification): a developer's app in test mode sends no real token.
+        if number.testCode == nil, let appRefusal {
+            throw FirebaseError.invalid(
+                appRefusal,
+                appRefusal == .missingRecaptchaToken
+                    ? "A reCAPTCHA token is required to send a code."
+                    : "The reCAPTCHA token was not accepted.")
+        }
         if let region = number.region, let regions = settings.phone.smsRegionConfig, !regions.allows(region) {
             throw FirebaseError.invalid(
                 .operationNotAllowed, "SMS unable to be sent until this region enabled by the app developer.")
