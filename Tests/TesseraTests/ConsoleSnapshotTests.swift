@@ -192,6 +192,26 @@ struct ConsoleSnapshotTests {
             browser.post("\(p)/authorized-domains", ["authorizedDomains": "example.com\nnot a domain"]),
             status: .badRequest)
         try await snapshots.check("methods-tenant", browser.get("/console/tenants/\(acme)/sign-in-methods"))
+        try await snapshots.check(
+            "methods-sms-error",
+            browser.post(
+                "/console/tenants/\(acme)/sms-settings",
+                [
+                    "testPhoneNumbers": "+1 650-555-0123 123456\n+1 650-555-0199 12", "regionPolicy": "only",
+                    "regions": "",
+                ]),
+            status: .badRequest)
+        try await snapshots.check(
+            "methods-sms-regions-error",
+            browser.post(
+                "/console/tenants/\(acme)/sms-settings",
+                ["testPhoneNumbers": "", "regionPolicy": "except", "regions": "US, Germany"]),
+            status: .badRequest)
+        try await browser.expectRedirect(
+            browser.post(
+                "/console/tenants/\(acme)/sms-settings",
+                ["testPhoneNumbers": "+1 650-555-0123 123456", "regionPolicy": "only", "regions": "us ca"]))
+        try await snapshots.check("methods-tenant-sms", browser.get("/console/tenants/\(acme)/sign-in-methods"))
 
         let appleKey = P256.Signing.PrivateKey().pemRepresentation
         try await browser.expectRedirect(

@@ -784,3 +784,62 @@ def test_phone_sign_in_and_totp_are_switched_on_in_the_console(stack, admin, mak
         assert at.errors == [], at.errors
     finally:
         at.close()
+
+
+def test_text_message_settings_and_sms_factors_are_set_in_the_console(stack, admin, client, make_tenant, browser,
+                                                                      artifacts):
+    """docs/protocol/phone.md#turning-it-on: the sign-in methods page's text-message form writes the scope's test
+    numbers and regions as the admin API shows them, refuses what the API refuses with the error by its field, and
+    the SMS second-factor switch writes `mfaConfig`; a saved test number then signs in with its code."""
+    tenant_id = make_tenant()["tenantId"]
+    at = Admin(browser, stack, artifacts)
+    try:
+        at.sign_in(stack.admin_token)
+        at.open(f"/console/tenants/{tenant_id}/sign-in-methods")
+        assert at.page.is_checked("#regions-every") and at.page.input_value("#test-numbers") == ""
+        at.page.fill("#test-numbers", "+1 650-555-0123 123456\n+44 7700 900123 12345")
+        at.page.check("#regions-only")
+        at.page.fill("#regions", "us, Germany")
+        at.click("#sms-form button[type=submit]")
+        assert "must be 6 digits" in at.page.inner_text("#test-numbers-error")
+        assert at.page.get_attribute("#test-numbers", "aria-invalid") == "true"
+        assert at.page.input_value("#test-numbers").endswith("12345") and at.page.is_checked("#regions-only")
+        tenant = expect_ok(admin.get_tenant(tenant_id))
+        assert not tenant.get("testPhoneNumbers") and "smsRegionConfig" not in tenant, tenant
+
+        at.page.fill("#test-numbers", "+1 650-555-0123 123456\n+44 7700 900123 654321")
+        at.click("#sms-form button[type=submit]")
+        assert "is not a region code" in at.page.inner_text("#regions-error")
+        at.page.fill("#regions", "us, de")
+        at.click("#sms-form button[type=submit]")
+        assert "Saved." in at.text()
+        tenant = expect_ok(admin.get_tenant(tenant_id))
+        assert tenant["testPhoneNumbers"] == {"+16505550123": "123456", "+447700900123": "654321"}, tenant
+        assert tenant["smsRegionConfig"] == {"allowlistOnly": {"allowedRegions": ["US", "DE"]}}, tenant
+        assert at.page.is_checked("#regions-only") and at.page.input_value("#regions") == "US DE"
+
+        # Phone sign-in and SMS second factors on; the test number signs in with its code.
+        at.page.check("#enablePhoneSignIn")
+        at.page.check("#phoneSecondFactors")
+        at.click("form.card button[type=submit]")
+        assert "Saved." in at.text()
+        at.shots("sign-in-methods-sms")
+        tenant = expect_ok(admin.get_tenant(tenant_id))
+        assert tenant["mfaConfig"]["state"] == "ENABLED" and tenant["mfaConfig"]["enabledProviders"] == ["PHONE_SMS"]
+        session = expect_ok(client.post("/v1/accounts:sendVerificationCode",
+                                        {"tenantId": tenant_id, "phoneNumber": "+16505550123"}))["sessionInfo"]
+        expect_ok(client.post("/v1/accounts:signInWithPhoneNumber",
+                              {"tenantId": tenant_id, "sessionInfo": session, "code": "123456"}))
+
+        # Every region again, and the SMS factors off.
+        at.page.check("#regions-every")
+        at.click("#sms-form button[type=submit]")
+        at.page.uncheck("#phoneSecondFactors")
+        at.click("form.card button[type=submit]")
+        tenant = expect_ok(admin.get_tenant(tenant_id))
+        assert "smsRegionConfig" not in tenant and "PHONE_SMS" not in tenant["mfaConfig"].get("enabledProviders", [])
+        # The browser reports the two refused forms' 400 answers, and nothing else.
+        assert at.errors == ["Failed to load resource: the server responded with a status of 400 (Bad Request)"] * 2, \
+            at.errors
+    finally:
+        at.close()

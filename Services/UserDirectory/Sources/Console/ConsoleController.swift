@@ -61,6 +61,7 @@ struct ConsoleController<Tenants: TenantStore> {
             pages.post("\(base)/users/{localId}/factors/{enrollmentId}/remove", use: removeFactor)
             pages.get("\(base)/sign-in-methods", use: methods)
             pages.post("\(base)/sign-in-methods", use: saveMethods)
+            pages.post("\(base)/sms-settings", use: saveSMSSettings)
             pages.post("\(base)/authorized-domains", use: saveDomains)
             pages.get("\(base)/cleanup", use: cleanupPage)
             pages.post("\(base)/cleanup", use: saveCleanup)

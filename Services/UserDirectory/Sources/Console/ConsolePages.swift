@@ -50,6 +50,7 @@ enum UserAction: String, CaseIterable, Sendable {
 /// The switches of a scope the sign-in methods page shows.
 enum ScopeSwitch: String, CaseIterable, Sendable {
     case allowPasswordSignup, enableEmailLinkSignin, enableAnonymousUser, enablePhoneSignIn, totpSecondFactors
+    case phoneSecondFactors
     case disabledUserSignup, disabledUserDeletion, disableAuth
 
     var label: String {
@@ -59,6 +60,7 @@ enum ScopeSwitch: String, CaseIterable, Sendable {
         case .enableAnonymousUser: "Anonymous sign-in"
         case .enablePhoneSignIn: "Phone (SMS code) sign-in"
         case .totpSecondFactors: "Authenticator-app (TOTP) second factors"
+        case .phoneSecondFactors: "Text-message (SMS) second factors"
         case .disabledUserSignup: "Users cannot sign themselves up"
         case .disabledUserDeletion: "Users cannot delete their own account"
         case .disableAuth: "Sign-in disabled for the whole scope"
@@ -66,8 +68,10 @@ enum ScopeSwitch: String, CaseIterable, Sendable {
     }
 
     var isProvider: Bool {
-        [.allowPasswordSignup, .enableEmailLinkSignin, .enableAnonymousUser, .enablePhoneSignIn, .totpSecondFactors]
-            .contains(self)
+        [
+            .allowPasswordSignup, .enableEmailLinkSignin, .enableAnonymousUser, .enablePhoneSignIn, .totpSecondFactors,
+            .phoneSecondFactors,
+        ].contains(self)
     }
 
     func get(_ settings: ScopeSettings) -> Bool {
@@ -77,6 +81,7 @@ enum ScopeSwitch: String, CaseIterable, Sendable {
         case .enableAnonymousUser: settings.enableAnonymousUser
         case .enablePhoneSignIn: settings.phoneConfig.enabled
         case .totpSecondFactors: settings.mfaConfig.enablesTOTP
+        case .phoneSecondFactors: settings.mfaConfig.enablesPhone
         case .disabledUserSignup: settings.disabledUserSignup
         case .disabledUserDeletion: settings.disabledUserDeletion
         case .disableAuth: settings.disableAuth
@@ -99,6 +104,18 @@ enum ScopeSwitch: String, CaseIterable, Sendable {
                 on
                 ? others + [.init(state: "ENABLED", totpProviderConfig: .init(adjacentIntervals: window))]
                 : (others.isEmpty ? nil : others)
+        case .phoneSecondFactors:
+            // On: `PHONE_SMS` among the enabled providers, and the state ENABLED unless it is on already
+            // (MANDATORY stays); off: `PHONE_SMS` left out (docs/protocol/mfa.md#turning-it-on).
+            guard on != settings.mfaConfig.enablesPhone else { return }
+            var providers = settings.mfaConfig.enabledProviders.filter { $0 != "PHONE_SMS" }
+            if on {
+                providers.append("PHONE_SMS")
+                if !["ENABLED", "MANDATORY"].contains(settings.mfaConfig.state) {
+                    settings.mfaConfig.state = "ENABLED"
+                }
+            }
+            settings.mfaConfig.enabledProviders = providers
         case .disabledUserSignup: settings.disabledUserSignup = on
         case .disabledUserDeletion: settings.disabledUserDeletion = on
         case .disableAuth: settings.disableAuth = on
@@ -484,7 +501,8 @@ extension ConsoleController {
     }
 
     func methodsPage(
-        request: Request, context: AdminContext, scope: Scope, domainsForm: (text: String, error: String)? = nil
+        request: Request, context: AdminContext, scope: Scope, domainsForm: (text: String, error: String)? = nil,
+        smsForm: MethodsPage.SMSForm? = nil
     ) async throws -> Response {
         let settings = try await settings(scope, logger: context.logger)
         func switches(_ list: [ScopeSwitch]) -> [MethodsPage.Switch] {
@@ -498,8 +516,8 @@ extension ConsoleController {
             domainsText: domainsForm?.text ?? current.joined(separator: "\n"), domainsError: domainsForm?.error,
             domainsAreDefault: try await tenants.projectConfig(logger: context.logger).1.authorizedDomains == nil,
             // The project's setting, so only on the project's page (where only project admins get).
-            canEditDomains: scope.isProject)
-        return views.render(page, status: domainsForm == nil ? .ok : .badRequest)
+            canEditDomains: scope.isProject, sms: smsForm ?? SMSSettingsForm.form(settings.phoneConfig))
+        return views.render(page, status: domainsForm == nil && smsForm == nil ? .ok : .badRequest)
     }
 
     /// The project's authorized domains, one per line, checked as the admin API checks them; or back
@@ -524,6 +542,27 @@ extension ConsoleController {
         }
         context.logger.info("authorized domains updated")
         return Self.redirect(Self.base(scope) + "/sign-in-methods?notice=saved")
+    }
+
+    /// The scope's test numbers and the regions it texts (docs/protocol/phone.md#turning-it-on), checked as
+    /// the admin API checks them; a refused form comes back with its text and the error by its field.
+    @Sendable func saveSMSSettings(_ request: Request, context: AdminContext) async throws -> Response {
+        let scope = try context.scope
+        var request = request
+        let form = try await ConsoleSessionMiddleware.form(&request)
+        switch SMSSettingsForm.read(form) {
+        case .refused(let page):
+            return try await methodsPage(request: request, context: context, scope: scope, smsForm: page)
+        case .accepted(let numbers, let regions):
+            _ = try await tenants.update(scope, logger: context.logger) { settings in
+                settings.phoneConfig.testPhoneNumbers = numbers
+                settings.phoneConfig.smsRegionConfig = regions
+            }
+            context.logger.info(
+                "text-message settings updated",
+                metadata: ["tenant.id": .string(scope.key), "phone.test_numbers": "\(numbers.count)"])
+            return Self.redirect(Self.base(scope) + "/sign-in-methods?notice=saved")
+        }
     }
 
     @Sendable func saveMethods(_ request: Request, context: AdminContext) async throws -> Response {
