@@ -386,9 +386,21 @@ def test_a_phone_factor_is_enrolled_and_signs_in_by_sms(client, admin, make_tena
 
     tenant = make_tenant(allowPasswordSignup=True,
                          mfaConfig={"state": "ENABLED", "enabledProviders": ["PHONE_SMS"]})["tenantId"]
+    number = f"+1650555{uuid.uuid4().int % 10_000:04d}"
+    # An unverified email enrols nothing, as for TOTP; a region the scope does not text gets no code.
+    unverified = expect_ok(client.post("/v1/accounts:signUp", {"tenantId": tenant, "email": address(),
+                                                               "password": PASSWORD, "returnSecureToken": True}))
+    expect_error(client.post(f"{V2}/mfaEnrollment:start", {"idToken": unverified["idToken"], "tenantId": tenant,
+                                                           "phoneEnrollmentInfo": {"phoneNumber": number}}),
+                 "UNVERIFIED_EMAIL")
+    expect_ok(admin.patch_tenant(tenant, {"smsRegionConfig": {"allowlistOnly": {"allowedRegions": ["GB"]}}},
+                                 "smsRegionConfig"))
     email = address()
     user = verified_user(client, admin, tenant, email)
-    number = f"+1650555{uuid.uuid4().int % 10_000:04d}"
+    expect_error(client.post(f"{V2}/mfaEnrollment:start", {"idToken": user["idToken"], "tenantId": tenant,
+                                                           "phoneEnrollmentInfo": {"phoneNumber": number}}),
+                 "OPERATION_NOT_ALLOWED")
+    expect_ok(admin.patch_tenant(tenant, {}, "smsRegionConfig"))
     resp = client.post(f"{V2}/mfaEnrollment:start", {"idToken": user["idToken"], "tenantId": tenant,
                                                      "phoneEnrollmentInfo": {"phoneNumber": number}})
     session_info = expect_ok(resp)["phoneSessionInfo"]["sessionInfo"]
