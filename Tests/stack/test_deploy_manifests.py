@@ -36,7 +36,7 @@ COMPOSE = REPO_ROOT / "deploy" / "compose.yaml"
 COMPOSE_PG_HA = REPO_ROOT / "deploy" / "compose.pg-ha.yaml"
 PGAF_ENTRYPOINT = REPO_ROOT / "deploy" / "pg-auto-failover" / "entrypoint.sh"
 SERVICES = {"token-service": 8081, "user-directory": 8082, "cleanup-worker": 8083}
-SECRET_KEYS = {"TESSERA_INTERNAL_SECRET", "TESSERA_ADMIN_TOKEN", "TESSERA_API_KEY", "DATABASE_URL"}
+SECRET_KEYS = {"TESSERA_INTERNAL_SECRET", "TESSERA_ADMIN_TOKEN", "TESSERA_API_KEY", "TESSERA_MFA_KEYS", "DATABASE_URL"}
 
 
 def manifests() -> Rendered:

@@ -414,18 +414,24 @@ def test_the_chart_makes_the_secrets_from_the_values_or_generates_them():
     # No database in the values: no DATABASE_URL (the pods name the missing key); the rest generated.
     assert set(generated) == SECRET_KEYS - {"DATABASE_URL"}
     for key, value in generated.items():
-        assert re.fullmatch(r"[A-Za-z0-9]{64}", value), key
-    assert len(set(generated.values())) == 3
+        if key == "TESSERA_MFA_KEYS":
+            # One sealing key: 32 random bytes in base64, as the directory reads it.
+            assert len(base64.b64decode(value, validate=True)) == 32, value
+        else:
+            assert re.fullmatch(r"[A-Za-z0-9]{64}", value), key
+    assert len(set(generated.values())) == 4
     assert decoded(docs.get("Secret", "tessera-migrate")) == {}
 
     url = "postgres://tessera:pw@db.internal:5432/tessera?sslmode=verify-full"
+    mfa_keys = base64.b64encode(b"n" * 32).decode() + "," + base64.b64encode(b"o" * 32).decode()
     pem = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
     docs = helm_template("tessera", settings=(
         "secrets.internalSecret=" + "a" * 64, "secrets.adminToken=" + "b" * 64, "secrets.apiKey=key-1",
+        "secrets.mfaKeys=" + mfa_keys.replace(",", "\\,"),
         "secrets.databaseUrl=" + url.replace(",", "\\,"), "signingKeys.files.k1\\.pem=" + pem))
     assert decoded(docs.get("Secret", "tessera-secrets")) == {
         "TESSERA_INTERNAL_SECRET": "a" * 64, "TESSERA_ADMIN_TOKEN": "b" * 64, "TESSERA_API_KEY": "key-1",
-        "DATABASE_URL": url}
+        "TESSERA_MFA_KEYS": mfa_keys, "DATABASE_URL": url}
     assert decoded(docs.get("Secret", "tessera-migrate")) == {"DATABASE_URL": url}
     assert decoded(docs.get("Secret", "tessera-signing-keys")) == {"k1.pem": pem}
     assert decoded(docs.get("Secret", "tessera-session-cookie-keys")) == {}
