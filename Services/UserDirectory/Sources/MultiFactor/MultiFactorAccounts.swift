@@ -217,6 +217,30 @@ extension MultiFactorAccounts {
         return (user, created)
     }
 
+    /// The end of a second step that passed (a TOTP or a texted code): the sign-in recorded on the user,
+    /// and a session signed in with the factor. A user gone or disabled since the first step is the
+    /// refusal, returned so that the caller's transaction still commits what came before it (the spent
+    /// pending sign-in, the code).
+    static func finishSecondStep(
+        _ connection: PostgresConnection, scope: Scope, localId: String, provider: String, session: NewSession,
+        secondFactor: (kind: String, enrollmentId: String), logger: Logger
+    ) async throws -> Result<(UserRecord, SessionInfo), FirebaseError> {
+        let updated = try await connection.query(
+            """
+            UPDATE users SET last_login_at = \(AccountRows.nowMillis())
+            WHERE tenant_id = \(scope: scope) AND local_id = \(localId)
+            RETURNING disabled
+            """, logger: logger)
+        var disabled: Bool?
+        for try await value in updated.decode(Bool.self) { disabled = value }
+        guard let disabled else { return .failure(.invalid(.userNotFound)) }
+        if disabled { return .failure(.invalid(.userDisabled)) }
+        return .success(
+            try await startSession(
+                connection, scope: scope, localId: localId, provider: provider, session: session,
+                secondFactor: secondFactor, logger: logger))
+    }
+
     /// After factors of a user were removed: the sessions signed in with them end, and so do the
     /// user's pending sign-ins (their challenge may have named a removed factor). In the caller's
     /// transaction.

@@ -168,21 +168,13 @@ extension MultiFactorAccounts {
                 WHERE tenant_id = \(scope: scope) AND enrollment_id = \(enrollment.enrollmentId)
                 """, logger: logger)
             try await endPending()
-            let now = AccountRows.nowMillis()
-            let disabled = try await connection.query(
-                """
-                UPDATE users SET last_login_at = \(now)
-                WHERE tenant_id = \(scope: scope) AND local_id = \(pending.localId)
-                RETURNING disabled
-                """, logger: logger)
-            var isDisabled: Bool?
-            for try await value in disabled.decode(Bool.self) { isDisabled = value }
-            guard let isDisabled else { return .refused(.invalid(.userNotFound)) }
-            if isDisabled { return .refused(.invalid(.userDisabled)) }
-            let (user, created) = try await Self.startSession(
+            switch try await Self.finishSecondStep(
                 connection, scope: scope, localId: pending.localId, provider: pending.provider,
                 session: request.session, secondFactor: (enrollment.kind, enrollment.enrollmentId), logger: logger)
-            return .signedIn(user, created)
+            {
+            case .success(let (user, created)): return .signedIn(user, created)
+            case .failure(let error): return .refused(error)
+            }
         }
         switch step {
         case .signedIn(let user, let session): return (user, session)

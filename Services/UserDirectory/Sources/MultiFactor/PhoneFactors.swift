@@ -170,21 +170,13 @@ extension PhoneAccounts {
                     DELETE FROM mfa_pending_sign_ins
                     WHERE tenant_id = \(scope: scope) AND credential_hash = \(request.credentialHash)
                     """, logger: logger)
-                let now = AccountRows.nowMillis()
-                let updated = try await connection.query(
-                    """
-                    UPDATE users SET last_login_at = \(now)
-                    WHERE tenant_id = \(scope: scope) AND local_id = \(pending.localId)
-                    RETURNING disabled
-                    """, logger: logger)
-                var disabled: Bool?
-                for try await value in updated.decode(Bool.self) { disabled = value }
-                guard let disabled else { return .refused(.invalid(.userNotFound)) }
-                if disabled { return .refused(.invalid(.userDisabled)) }
-                let (user, session) = try await MultiFactorAccounts.startSession(
+                switch try await MultiFactorAccounts.finishSecondStep(
                     connection, scope: scope, localId: pending.localId, provider: pending.provider,
                     session: request.session, secondFactor: ("phone", enrollmentId), logger: logger)
-                return .signedIn(user, session)
+                {
+                case .success(let (user, session)): return .signedIn(user, session)
+                case .failure(let error): return .refused(error)
+                }
             }
         }
         switch step {
