@@ -610,3 +610,102 @@ def test_export_and_import_round_trip_phone_factors(client, admin, make_tenant, 
     assert imported["mfaInfo"][0]["displayName"] == "desk" and "displayName" not in imported["mfaInfo"][1]
     assert admin.lookup_users(target, [u["localId"] for u in users[1:]]) == []
     sign_in_by_sms(client, target, email, exported["mfaInfo"][1]["mfaEnrollmentId"], numbers[1], sms_sink)
+
+
+def test_mandatory_scopes_refuse_sign_ins_without_a_factor(client, admin, make_tenant, mail_sink, sms_sink, stack):
+    """docs/protocol/mfa.md#mandatory: in a `MANDATORY` scope a user without a factor is refused after its first
+    factor (password, email link, phone) and nothing is written; end users cannot create accounts; a custom token
+    still signs in; a user an admin gave a phone factor is challenged for it and may then enrol TOTP; back to
+    `ENABLED`, a user without a factor signs in again."""
+    from test_custom_tokens import ServiceAccounts, mint, sdk_app
+
+    test_number, other_test_number = phone_number(), phone_number()
+    mandatory = {**PHONE_AND_TOTP, "state": "MANDATORY"}
+    tenant = make_tenant(allowPasswordSignup=True, enableAnonymousUser=True, enableEmailLinkSignin=True,
+                         enablePhoneSignIn=True, testPhoneNumbers={test_number: "123456",
+                                                                   other_test_number: "654321"},
+                         mfaConfig=mandatory)["tenantId"]
+    assert expect_ok(admin.get_tenant(tenant))["mfaConfig"]["state"] == "MANDATORY"
+
+    def users() -> int:
+        return int(psql(stack, f"SELECT count(*) FROM users WHERE tenant_id = '{tenant}'"))
+
+    # End users cannot create accounts: sign-up with a password, anonymously, by phone.
+    expect_error(client.post("/v1/accounts:signUp", {"tenantId": tenant, "email": address(), "password": PASSWORD}),
+                 "ADMIN_ONLY_OPERATION")
+    expect_error(client.post("/v1/accounts:signUp", {"tenantId": tenant}), "ADMIN_ONLY_OPERATION")
+    session = expect_ok(client.post("/v1/accounts:sendVerificationCode",
+                                    {"tenantId": tenant, "phoneNumber": other_test_number}))["sessionInfo"]
+    expect_error(client.post("/v1/accounts:signInWithPhoneNumber",
+                             {"tenantId": tenant, "sessionInfo": session, "code": "654321"}), "ADMIN_ONLY_OPERATION")
+    assert users() == 0
+
+    # A user an admin made without a factor: the right password is refused, and the sign-in leaves no trace.
+    email = address()
+    created = expect_ok(admin.request("POST", accounts(admin, tenant), json={
+        "email": email, "emailVerified": True, "password": PASSWORD, "phoneNumber": test_number}))
+    resp = client.post("/v1/accounts:signInWithPassword",
+                       {"tenantId": tenant, "email": email, "password": PASSWORD, "returnSecureToken": True})
+    expect_error(resp, "MFA_ENROLLMENT_NOT_FOUND")
+    assert "mandatory" in resp.json()["error"]["message"], describe(resp)
+    # A wrong password is still wrong first.
+    expect_error(client.post("/v1/accounts:signInWithPassword",
+                             {"tenantId": tenant, "email": email, "password": "wrong one 1"}),
+                 "INVALID_LOGIN_CREDENTIALS", "INVALID_PASSWORD")
+    # Nor does an email link or the user's number sign it in.
+    expect_ok(client.post("/v1/accounts:sendOobCode", {"tenantId": tenant, "requestType": "EMAIL_SIGNIN",
+                                                       "email": email, "continueUrl": "http://localhost/x",
+                                                       "canHandleCodeInApp": True}))
+    [mail] = mail_sink.wait_for(email)
+    _, params = oob_link(mail)
+    expect_error(client.post("/v1/accounts:signInWithEmailLink",
+                             {"tenantId": tenant, "email": email, "oobCode": params["oobCode"]}),
+                 "MFA_ENROLLMENT_NOT_FOUND")
+    session = expect_ok(client.post("/v1/accounts:sendVerificationCode",
+                                    {"tenantId": tenant, "phoneNumber": test_number}))["sessionInfo"]
+    expect_error(client.post("/v1/accounts:signInWithPhoneNumber",
+                             {"tenantId": tenant, "sessionInfo": session, "code": "123456"}),
+                 "MFA_ENROLLMENT_NOT_FOUND")
+    [record] = admin.lookup_users(tenant, [created["localId"]])
+    assert "lastLoginAt" not in record and int(psql(stack, f"""SELECT count(*) FROM refresh_families
+        WHERE tenant_id = '{tenant}' AND local_id = '{created["localId"]}'""")) == 0, record
+
+    # The operator's backend may still sign the user in with a custom token, and create users with one.
+    factory = ServiceAccounts(stack, admin)
+    try:
+        with sdk_app(factory.create(tenant)) as app:
+            expect_ok(client.post("/v1/accounts:signInWithCustomToken", {
+                "tenantId": tenant, "token": mint(app, created["localId"], tenant_id=tenant),
+                "returnSecureToken": True}))
+            expect_ok(client.post("/v1/accounts:signInWithCustomToken", {
+                "tenantId": tenant, "token": mint(app, f"backend-{uuid.uuid4().hex[:8]}", tenant_id=tenant),
+                "returnSecureToken": True}))
+    finally:
+        factory.cleanup()
+
+    # An admin gives the user a phone factor: the password now asks for it, and a session signed in with it
+    # enrols a TOTP factor, asked for next to it.
+    number = phone_number()
+    expect_ok(admin.request("POST", admin.accounts_path(tenant, "update"), json={
+        "localId": created["localId"], "mfa": {"enrollments": [{"phoneInfo": number, "displayName": "desk"}]}}))
+    [record] = admin.lookup_users(tenant, [created["localId"]])
+    signed_in = sign_in_by_sms(client, tenant, email, record["mfaInfo"][0]["mfaEnrollmentId"], number, sms_sink)
+    enrol(client, tenant, signed_in["idToken"])
+    pending = password_sign_in(client, tenant, email)
+    assert [sorted(f) for f in pending["mfaInfo"]][1] == ["displayName", "enrolledAt", "mfaEnrollmentId",
+                                                           "totpInfo"], pending
+
+    # A user an admin gave a phone factor is challenged for it.
+    factored = address()
+    expect_ok(admin.request("POST", accounts(admin, tenant), json={
+        "email": factored, "emailVerified": True, "password": PASSWORD, "mfaInfo": [{"phoneInfo": phone_number()}]}))
+    assert "mfaPendingCredential" in password_sign_in(client, tenant, factored)
+
+    # Back to ENABLED: a user without a factor signs in with its password again.
+    plain = address()
+    expect_ok(admin.request("POST", accounts(admin, tenant), json={
+        "email": plain, "emailVerified": True, "password": PASSWORD}))
+    expect_error(client.post("/v1/accounts:signInWithPassword",
+                             {"tenantId": tenant, "email": plain, "password": PASSWORD}), "MFA_ENROLLMENT_NOT_FOUND")
+    expect_ok(admin.patch_tenant(tenant, {"mfaConfig": {"state": "ENABLED"}}, "mfaConfig.state"))
+    assert "idToken" in password_sign_in(client, tenant, plain)

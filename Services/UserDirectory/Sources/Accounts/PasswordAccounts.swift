@@ -80,6 +80,8 @@ struct ScopeFlags: NamedRow {
     var emailPrivacy: Bool
     var rateLimits: RateLimitSettings
     var enableEmailLinkSignin: Bool
+    /// The scope's multi-factor `state` is `MANDATORY` (docs/protocol/mfa.md#mandatory).
+    var mfaMandatory: Bool
 
     /// `lock` takes a share lock on the tenant row for the rest of the transaction, so the switches
     /// cannot change under the operation.
@@ -112,17 +114,24 @@ extension ScopeFlags {
         emailPrivacy = try row.value("enable_improved_email_privacy")
         rateLimits = RateLimitSettings.decode(try row.value("rate_limits"))
         enableEmailLinkSignin = try row.value("enable_email_link_signin")
+        mfaMandatory = try row.value("mfa_mandatory")
     }
 }
 
 extension ScopeFlags {
     /// An end user's call is about to create an account (docs/protocol/admin.md#self-service-settings, issue
-    /// #7): refused when the scope closed sign-up (`ADMIN_ONLY_OPERATION`), and counted against the caller's
-    /// address.
-    func admitNewAccount(_ connection: PostgresConnection, scope: Scope, clientIP: String?, logger: Logger)
-        async throws
-    {
+    /// #7): refused when the scope closed sign-up (`ADMIN_ONLY_OPERATION`), or when it makes second factors
+    /// mandatory and the account could never have one (docs/protocol/mfa.md#mandatory; a custom token, which
+    /// the operator's backend vouches for, is `vouched`), and counted against the caller's address.
+    func admitNewAccount(
+        _ connection: PostgresConnection, scope: Scope, clientIP: String?, vouched: Bool = false, logger: Logger
+    ) async throws {
         if disabledUserSignup { throw FirebaseError.invalid(.adminOnlyOperation) }
+        if mfaMandatory, !vouched {
+            throw FirebaseError.invalid(
+                .adminOnlyOperation,
+                "Multi-factor authentication is mandatory here: accounts are created by an administrator.")
+        }
         try await RateLimiter.hit(
             connection, scope: scope, bucket: "sign_up", key: clientIP, limit: rateLimits.signUpsPerIpPerHour,
             logger: logger)
@@ -281,7 +290,7 @@ extension PasswordAccounts {
             hasher.isOutdated(stored)
             ? try await hasher.hash(request.password, key: keys.own, client: request.clientIP) : stored
         let now = AccountRows.nowMillis()
-        if candidate.hasFactors {
+        if candidate.hasFactors || flags.mfaMandatory {
             return try await signInWithSecondFactor(
                 request, localId: localId, verifiedHash: stored.hash, current: current, nowMillis: now,
                 emailPrivacy: flags.emailPrivacy, logger: logger)
@@ -306,10 +315,11 @@ extension PasswordAccounts {
             session: SessionInfo(newFamily: familyId, provider: "password", authTime: now / 1000, extraClaims: nil))
     }
 
-    /// The password of a user with second factors was right: the (re-hashed) password is written
-    /// while it is still the one verified and the account is enabled, and the sign-in waits for a
-    /// second factor (docs/protocol/mfa.md#signing-in), or, when the scope asks for none of the
-    /// user's factors, starts its session.
+    /// The password of a user with second factors (or of any user, in a scope where they are
+    /// mandatory) was right: the (re-hashed) password is written while it is still the one verified
+    /// and the account is enabled, and the sign-in waits for a second factor
+    /// (docs/protocol/mfa.md#signing-in), or, when the scope asks for none of the user's factors,
+    /// starts its session; a mandatory scope refuses it then, and nothing is written.
     private func signInWithSecondFactor(
         _ request: SignInWithPasswordRequest, localId: String, verifiedHash: String, current: StoredPassword,
         nowMillis now: Int64, emailPrivacy: Bool, logger: Logger
@@ -530,7 +540,8 @@ struct ScopeFlagsRead: ScopeFlagsStatement {
     static let columns = """
         t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
             t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits,
-            t.enable_email_link_signin
+            t.enable_email_link_signin,
+            coalesce(t.mfa_config::jsonb ->> 'state' = 'MANDATORY', false) AS mfa_mandatory
         """
     static let sql = "SELECT \(columns) FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1"
     typealias Row = ScopeFlags

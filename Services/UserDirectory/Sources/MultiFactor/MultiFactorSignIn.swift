@@ -31,8 +31,10 @@ extension AccountRows {
 extension MultiFactorAccounts {
     /// The challenge of a first-factor sign-in, when the user has factors of a kind the scope has on:
     /// a pending sign-in is stored under `credentialHash` (the hash of the `mfaPendingCredential` the
-    /// client gets). Nil, and nothing written, otherwise. One statement reads the scope's settings
-    /// with the user's factors; a user without factors costs that one index probe.
+    /// client gets). Nil, and nothing written, otherwise; in a scope where second factors are
+    /// mandatory, `MFA_ENROLLMENT_NOT_FOUND` then (docs/protocol/mfa.md#mandatory). One statement
+    /// reads the scope's settings with the user's factors; a user without factors costs that one
+    /// index probe.
     static func challenge(
         _ connection: PostgresConnection, scope: Scope, localId: String, provider: String, credentialHash: String,
         logger: Logger
@@ -41,23 +43,28 @@ extension MultiFactorAccounts {
             """
             SELECT t.mfa_config, e.enrollment_id, e.local_id, e.display_name, e.factor, e.phone_number,
                 e.totp_secret, e.totp_last_step, e.enrolled_at
-            FROM tenants t JOIN mfa_enrollments e ON e.tenant_id = t.tenant_id AND e.local_id = \(localId)
+            FROM tenants t LEFT JOIN mfa_enrollments e ON e.tenant_id = t.tenant_id AND e.local_id = \(localId)
             WHERE t.tenant_id = \(scope: scope)
             ORDER BY e.enrolled_at, e.position
             """, logger: logger)
         var config: MFAConfig?
         var factors: [MultiFactorEnrollment] = []
         for try await row in rows.decode(
-            (String?, String, String, String?, String, String?, String?, Int64?, Date).self)
+            (String?, String?, String?, String?, String?, String?, String?, Int64?, Date?).self)
         {
             if config == nil { config = MFAConfig.decode(row.0) }
-            if let enrollment = MultiFactorEnrollment((row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8)) {
+            if let id = row.1, let owner = row.2, let factor = row.4, let enrolledAt = row.8,
+                let enrollment = MultiFactorEnrollment((id, owner, row.3, factor, row.5, row.6, row.7, enrolledAt))
+            {
                 factors.append(enrollment)
             }
         }
         guard let config else { return nil }
         let asked = factors.filter { config.enables($0.factor) }
-        guard !asked.isEmpty else { return nil }
+        guard !asked.isEmpty else {
+            if config.isMandatory { throw FirebaseError.invalid(.mfaEnrollmentNotFound, MFAConfig.noFactorMessage) }
+            return nil
+        }
         try await connection.query(
             """
             INSERT INTO mfa_pending_sign_ins (tenant_id, credential_hash, local_id, sign_in_provider, expires_at)

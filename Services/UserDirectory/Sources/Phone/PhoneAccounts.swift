@@ -287,6 +287,7 @@ extension PhoneAccounts {
                         .unsupportedFirstFactor,
                         "A phone number cannot be set as a first factor on an SMS based MFA user."))
             }
+            if flags.mfaMandatory { return .refused(.invalid(.mfaEnrollmentNotFound, MFAConfig.noFactorMessage)) }
             localId = owner
             try await connection.query(
                 "UPDATE users SET last_login_at = \(now) WHERE tenant_id = \(scope: scope) AND local_id = \(localId)",

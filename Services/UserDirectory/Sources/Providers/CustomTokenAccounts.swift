@@ -22,7 +22,8 @@ extension CustomTokenAccounts {
             let now = AccountRows.nowMillis()
             var isNewUser = false
             if !(try await AccountRows.lockUser(connection, scope: scope, localId: verified.uid, logger: logger)) {
-                try await flags.admitNewAccount(connection, scope: scope, clientIP: request.clientIP, logger: logger)
+                try await flags.admitNewAccount(
+                    connection, scope: scope, clientIP: request.clientIP, vouched: true, logger: logger)
                 let inserted = try await connection.query(
                     """
                     INSERT INTO users (tenant_id, local_id, valid_since, created_at, last_login_at, last_refresh_at,

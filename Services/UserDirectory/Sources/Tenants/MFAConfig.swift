@@ -108,6 +108,13 @@ extension MFAConfig {
     /// through `providerConfigs` alone, whatever the top-level `state`).
     var enablesTOTP: Bool { Self.onStates.contains(totpConfig?.state ?? "") }
 
+    /// Every first-factor sign-in must be finished with a second factor; users without one cannot sign
+    /// in, nor can end users create accounts (docs/protocol/mfa.md#mandatory).
+    var isMandatory: Bool { state == "MANDATORY" }
+
+    /// The refusal of a user without a factor where factors are mandatory (`MFA_ENROLLMENT_NOT_FOUND`).
+    static let noFactorMessage = "Multi-factor authentication is mandatory here, and the user has no second factor."
+
     /// How many 30-second steps on each side of now a TOTP code may be from (5 when unset).
     var totpAdjacentIntervals: Int { totpConfig?.totpProviderConfig?.adjacentIntervals ?? 5 }
 
