@@ -1,12 +1,14 @@
 # Tessera — developer entry points. CI (.ci/run) runs `make test` and `make test-failover`, then
-# `swift build -c release --static-swift-stdlib` (the container image's build) and `make release-smoke`.
+# `swift build -c release --static-swift-stdlib` (the container image's build), `make release-smoke` and
+# `make test-containers`.
 
 TESSERA_BUILD ?= debug
 export TESSERA_BUILD
 # Release binaries link the Swift runtime statically, as the container image does (deploy/Dockerfile).
 BUILD_FLAGS = -c $(TESSERA_BUILD)$(if $(filter release,$(TESSERA_BUILD)), --static-swift-stdlib)
 
-.PHONY: all build run test test-failover up down status fmt-check clean-stack cleanup-scale bench release-smoke
+.PHONY: all build run test test-failover up down status fmt-check clean-stack cleanup-scale bench release-smoke \
+	test-containers image
 
 all: build
 
@@ -53,6 +55,19 @@ release-smoke:
 	scripts/build-deps
 	swift build -c release --static-swift-stdlib
 	scripts/release-smoke
+
+## The container image (scripts/image: docker if installed, else podman with binaries built here) and its
+## name; TESSERA_IMAGE_ARGS are scripts/image's options (e.g. --engine podman --tag tessera:1).
+image:
+	scripts/build-deps
+	scripts/image $(TESSERA_IMAGE_ARGS)
+
+## The image and deploy/compose.yaml run with podman (issue 40): sign-ups, refreshes, sign-ins and admin
+## calls through the ingress, health checks, restart policy (scripts/test-containers; installs podman,
+## runc, debootstrap and podman-compose). TESSERA_BIN_DIR: release binaries already built.
+test-containers:
+	scripts/build-deps
+	scripts/test-containers
 
 ## The benchmark of issue #8 (not in `make test`): release build, a release stack of its own on port
 ## 29099, every scenario with wrk; writes bench/results/<date>.{json,md} (docs/benchmarks.md).

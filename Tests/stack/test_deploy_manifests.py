@@ -557,7 +557,10 @@ def test_the_dockerfile_builds_every_product_and_runs_them_as_the_stack_does():
     parser = DockerfileParser(path=str(REPO_ROOT / "deploy" / "Dockerfile"))
     instructions = parser.structure
     stages = [i["value"] for i in instructions if i["instruction"] == "FROM"]
-    assert len(stages) == 2 and stages[0].endswith("AS build"), stages
+    # The first stage is `binaries`: a build may replace it with a named context of prebuilt binaries
+    # (scripts/image --engine podman), so the runtime stage copies from that name.
+    assert len(stages) == 2 and stages[0].endswith("AS binaries"), stages
+    assert any(i["instruction"] == "COPY" and i["value"].startswith("--from=binaries ") for i in instructions)
     args = {i["value"].split("=", 1)[0]: i["value"].split("=", 1)[1] for i in instructions
             if i["instruction"] == "ARG" and "=" in i["value"]}
     assert args["SWIFT_IMAGE"].startswith("swift:6.3"), args
@@ -565,6 +568,7 @@ def test_the_dockerfile_builds_every_product_and_runs_them_as_the_stack_does():
     assert "swift build -c release --static-swift-stdlib" in runs
     for product in [*SERVICES, "tessera"]:
         assert f'"$bin/{product}"' in runs, f"{product} is not copied out of the build stage"
+        assert product in (REPO_ROOT / "scripts" / "image").read_text(), f"scripts/image does not stage {product}"
     assert "*.resources" in runs, "resource bundles (the OpenAPI document) must ship with the binaries"
     # Every folder Package.swift names a target in is in the build context, or the package does not load.
     copies = {i["value"].split()[0] for i in instructions[:[n for n, i in enumerate(instructions)
