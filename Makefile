@@ -62,9 +62,9 @@ image:
 	scripts/build-deps
 	scripts/image $(TESSERA_IMAGE_ARGS)
 
-## The image and deploy/compose.yaml run with podman (issue 40): sign-ups, refreshes, sign-ins and admin
-## calls through the ingress, health checks, restart policy (scripts/test-containers; installs podman,
-## runc, debootstrap and podman-compose). TESSERA_BIN_DIR: release binaries already built.
+## The image, deploy/compose.yaml and the Kubernetes manifests run with podman (issue 40): sign-ups,
+## refreshes, sign-ins and admin calls, health checks and probes, restart policy (scripts/test-containers;
+## installs podman, runc, debootstrap and podman-compose). TESSERA_BIN_DIR: release binaries already built.
 test-containers:
 	scripts/build-deps
 	scripts/test-containers

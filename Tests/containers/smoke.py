@@ -2,13 +2,14 @@
 compose stack and the Kubernetes manifests' pods). Standard library only: it runs with the host's
 python3, outside the test venv.
 
-    python3 Tests/containers/smoke.py PUBLIC_URL ADMIN_URL
+    python3 Tests/containers/smoke.py PUBLIC_URL ADMIN_URL [PRIVILEGED_URL]
 
 Reads TESSERA_API_KEY, TESSERA_ADMIN_TOKEN and TESSERA_PROJECT_ID from the environment. Through the
 admin plane it creates a tenant (password and anonymous sign-up on); through the public plane an
 anonymous sign-up, a refresh of its refresh token, a password sign-up and sign-in, and a lookup with the
 ID token; through the admin plane again, a lookup of those users with the admin bearer (the admin API's
-accounts:lookup and the privileged end-user form), and the tenant deleted. Prints one line per call;
+accounts:lookup and the privileged end-user form, on PRIVILEGED_URL when given: the token service's admin
+port, where no ingress routes the admin plane), and the tenant deleted. Prints one line per call;
 exits 1 at the first failure."""
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def call(method: str, url: str, body: dict | None = None, bearer: str | None = N
 
 def main() -> None:
     public, admin = sys.argv[1].rstrip("/"), sys.argv[2].rstrip("/")
+    privileged = (sys.argv[3] if len(sys.argv) > 3 else admin).rstrip("/")
     key, token, project = (os.environ["TESSERA_API_KEY"], os.environ["TESSERA_ADMIN_TOKEN"],
                            os.environ["TESSERA_PROJECT_ID"])
     tenants = f"{admin}/v2/projects/{project}/tenants"
@@ -75,9 +77,9 @@ def main() -> None:
     found = call("POST", f"{admin}/v1/projects/{project}/tenants/{tenant}/accounts:lookup",
                  {"localId": [anonymous["localId"], signed_in["localId"]]}, bearer=token)["users"]
     assert sorted(user["localId"] for user in found) == sorted([anonymous["localId"], signed_in["localId"]]), found
-    [privileged] = call("POST", f"{admin}/v1/accounts:lookup", {"tenantId": tenant, "email": [email]},
-                        bearer=token)["users"]
-    assert privileged["localId"] == signed_in["localId"], privileged
+    [by_email] = call("POST", f"{privileged}/v1/accounts:lookup", {"tenantId": tenant, "email": [email]},
+                      bearer=token)["users"]
+    assert by_email["localId"] == signed_in["localId"], by_email
     call("DELETE", f"{tenants}/{tenant}", bearer=token)
     print(f"smoke: tenant {tenant}: sign-ups, a refresh, a sign-in and lookups on both planes passed")
 
