@@ -169,6 +169,8 @@ class Deployment:
                     "spec": spec}
 
         jobs = [pod(doc, doc["metadata"]["name"]) for doc in by_kind.get("Job", [])]
+        for doc in by_kind.get("Job", []):
+            log(f"{self.source}: Job/{doc['metadata']['name']} runs as Pod/{doc['metadata']['name']} (its template)")
         deployments = []
         for doc in by_kind.get("Deployment", []):
             labels = doc["spec"]["template"]["metadata"]["labels"]
@@ -176,6 +178,8 @@ class Deployment:
                          if s["spec"].get("selector") and s["spec"]["selector"].items() <= labels.items()]
             assert len(selecting) == 1, f"Deployment {doc['metadata']['name']}: Services {selecting}"
             deployments.append(pod(doc, selecting[0]))
+            log(f"{self.source}: Deployment/{doc['metadata']['name']} runs as Pod/{selecting[0]} (its template, "
+                f"named as Service/{selecting[0]})")
         return by_kind.get("ConfigMap", []), jobs, deployments
 
     def podman_secret(self, name: str, data: dict[str, bytes]) -> None:
@@ -185,6 +189,7 @@ class Deployment:
         podman("secret", "rm", name, check=False)
         podman("secret", "create", name, "-", stdin=body)
         self.podman_secrets.append(name)
+        log(f"{self.source}: Secret/{name} (read through env) made as a podman secret, a JSON map of base64 values")
 
     def secret_folder(self, name: str, data: dict[str, bytes]) -> Path:
         folder = self.workdir / "secret-volumes" / name
@@ -197,6 +202,7 @@ class Deployment:
                 os.chown(path, 0, SERVICE_UID)
             os.chown(folder, 0, SERVICE_UID)
             folder.chmod(0o750)
+            log(f"{self.source}: Secret/{name} (a volume) mounted as a hostPath directory of its {len(data)} files")
         return folder
 
     # ------------------------------------------------------------------------------------------
