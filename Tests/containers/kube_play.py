@@ -13,7 +13,8 @@ on the token service's port, admin calls on the directory's, the privileged end-
 service's admin port (the Ingress objects would route the two planes so; kube play does not run them).
 
 Podman 4.3 (Debian 12's) needs four changes to the YAML, each for a podman bug or gap, each printed:
-  - a Deployment or Job becomes a Pod of its template. kube play runs no Services (and no Jobs in 4.3),
+  - a Deployment or Job becomes a Pod of its template. kube play runs no Services, and no Jobs in 4.3
+    ("YAML document does not contain any supported kube kind"),
     and names a Deployment's pod NAME-pod-0, which nothing resolves; a Pod is resolved by its own name on
     the network, so each becomes a Pod named after the Service that selects it, the name its clients use;
   - Secrets read through env (secretKeyRef, secretRef) are made as podman secrets beforehand, in the form
