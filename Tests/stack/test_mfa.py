@@ -129,7 +129,13 @@ def test_enrol_sign_in_with_the_factor_and_withdraw_it(client, admin, tenant, st
     refreshed = client.refresh(enrolled["refreshToken"])
     assert unverified_claims(refreshed["id_token"])["firebase"]["second_factor_identifier"] == enrollment
 
-    # A password sign-in now answers the challenge, not tokens.
+    # A password sign-in now answers the challenge, not tokens; the sign-in is not recorded yet.
+    def last_login() -> int:
+        [record] = admin.lookup_users(tenant, [first["localId"]])
+        return int(record["lastLoginAt"])
+
+    before = last_login()
+    time.sleep(0.01)
     resp = client.post("/v1/accounts:signInWithPassword",
                        {"tenantId": tenant, "email": email, "password": PASSWORD, "returnSecureToken": True})
     pending = expect_ok(resp)
@@ -137,11 +143,14 @@ def test_enrol_sign_in_with_the_factor_and_withdraw_it(client, admin, tenant, st
     assert pending["localId"] == first["localId"] and pending["email"] == email
     assert pending["mfaInfo"] == [factor]
     credential = pending["mfaPendingCredential"]
+    assert last_login() == before
 
     # The code of the step the enrolment used is spent; the next one is accepted, once.
     expect_error(finalize_sign_in(client, tenant, credential, enrollment, totp(secret, step)), "INVALID_CODE")
     signed_in = expect_ok(finalize_sign_in(client, tenant, credential, enrollment, totp(secret, step + 1)))
     assert set(signed_in) == {"idToken", "refreshToken"}
+    # The second factor records the sign-in.
+    assert last_login() > before
     claims = unverified_claims(signed_in["idToken"])
     assert claims["firebase"]["sign_in_second_factor"] == "totp"
     assert claims["firebase"]["second_factor_identifier"] == enrollment

@@ -73,6 +73,18 @@ struct MultiFactorController {
     struct Tokens: Encodable, Sendable {
         var idToken: String
         var refreshToken: String
+
+        init(_ issued: SessionTokens.Issued) {
+            idToken = issued.idToken
+            refreshToken = issued.refreshToken
+        }
+    }
+
+    /// The name an enrolment gives its factor (empty: none), checked as a profile's display name is.
+    static func factorName(_ body: Body) throws -> String? {
+        let displayName = body.displayName.flatMap { $0.isEmpty ? nil : $0 }
+        try Credentials.checkProfile(displayName: displayName, photoUrl: nil)
+        return displayName
     }
 
     /// The caller's ID token, checked, from a first factor a second one may be added to.
@@ -121,8 +133,7 @@ struct MultiFactorController {
         if let phone = body.phoneVerificationInfo {
             let (verified, _) = try await signedInUser(body, context: context)
             let (sessionInfo, code) = try Self.phoneCode(phone)
-            let displayName = body.displayName.flatMap { $0.isEmpty ? nil : $0 }
-            try Credentials.checkProfile(displayName: displayName, photoUrl: nil)
+            let displayName = try Self.factorName(body)
             let issued = try await tokens.startSession(
                 InternalEndpoints.finalizePhoneEnrollment, requestID: context.requestID, logger: context.logger
             ) { session in
@@ -130,7 +141,7 @@ struct MultiFactorController {
                     scope: verified.scope, localId: verified.localId, signInProvider: verified.signInProvider,
                     sessionInfo: sessionInfo, code: code, displayName: displayName, session: session)
             }
-            return JSONResponse(Tokens(idToken: issued.idToken, refreshToken: issued.refreshToken))
+            return JSONResponse(Tokens(issued))
         }
         guard let info = body.totpVerificationInfo else {
             throw FirebaseError.invalid(.invalidArgument, "Missing totpVerificationInfo or phoneVerificationInfo.")
@@ -140,8 +151,7 @@ struct MultiFactorController {
             throw FirebaseError.invalid(.missingSessionInfo)
         }
         guard let code = info.verificationCode, !code.isEmpty else { throw FirebaseError.invalid(.missingCode) }
-        let displayName = body.displayName.flatMap { $0.isEmpty ? nil : $0 }
-        try Credentials.checkProfile(displayName: displayName, photoUrl: nil)
+        let displayName = try Self.factorName(body)
         let issued = try await tokens.startSession(
             InternalEndpoints.finalizeTOTPEnrollment, requestID: context.requestID, logger: context.logger
         ) { session in
@@ -149,7 +159,7 @@ struct MultiFactorController {
                 scope: verified.scope, localId: verified.localId, signInProvider: verified.signInProvider,
                 sessionInfo: sessionInfo, verificationCode: code, displayName: displayName, session: session)
         }
-        return JSONResponse(Tokens(idToken: issued.idToken, refreshToken: issued.refreshToken))
+        return JSONResponse(Tokens(issued))
     }
 
     @Sendable func withdraw(_ request: Request, context: ClientContext) async throws -> JSONResponse<Tokens> {
@@ -167,7 +177,7 @@ struct MultiFactorController {
                 scope: verified.scope, localId: verified.localId, mfaEnrollmentId: enrollmentId,
                 signInProvider: verified.signInProvider, secondFactorId: verified.secondFactorId, session: session)
         }
-        return JSONResponse(Tokens(idToken: issued.idToken, refreshToken: issued.refreshToken))
+        return JSONResponse(Tokens(issued))
     }
 
     /// Only phone factors are started (a code is texted); a TOTP factor goes straight to `finalize`.
@@ -213,7 +223,7 @@ struct MultiFactorController {
                         scope: scope, credentialHash: Secrets.tokenHash(pending), sessionInfo: sessionInfo,
                         code: code, session: session)
                 }
-                return JSONResponse(Tokens(idToken: issued.idToken, refreshToken: issued.refreshToken))
+                return JSONResponse(Tokens(issued))
             }
             guard let info = body.totpVerificationInfo else {
                 throw FirebaseError.invalid(.invalidArgument, "MFA provider not supported!")
@@ -233,7 +243,7 @@ struct MultiFactorController {
                 call.clientIP = clientIP
                 return call
             }
-            return JSONResponse(Tokens(idToken: issued.idToken, refreshToken: issued.refreshToken))
+            return JSONResponse(Tokens(issued))
         }
     }
 }

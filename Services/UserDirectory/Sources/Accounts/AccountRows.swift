@@ -300,8 +300,9 @@ extension ScopedStatement {
 /// columns all null, no such user. `$1` the scope, `$2` the user's id.
 struct UserOfEnabledScope: ScopedStatement {
     static let name = "tessera_user_of_enabled_scope"
-    static let sql = """
-        SELECT t.disable_auth, u.credential_seq, \(UsersByID.columns)
+    static let sql = "SELECT t.disable_auth, u.credential_seq, \(UsersByID.columns) \(from)"
+    /// The scope's row, the user's (or nulls) and its links, for this statement and the one with factors.
+    static let from = """
         FROM tenants t
         LEFT JOIN LATERAL (
             SELECT * FROM users WHERE tenant_id = $1 AND local_id = $2 OFFSET 0) AS u ON true
@@ -343,12 +344,7 @@ struct UserOfEnabledScopeWithFactors: ScopedStatement {
                     'enrolledAt', to_char(e.enrolled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
                     ORDER BY e.enrolled_at, e.position)::text
                 FROM mfa_enrollments e WHERE e.tenant_id = u.tenant_id AND e.local_id = u.local_id) AS mfa_info
-        FROM tenants t
-        LEFT JOIN LATERAL (
-            SELECT * FROM users WHERE tenant_id = $1 AND local_id = $2 OFFSET 0) AS u ON true
-        \(UsersByID.linksJoin)
-        WHERE t.tenant_id = $1
-        ORDER BY l.provider_id
+        \(UserOfEnabledScope.from)
         """
     typealias Row = UserOfEnabledScope.Row
     var scope: Scope

@@ -6,7 +6,7 @@ import TesseraShared
 /// Per-scope abuse limits (issue #7), counted in PostgreSQL so every replica shares them. Fixed
 /// one-hour windows; 0 switches a limit off. The defaults start from Firebase's published account
 /// creation limit (100 per IP per hour); the others are Tessera's.
-public struct RateLimitSettings: Codable, Sendable, Equatable {
+public struct RateLimitSettings: StoredSettings, Sendable {
     /// New accounts (anonymous, email/password, first federated or custom-token sign-in) per client IP.
     public var signUpsPerIpPerHour: Int
     /// Password sign-in attempts per account (email), successful or not.
@@ -67,18 +67,6 @@ public struct RateLimitSettings: Codable, Sendable, Equatable {
             try container.decodeIfPresent(Int.self, forKey: .smsPerScopePerDay) ?? defaults.smsPerScopePerDay
     }
 
-    /// The stored JSON (nil or unreadable: the defaults).
-    static func decode(_ text: String?) -> RateLimitSettings {
-        guard let text, let data = text.data(using: .utf8),
-            let value = try? JSONDecoder().decode(RateLimitSettings.self, from: data)
-        else { return .defaults }
-        return value
-    }
-
-    var encoded: String? {
-        guard self != .defaults, let data = try? JSONEncoder().encode(self) else { return nil }
-        return String(decoding: data, as: UTF8.self)
-    }
 }
 
 enum RateLimiter {

@@ -4,7 +4,7 @@ import TesseraShared
 /// A scope's multi-factor settings: Identity Platform's `MultiFactorAuthConfig`, the Tenant's
 /// `mfaConfig` and the project Config's `mfa`. Stored as given (docs/design-notes.md, "Tenants and
 /// settings"); which factors it turns on is docs/protocol/mfa.md#turning-it-on.
-public struct MFAConfig: Codable, Sendable, Equatable {
+public struct MFAConfig: StoredSettings, Sendable {
     public struct TOTPProviderConfig: Codable, Sendable, Equatable {
         public var adjacentIntervals: Int?
     }
@@ -28,21 +28,6 @@ public struct MFAConfig: Codable, Sendable, Equatable {
     static let providerStates: Set<String> = ["MFA_STATE_UNSPECIFIED", "DISABLED", "ENABLED", "MANDATORY"]
     static let adjacentIntervals = 0...10
 
-    /// The stored JSON (nil or unreadable: the defaults).
-    static func decode(_ text: String?) -> MFAConfig {
-        guard let text, let data = text.data(using: .utf8),
-            let value = try? JSONDecoder().decode(MFAConfig.self, from: data)
-        else { return .defaults }
-        return value
-    }
-
-    /// nil for the defaults, so an untouched scope keeps a NULL column.
-    var encoded: String? {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        guard self != .defaults, let data = try? encoder.encode(self) else { return nil }
-        return String(decoding: data, as: UTF8.self)
-    }
 }
 
 /// `mfaConfig` / `mfa` on the wire: every field optional on input, `state` and `enabledProviders`

@@ -4,7 +4,7 @@ import TesseraShared
 /// A scope's phone settings (docs/protocol/phone.md#turning-it-on): whether users sign in with a
 /// number, the fictional numbers that get a fixed code and no SMS, and the regions SMS may go to.
 /// Stored as JSON (`tenants.phone_config`, migration 25).
-public struct PhoneConfig: Codable, Sendable, Equatable {
+public struct PhoneConfig: StoredSettings, Sendable {
     /// Identity Platform's `smsRegionConfig`: one of the two policies.
     public struct SMSRegionConfig: Codable, Sendable, Equatable {
         public struct AllowByDefault: Codable, Sendable, Equatable {
@@ -32,21 +32,6 @@ public struct PhoneConfig: Codable, Sendable, Equatable {
     public static let defaults = PhoneConfig(enabled: false, testPhoneNumbers: [:], smsRegionConfig: nil)
     /// Identity Platform's limit.
     static let maximumTestNumbers = 10
-
-    static func decode(_ text: String?) -> PhoneConfig {
-        guard let text, let data = text.data(using: .utf8),
-            let value = try? JSONDecoder().decode(PhoneConfig.self, from: data)
-        else { return .defaults }
-        return value
-    }
-
-    /// nil for the defaults, so an untouched scope keeps a NULL column.
-    var encoded: String? {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        guard self != .defaults, let data = try? encoder.encode(self) else { return nil }
-        return String(decoding: data, as: UTF8.self)
-    }
 
     /// A test number: `+` and 5 to 15 digits, the first not 0 (E.164's form; fictional numbers are
     /// what they are for, so no numbering plan is asked of them).
