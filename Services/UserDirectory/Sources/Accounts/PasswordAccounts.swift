@@ -114,7 +114,8 @@ extension ScopeFlags {
         emailPrivacy = try row.value("enable_improved_email_privacy")
         rateLimits = RateLimitSettings.decode(try row.value("rate_limits"))
         enableEmailLinkSignin = try row.value("enable_email_link_signin")
-        mfaMandatory = try row.value("mfa_mandatory")
+        // NULL in a scope whose settings were never touched: no JSON is read.
+        mfaMandatory = MFAConfig.decode(try row.value("mfa_config", as: String?.self)).isMandatory
     }
 }
 
@@ -540,8 +541,7 @@ struct ScopeFlagsRead: ScopeFlagsStatement {
     static let columns = """
         t.disable_auth, t.allow_password_signup, t.disabled_user_signup, t.enable_anonymous_user,
             t.disabled_user_deletion, t.autodelete_anonymous_users, p.enable_improved_email_privacy, t.rate_limits,
-            t.enable_email_link_signin,
-            coalesce(t.mfa_config::jsonb ->> 'state' = 'MANDATORY', false) AS mfa_mandatory
+            t.enable_email_link_signin, t.mfa_config
         """
     static let sql = "SELECT \(columns) FROM tenants t CROSS JOIN project_config p WHERE t.tenant_id = $1"
     typealias Row = ScopeFlags
